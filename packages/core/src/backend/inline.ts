@@ -1,0 +1,31 @@
+import type { Column } from '../column.js';
+import { columnBytes } from '../column.js';
+import { PlanError } from '../errors.js';
+import { executePlan, type PlanState, type RowLocator } from '../plan/execute.js';
+import type { TypedPlan } from '../plan/load.js';
+import type { BackendSpec } from '../plan/types.js';
+import type { Backend } from './types.js';
+
+/**
+ * The in-process CPU backend: core's reference kernels on the calling thread. It is what `cpu`
+ * means until the worker-pool backend package registers itself over it.
+ */
+export function inlineCpuBackend(plan: TypedPlan, options: BackendSpec, state: PlanState): Backend {
+  const known = new Set(['name', 'workers']);
+  for (const k of Object.keys(options)) if (!known.has(k)) throw new PlanError(`backend cpu: unknown option "${k}"`);
+  return {
+    name: 'cpu',
+    capabilities: { ops: 'all', timing: 'measured' },
+    async run(columns: ReadonlyMap<string, Column>, locate: RowLocator) {
+      const t0 = performance.now();
+      const out = executePlan(plan, columns, state, locate);
+      const wallMs = performance.now() - t0;
+      let bytesIn = 0;
+      let bytesOut = 0;
+      for (const c of columns.values()) bytesIn += columnBytes(c);
+      for (const c of out.values()) bytesOut += columnBytes(c);
+      return { columns: out, report: { wallMs, bytesIn, bytesOut } };
+    },
+    async dispose() {},
+  };
+}

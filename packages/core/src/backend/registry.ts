@@ -1,0 +1,32 @@
+import { PlanError } from '../errors.js';
+import type { PlanState } from '../plan/execute.js';
+import type { TypedPlan } from '../plan/load.js';
+import type { BackendSpec } from '../plan/types.js';
+import type { Backend, BackendFactory } from './types.js';
+
+const registry = new Map<string, BackendFactory>();
+
+/**
+ * Makes a backend available to plans under `name`. Backend packages call this on import; core
+ * never imports a backend.
+ *
+ * @example
+ * registerBackend('echo', (plan) => ({ name: 'echo', capabilities: { ops: 'all', timing: 'measured' }, run: ..., dispose: async () => {} }));
+ */
+export function registerBackend(name: string, factory: BackendFactory): void {
+  registry.set(name, factory);
+}
+
+/** Names of the registered backends. */
+export function backendNames(): string[] {
+  return [...registry.keys()];
+}
+
+/** Builds the backend a plan names, or fails with the list of known ones. */
+export async function createBackend(plan: TypedPlan, spec: BackendSpec, state: PlanState): Promise<Backend> {
+  const factory = registry.get(spec.name);
+  if (factory === undefined) {
+    throw new PlanError(`unknown backend "${spec.name}" (registered: ${backendNames().join(', ')}; a backend package registers itself when imported)`);
+  }
+  return factory(plan, spec, state);
+}

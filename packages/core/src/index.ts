@@ -1,0 +1,30 @@
+/**
+ * @sluice/core — stream preprocessed recommendation-model training data from Parquet files.
+ *
+ * @example
+ * import { pipeline } from '@sluice/core';
+ * for await (const batch of pipeline('plan.json', { input: 'train.parquet' })) console.log(batch.rows);
+ */
+import { inlineCpuBackend } from './backend/inline.js';
+import { registerBackend } from './backend/registry.js';
+
+export * from './column.js';
+export * from './errors.js';
+export { OPS } from './ops/index.js';
+export { OpDataError, OpPlanError, type OpContext, type OpDef, type StatefulOpDef } from './ops/types.js';
+export type { BackendSpec, FeatureSpec, OpSpec, PlanSpec, ShuffleSpec } from './plan/types.js';
+export { loadPlan, typeCheckPlan, DEFAULT_BATCH_SIZE, DEFAULT_PREFETCH, type Plan, type PlanFeature, type PlanOp, type TypedFeature, type TypedPlan } from './plan/load.js';
+export { executePlan, fitPlan, runFeature, stateFromJSON, stateToJSON, statefulOps, stateKey, type PlanState, type RowLocator } from './plan/execute.js';
+export { registerBackend, backendNames, createBackend } from './backend/registry.js';
+export type { Backend, BackendFactory, Capabilities, CostReport } from './backend/types.js';
+export { inlineCpuBackend } from './backend/inline.js';
+export { DecoderPool, type FileMeta } from './io/decoder.js';
+export { openDataset, checkColumns, resolveInputs, type Dataset, type Unit } from './io/dataset.js';
+export { columnFromVector, arrowColumnType } from './io/arrow.js';
+export { readChunks, epochWindows, START, type Chunk, type Cursor, type SourceOptions } from './stream/source.js';
+export { assembleBatch, batchLayout, type Batch, type BatchLayout, type ProcessedChunk, type Segment } from './stream/batch.js';
+export { Flow, source, preprocess, batch, prefetch, cursorAfter, type BatchOptions } from './stream/operators.js';
+export { pipeline, Pipeline, type IteratorState, type PipelineInfo, type PipelineMetrics, type PipelineOptions } from './pipeline.js';
+
+// `cpu` runs in-process on the reference kernels until @sluice/backend-cpu registers its pool.
+registerBackend('cpu', inlineCpuBackend);

@@ -1,0 +1,139 @@
+import { Worker } from 'node:worker_threads';
+import { tableFromIPC, type Schema } from 'apache-arrow';
+import { InputError } from '../errors.js';
+
+/** What the footer of a Parquet file tells us. */
+export interface FileMeta {
+  readonly source: string;
+  /** Rows per row group. */
+  readonly rowGroups: readonly number[];
+  readonly numRows: number;
+  readonly createdBy: string | null;
+  readonly schema: Schema;
+}
+
+interface Pending {
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+  chunks: Uint8Array[];
+  what: { source: string; rowGroup?: number };
+}
+
+interface Slot {
+  worker: Worker;
+  busy: Map<number, Pending>;
+}
+
+interface Task {
+  msg: Record<string, unknown> & { kind: string; source: string };
+  pending: Pending;
+}
+
+// The worker is plain JS beside src/ and dist/ (both two levels below the package root), so the
+// same relative URL works from the TypeScript sources under vitest and from the build.
+const WORKER_URL = new URL('../../workers/decode-worker.mjs', import.meta.url);
+
+/**
+ * A pool of Parquet decode workers. Decoding off the main thread keeps a wasm panic on corrupt
+ * data from taking the process down, and lets row groups decode while the main thread runs ops.
+ *
+ * @example
+ * const pool = new DecoderPool(1);
+ * const meta = await pool.open('data.parquet');
+ * const ipc = await pool.readRowGroup('data.parquet', 0, ['I1'], 65536);
+ * await pool.close();
+ */
+export class DecoderPool {
+  private readonly slots: Slot[] = [];
+  private readonly queue: Task[] = [];
+  private nextId = 1;
+  private closed = false;
+
+  constructor(readonly size = 1) {
+    if (!Number.isInteger(size) || size < 1) throw new RangeError(`decoder pool size must be a positive integer, got ${size}`);
+  }
+
+  /** Reads a file's footer: row groups and schema. */
+  async open(source: string): Promise<FileMeta> {
+    const meta = (await this.submit({ kind: 'open', source }, { source })) as {
+      rowGroups: number[]; numRows: number; createdBy: string | null; schemaIpc: Uint8Array;
+    };
+    return { source, rowGroups: meta.rowGroups, numRows: meta.numRows, createdBy: meta.createdBy, schema: tableFromIPC(meta.schemaIpc).schema };
+  }
+
+  /** Decodes one row group's projected columns into Arrow IPC stream buffers (one per record batch). */
+  async readRowGroup(source: string, rowGroup: number, columns: readonly string[], batchSize = 65536): Promise<Uint8Array[]> {
+    return (await this.submit({ kind: 'read', source, rowGroup, columns: [...columns], batchSize }, { source, rowGroup })) as Uint8Array[];
+  }
+
+  /** Stops every worker; pending work is rejected. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const err = new InputError('decoder closed');
+    for (const t of this.queue.splice(0)) t.pending.reject(err);
+    await Promise.all(this.slots.splice(0).map(async (s) => {
+      for (const p of s.busy.values()) p.reject(err);
+      s.busy.clear();
+      await s.worker.terminate();
+    }));
+  }
+
+  private submit(msg: Task['msg'], what: Pending['what']): Promise<unknown> {
+    if (this.closed) return Promise.reject(new InputError('decoder closed'));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ msg, pending: { resolve, reject, chunks: [], what } });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0) {
+      let slot = this.slots.find((s) => s.busy.size === 0);
+      if (slot === undefined && this.slots.length < this.size) slot = this.spawn();
+      if (slot === undefined) return;
+      const task = this.queue.shift()!;
+      const id = this.nextId++;
+      slot.busy.set(id, task.pending);
+      slot.worker.ref();
+      slot.worker.postMessage({ id, ...task.msg });
+    }
+  }
+
+  private spawn(): Slot {
+    const worker = new Worker(WORKER_URL);
+    const slot: Slot = { worker, busy: new Map() };
+    worker.on('message', (m: { id: number; ipc?: Uint8Array; meta?: unknown; done?: boolean; error?: string }) => {
+      const p = slot.busy.get(m.id);
+      if (p === undefined) return;
+      if (m.ipc !== undefined) { p.chunks.push(m.ipc); return; }
+      slot.busy.delete(m.id);
+      if (m.error !== undefined) p.reject(describeFailure(p.what, m.error));
+      else p.resolve(m.meta ?? p.chunks);
+      if (slot.busy.size === 0) worker.unref();
+      this.pump();
+    });
+    // An uncaught error in the worker (a wasm panic on corrupt pages) ends it: fail what it was
+    // doing with the file and row group, and let the next task start a fresh worker.
+    const fail = (reason: string): void => {
+      const i = this.slots.indexOf(slot);
+      if (i >= 0) this.slots.splice(i, 1);
+      for (const p of slot.busy.values()) p.reject(describeFailure(p.what, reason, true));
+      slot.busy.clear();
+      if (!this.closed) this.pump();
+    };
+    worker.on('error', (e) => fail(String(e instanceof Error ? e.message : e)));
+    worker.on('exit', (code) => { if (slot.busy.size > 0) fail(`decoder exited with code ${code}`); });
+    worker.unref();
+    this.slots.push(slot);
+    return slot;
+  }
+}
+
+function describeFailure(what: Pending['what'], reason: string, crashed = false): InputError {
+  const where = what.rowGroup === undefined ? { file: what.source } : { file: what.source, rowGroup: what.rowGroup };
+  let msg = reason.replace(/^Error: /, '');
+  if (crashed) msg = `cannot decode (corrupt or truncated data; the decoder failed with: ${msg})`;
+  else if (/Corrupt footer|Invalid Parquet|PAR1|EOF|out of range/i.test(msg)) msg = `not a readable Parquet file (${msg})`;
+  else if (/No such file|ENOENT|Unable to open/i.test(msg)) msg = 'cannot open: no such file or not readable';
+  return new InputError(msg, where);
+}

@@ -1,0 +1,324 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Observable, defer, finalize, from, mergeMap, type Subscription } from 'rxjs';
+import { createBackend } from './backend/registry.js';
+import type { Backend, CostReport } from './backend/types.js';
+import type { ColumnType } from './column.js';
+import { PlanError, SluiceError } from './errors.js';
+import { checkColumns, openDataset, type Dataset } from './io/dataset.js';
+import { DecoderPool } from './io/decoder.js';
+import { stateFromJSON, statefulOps, type PlanState } from './plan/execute.js';
+import { loadPlan, typeCheckPlan, type Plan, type TypedPlan } from './plan/load.js';
+import type { BackendSpec, PlanSpec } from './plan/types.js';
+import { batchLayout, type Batch, type BatchLayout, type ProcessedChunk } from './stream/batch.js';
+import { Flow, batch, preprocess, source } from './stream/operators.js';
+import { START, epochRows, readChunks, type Chunk, type Cursor } from './stream/source.js';
+
+/**
+ * Where an interrupted run stands: small JSON, never buffered data. Passing it back as
+ * `pipeline(plan, { resume })` yields exactly the batches the interrupted run had yet to yield.
+ */
+export interface IteratorState {
+  readonly version: 1;
+  readonly epoch: number;
+  readonly window: number;
+  readonly offset: number;
+  /** Batches emitted so far (the next batch's seq). */
+  readonly seq: number;
+  /** Shuffle seed, or null without shuffle. */
+  readonly seed: number | null;
+  /** Fingerprint of the plan and file list; a state from another plan or data set is refused. */
+  readonly fingerprint: string;
+}
+
+export interface PipelineOptions {
+  /** Parquet paths, globs or http(s) URLs (overrides the plan's `input`). */
+  input?: string | string[];
+  /** Resume from a saved `state()`. */
+  resume?: IteratorState;
+  /** Fitted state for stateful ops: a path to `sluice fit` output, its parsed JSON, or a map. */
+  fitState?: string | object | PlanState;
+  /** Overrides the plan's backend (a name, or a spec with options). */
+  backend?: string | BackendSpec;
+  /** Overrides the plan's prefetch depth. */
+  prefetch?: number;
+  /** Parquet decode workers (default 1). */
+  decoders?: number;
+  /** Aborting stops the run: iteration throws the abort reason and resources are released. */
+  signal?: AbortSignal;
+}
+
+/** Counters of a run, for `sluice bench` and metrics endpoints. */
+export interface PipelineMetrics {
+  rows: number;
+  batches: number;
+  /** Time the preprocess stage spent in the backend, ms. */
+  preprocessMs: number;
+  /** Time waiting for decoded chunks, ms. */
+  sourceWaitMs: number;
+  /** Time assembling batches, ms. */
+  batchMs: number;
+  bytesIn: number;
+  bytesOut: number;
+  /** Most batches waiting at once in the prefetch buffer. */
+  maxBuffered: number;
+  /** Last backend report (simulators put their modelled costs here). */
+  lastReport: CostReport | null;
+}
+
+/** What a run is made of once its files are open. */
+export interface PipelineInfo {
+  readonly plan: TypedPlan;
+  readonly dataset: Dataset;
+  readonly layout: BatchLayout;
+  /** Rows this rank reads per epoch. */
+  readonly rowsPerEpoch: number;
+  readonly backend: string;
+}
+
+const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null });
+
+/**
+ * A preprocessing pipeline over Parquet files: iterate it with `for await`, or subscribe to
+ * `observable()`. Each iteration or subscription is a run from the start (or from `resume`).
+ *
+ * @example
+ * const p = pipeline(plan, { input: 'data/*.parquet' });
+ * for await (const b of p) train(b.dense.data, b.sparse, b.labels);
+ */
+export class Pipeline implements AsyncIterable<Batch> {
+  readonly plan: Plan;
+  private current: IteratorState | null = null;
+  private info_: Promise<PipelineInfo> | null = null;
+  private fit: PlanState | null = null;
+  private _metrics = emptyMetrics();
+
+  constructor(plan: PlanSpec | Plan | string, private readonly options: PipelineOptions = {}) {
+    this.plan = isLoaded(plan) ? plan : loadPlan(plan);
+    if (options.prefetch !== undefined && (!Number.isInteger(options.prefetch) || options.prefetch < 1)) throw new PlanError('prefetch must be a positive integer');
+  }
+
+  /** Opens the files (once) and type-checks the plan against them. */
+  info(): Promise<PipelineInfo> {
+    this.info_ ??= this.open();
+    return this.info_;
+  }
+
+  /** The resumable position after the last batch taken by the consumer (or the start). */
+  state(): IteratorState | null {
+    return this.current;
+  }
+
+  /** Counters of the latest run. */
+  metrics(): PipelineMetrics {
+    return { ...this._metrics };
+  }
+
+  private async open(): Promise<PipelineInfo> {
+    const input = this.options.input ?? this.plan.input;
+    if (input === undefined || input === null) throw new PlanError('no input: pass { input } to pipeline() or set "input" in the plan');
+    const pool = new DecoderPool(1);
+    try {
+      const dataset = await openDataset(typeof input === 'string' ? [input] : input, pool);
+      const typed = typeCheckPlan(this.plan, dataset.schema, dataset.files[0]!.source);
+      checkColumns(dataset, typed.columns);
+      this.fit = this.loadFitState(typed);
+      const backend = this.backendSpec();
+      return { plan: typed, dataset, layout: batchLayout(typed), rowsPerEpoch: epochRows(dataset, { shard: typed.shard }), backend: backend.name };
+    } finally {
+      await pool.close();
+    }
+  }
+
+  private backendSpec(): BackendSpec {
+    const o = this.options.backend;
+    if (o === undefined) return this.plan.backend;
+    const spec = typeof o === 'string' ? { name: o } : o;
+    // `--backend B` keeps the plan's options when it names the same backend.
+    return spec.name === this.plan.backend.name ? { ...this.plan.backend, ...spec } : spec;
+  }
+
+  private loadFitState(plan: TypedPlan): PlanState {
+    const needs = statefulOps(plan);
+    const fs = this.options.fitState;
+    if (fs === undefined) {
+      if (needs.length > 0) {
+        const f = needs[0]!;
+        throw new PlanError('this plan has stateful ops; run `sluice fit` and pass its output (--state / fitState)', { feature: f.feature.name, op: `${f.feature.ops[f.index]!.op} (#${f.index + 1})` });
+      }
+      return new Map();
+    }
+    if (fs instanceof Map) return fs;
+    if (typeof fs === 'string') {
+      let json: unknown;
+      try {
+        json = JSON.parse(readFileSync(fs, 'utf8'));
+      } catch (e) {
+        throw new PlanError(`cannot read fit state ${fs}: ${(e as Error).message}`);
+      }
+      return stateFromJSON(plan, json, fs);
+    }
+    return stateFromJSON(plan, fs);
+  }
+
+  private fingerprint(info: PipelineInfo): string {
+    const h = createHash('sha256');
+    h.update(JSON.stringify(this.plan.spec.features));
+    h.update(JSON.stringify([this.plan.batchSize, this.plan.dropLast, this.plan.shuffle, this.plan.shard, this.plan.epochs, this.plan.label]));
+    for (const f of info.dataset.files) h.update(`${f.source}:${f.rowGroups.join(',')}`);
+    return h.digest('hex').slice(0, 16);
+  }
+
+  /**
+   * A cold Observable of batches: each subscription is a run. The subscriber is the consumer:
+   * a batch counts as taken once its `next` handler returns.
+   */
+  observable(): Observable<Batch> {
+    return this.run((flow) => (b: Batch) => { this.take(b); flow.consumed(); });
+  }
+
+  /** The run as an Observable; `onTaken(flow)` is called when a batch is handed to the consumer. */
+  private run(onTaken: ((flow: Flow) => (b: Batch) => void) | null): Observable<Batch> {
+    return defer(() => from(this.info())).pipe(
+      mergeMap((info) => {
+        const plan = info.plan;
+        const flow = new Flow(this.options.prefetch ?? plan.prefetch);
+        const pool = new DecoderPool(this.options.decoders ?? 1);
+        const resume = this.options.resume;
+        const fp = this.fingerprint(info);
+        let start: Cursor = START;
+        let firstSeq = 0;
+        if (resume !== undefined) {
+          if (resume.version !== 1 || resume.fingerprint !== fp) throw new PlanError('resume state is from another plan or data set (fingerprint differs)');
+          start = { epoch: resume.epoch, window: resume.window, offset: resume.offset };
+          firstSeq = resume.seq;
+        }
+        this._metrics = emptyMetrics();
+        this.current = { version: 1, ...start, seq: firstSeq, seed: plan.shuffle?.seed ?? null, fingerprint: fp };
+        const m = this._metrics;
+        let backend: Backend | null = null;
+        const columns = new Map<string, ColumnType>(plan.columns.map((c) => [c, info.dataset.schema.get(c)!]));
+        const chunks = (): AsyncIterator<Chunk> => {
+          const it = readChunks(info.dataset, pool, {
+            columns, chunkRows: plan.batchSize, shuffle: plan.shuffle, shard: plan.shard, epochs: plan.epochs, start,
+            ...(this.options.signal ? { signal: this.options.signal } : {}),
+          });
+          // Time spent waiting on the reader is the source's share of the run.
+          return {
+            async next() {
+              const t0 = performance.now();
+              const r = await it.next();
+              m.sourceWaitMs += performance.now() - t0;
+              return r;
+            },
+            return: async () => it.return(undefined),
+          };
+        };
+        const run = async (c: Chunk): Promise<ProcessedChunk> => {
+          backend ??= await createBackend(plan, this.backendSpec(), this.fit!);
+          const t0 = performance.now();
+          const { columns: outputs, report } = await backend.run(c.columns, c.locate);
+          m.preprocessMs += performance.now() - t0;
+          m.bytesIn += report.bytesIn;
+          m.bytesOut += report.bytesOut;
+          m.lastReport = report;
+          m.rows += c.rows;
+          return { outputs, label: plan.label === null ? null : c.columns.get(plan.label)!, rows: c.rows, at: c.at, windowRows: c.windowRows, lastInEpoch: c.lastInEpoch, locate: c.locate };
+        };
+        const batches = source(chunks, flow).pipe(
+          preprocess(run),
+          batch({ layout: info.layout, batchSize: plan.batchSize, dropLast: plan.dropLast, firstSeq }, flow),
+        );
+        const taken = onTaken?.(flow);
+        return new Observable<Batch>((sub) => {
+          const inner: Subscription = batches.subscribe({
+            next: (b) => {
+              m.batches++;
+              m.maxBuffered = Math.max(m.maxBuffered, flow.maxQueued);
+              sub.next(b);
+              taken?.(b);
+            },
+            error: (e) => sub.error(e),
+            complete: () => sub.complete(),
+          });
+          const onAbort = (): void => sub.error(abortReason(this.options.signal!));
+          this.options.signal?.addEventListener('abort', onAbort, { once: true });
+          if (this.options.signal?.aborted) onAbort();
+          return () => {
+            this.options.signal?.removeEventListener('abort', onAbort);
+            inner.unsubscribe();
+          };
+        }).pipe(finalize(() => {
+          void pool.close();
+          void backend?.dispose();
+        }));
+      }),
+    );
+  }
+
+  private take(b: Batch): void {
+    const c = this.current!;
+    this.current = { ...c, epoch: b.end.epoch, window: b.end.window, offset: b.end.offset, seq: b.seq + 1 };
+  }
+
+  /**
+   * Iterates the batches of a run. The body of the `for await` loop is the consumer: the
+   * pipeline keeps at most `prefetch` batches ready ahead of it. Breaking out stops the run.
+   */
+  [Symbol.asyncIterator](): AsyncIterator<Batch> {
+    const queue: Batch[] = [];
+    let done = false;
+    let failure: unknown = null;
+    let wake: (() => void) | null = null;
+    let flowRef: Flow | null = null;
+    const signal = (): void => { const w = wake; wake = null; w?.(); };
+    const sub = this.run((flow) => { flowRef = flow; return () => undefined; }).subscribe({
+      next: (b) => { queue.push(b); signal(); },
+      error: (e) => { failure = e; done = true; signal(); },
+      complete: () => { done = true; signal(); },
+    });
+    return {
+      next: async (): Promise<IteratorResult<Batch>> => {
+        for (;;) {
+          if (queue.length > 0) {
+            const b = queue.shift()!;
+            this.take(b);
+            flowRef?.consumed();
+            return { done: false, value: b };
+          }
+          if (failure !== null) { const f = failure; failure = null; sub.unsubscribe(); throw f; }
+          if (done) return { done: true, value: undefined };
+          await new Promise<void>((r) => { wake = r; });
+        }
+      },
+      return: async (): Promise<IteratorResult<Batch>> => {
+        done = true;
+        queue.length = 0;
+        sub.unsubscribe();
+        return { done: true, value: undefined };
+      },
+    };
+  }
+}
+
+function abortReason(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new SluiceError('aborted');
+}
+
+function isLoaded(p: unknown): p is Plan {
+  return typeof p === 'object' && p !== null && 'spec' in p && 'features' in p && Array.isArray((p as Plan).features) && (p as Plan).features.every((f) => Array.isArray(f.ops) && f.ops.every((o) => 'def' in o));
+}
+
+/**
+ * Builds the usual chain — Parquet source, preprocess on the plan's backend, batch, bounded
+ * prefetch — from a JSON plan.
+ *
+ * @example
+ * import { pipeline } from '@sluice/core';
+ * for await (const batch of pipeline('plan.json', { input: 'train.parquet' })) {
+ *   console.log(batch.rows, batch.dense.dim, batch.sparse.keys.length);
+ * }
+ */
+export function pipeline(plan: PlanSpec | Plan | string, options: PipelineOptions = {}): Pipeline {
+  return new Pipeline(plan, options);
+}

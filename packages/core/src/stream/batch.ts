@@ -1,0 +1,212 @@
+import type { Column } from '../column.js';
+import { int64ToNumber, int64Words } from '../column.js';
+import { DataError } from '../errors.js';
+import type { RowLocator } from '../plan/execute.js';
+import type { TypedPlan } from '../plan/load.js';
+import type { Cursor } from './source.js';
+
+/**
+ * One mini-batch, laid out as ARCHITECTURE.md says: a row-major float32 dense matrix, a keyed
+ * jagged sparse tensor (key-major lengths, concatenated int64 values), and float32 labels.
+ * Every array is a plain typed array with its own buffer, so a batch can be transferred.
+ */
+export interface Batch {
+  /** 0-based position in the run's batch sequence (continues across epochs and resumes). */
+  readonly seq: number;
+  readonly epoch: number;
+  readonly rows: number;
+  readonly dense: {
+    /** Column names of the matrix (a oneHot feature `f` of n classes gives `f:0` … `f:n-1`). */
+    readonly names: readonly string[];
+    /** Features and where their columns start. */
+    readonly features: ReadonlyArray<{ readonly name: string; readonly offset: number; readonly width: number; readonly vector: boolean }>;
+    /** Columns per row (D). */
+    readonly dim: number;
+    /** rows × dim values, row-major. */
+    readonly data: Float32Array;
+  };
+  readonly sparse: {
+    readonly keys: readonly string[];
+    /** keys.length × rows list lengths, key-major: lengths[k*rows + r]. */
+    readonly lengths: Int32Array;
+    /** Start of each key's values in `values` (keys.length + 1 entries). */
+    readonly offsets: Int32Array;
+    readonly values: BigInt64Array;
+  };
+  readonly labels: Float32Array | null;
+  /** Cursor of the row after this batch: where a resumed run starts. */
+  readonly end: Cursor;
+}
+
+/** A chunk after preprocessing: output columns by feature name, plus the label column. */
+export interface ProcessedChunk {
+  readonly outputs: ReadonlyMap<string, Column>;
+  readonly label: Column | null;
+  readonly rows: number;
+  readonly at: Cursor;
+  readonly windowRows: number;
+  readonly lastInEpoch: boolean;
+  readonly locate: RowLocator;
+}
+
+/** A run of rows [from, to) of a processed chunk. */
+export interface Segment {
+  readonly chunk: ProcessedChunk;
+  readonly from: number;
+  readonly to: number;
+}
+
+/** The static shape of batches for a plan. */
+export interface BatchLayout {
+  readonly dense: Batch['dense']['features'];
+  readonly denseNames: readonly string[];
+  readonly dim: number;
+  readonly sparseKeys: readonly string[];
+  readonly label: boolean;
+}
+
+/** Works out the dense columns and sparse keys of a type-checked plan. */
+export function batchLayout(plan: TypedPlan): BatchLayout {
+  const dense: Array<{ name: string; offset: number; width: number; vector: boolean }> = [];
+  const denseNames: string[] = [];
+  let dim = 0;
+  const sparseKeys: string[] = [];
+  for (const f of plan.features) {
+    if (f.kind === 'sparse') { sparseKeys.push(f.name); continue; }
+    const vector = f.outputType.kind === 'fixed';
+    dense.push({ name: f.name, offset: dim, width: f.width, vector });
+    if (vector) for (let j = 0; j < f.width; j++) denseNames.push(`${f.name}:${j}`);
+    else denseNames.push(f.name);
+    dim += f.width;
+  }
+  return { dense, denseNames, dim, sparseKeys, label: plan.label !== null };
+}
+
+/** Reads element i of a numeric column as a JS number (int64 through its words). */
+function numberReader(c: Column): (i: number) => number {
+  switch (c.type) {
+    case 'int32': case 'float32': case 'float64': { const v = c.values; return (i) => v[i]!; }
+    case 'int64': { const w = int64Words(c.values); return (i) => int64ToNumber(w[2 * i]!, w[2 * i + 1]!); }
+    default: throw new TypeError(`not a numeric scalar column: ${c.type}`);
+  }
+}
+
+function writeDense(c: Column, seg: Segment, out: Float32Array, row0: number, dim: number, offset: number, width: number): void {
+  const { from, to } = seg;
+  const valid = c.valid;
+  if (c.type === 'fixed') {
+    for (let r = from, o = row0 * dim + offset; r < to; r++, o += dim) {
+      if (valid === null || valid[r] === 1) out.set(c.values.subarray(r * width, r * width + width), o);
+    }
+    return;
+  }
+  if (c.type === 'float32' || c.type === 'int32' || c.type === 'float64') {
+    const v = c.values;
+    // A value still null after the feature's ops becomes 0 (add fillNull to choose another).
+    for (let r = from, o = row0 * dim + offset; r < to; r++, o += dim) out[o] = valid === null || valid[r] === 1 ? v[r]! : 0;
+    return;
+  }
+  const read = numberReader(c);
+  for (let r = from, o = row0 * dim + offset; r < to; r++, o += dim) out[o] = valid === null || valid[r] === 1 ? read(r) : 0;
+}
+
+/** Number of ids row r of a sparse output contributes (nulls, null lists and null elements give none). */
+function sparseCounter(c: Column): (r: number) => number {
+  if (c.type === 'list') {
+    const { offsets, valid } = c;
+    const cv = c.child.valid;
+    if (cv === null) return (r) => (valid === null || valid[r] === 1 ? offsets[r + 1]! - offsets[r]! : 0);
+    return (r) => {
+      if (valid !== null && valid[r] === 0) return 0;
+      let n = 0;
+      for (let j = offsets[r]!; j < offsets[r + 1]!; j++) n += cv[j]!;
+      return n;
+    };
+  }
+  const valid = c.valid;
+  return (r) => (valid === null || valid[r] === 1 ? 1 : 0);
+}
+
+/** Copies the ids of rows [from, to) into `dst` words starting at value index `at`; returns the new index. */
+function writeSparse(c: Column, from: number, to: number, dst: Uint32Array, at: number): number {
+  const el = c.type === 'list' ? c.child : c;
+  let src: Uint32Array | Int32Array;
+  let wide: boolean;
+  if (el.type === 'int64') { src = int64Words(el.values); wide = true; }
+  else if (el.type === 'int32') { src = el.values; wide = false; }
+  else throw new TypeError(`sparse output must be integer, got ${el.type}`);
+  const put = (j: number): void => {
+    if (wide) { dst[2 * at] = src[2 * j]!; dst[2 * at + 1] = src[2 * j + 1]!; }
+    else { const x = src[j]!; dst[2 * at] = x >>> 0; dst[2 * at + 1] = x < 0 ? 0xffffffff : 0; }
+    at++;
+  };
+  if (c.type === 'list') {
+    const { offsets, valid } = c;
+    const cv = c.child.valid;
+    for (let r = from; r < to; r++) {
+      if (valid !== null && valid[r] === 0) continue;
+      for (let j = offsets[r]!; j < offsets[r + 1]!; j++) if (cv === null || cv[j] === 1) put(j);
+    }
+  } else {
+    const valid = el.valid;
+    for (let r = from; r < to; r++) if (valid === null || valid[r] === 1) put(r);
+  }
+  return at;
+}
+
+/**
+ * Builds one batch from segments of processed chunks (in order). Pure: the caller decides when a
+ * batch is full and what its sequence number and end cursor are.
+ */
+export function assembleBatch(layout: BatchLayout, segments: readonly Segment[], seq: number, end: Cursor): Batch {
+  const rows = segments.reduce((a, s) => a + s.to - s.from, 0);
+  const dim = layout.dim;
+  const data = new Float32Array(rows * dim);
+  const K = layout.sparseKeys.length;
+  const lengths = new Int32Array(K * rows);
+  const offsets = new Int32Array(K + 1);
+
+  let row0 = 0;
+  for (const seg of segments) {
+    for (const f of layout.dense) writeDense(seg.chunk.outputs.get(f.name)!, seg, data, row0, dim, f.offset, f.width);
+    layout.sparseKeys.forEach((key, k) => {
+      const count = sparseCounter(seg.chunk.outputs.get(key)!);
+      for (let r = seg.from, o = k * rows + row0; r < seg.to; r++, o++) lengths[o] = count(r);
+    });
+    row0 += seg.to - seg.from;
+  }
+  for (let k = 0; k < K; k++) {
+    let s = 0;
+    for (let r = 0; r < rows; r++) s += lengths[k * rows + r]!;
+    offsets[k + 1] = offsets[k]! + s;
+  }
+  const values = new BigInt64Array(offsets[K]!);
+  const words = int64Words(values);
+  layout.sparseKeys.forEach((key, k) => {
+    let at = offsets[k]!;
+    for (const seg of segments) at = writeSparse(seg.chunk.outputs.get(key)!, seg.from, seg.to, words, at);
+  });
+
+  let labels: Float32Array | null = null;
+  if (layout.label) {
+    labels = new Float32Array(rows);
+    let o = 0;
+    for (const seg of segments) {
+      const c = seg.chunk.label!;
+      const read = numberReader(c);
+      for (let r = seg.from; r < seg.to; r++, o++) {
+        if (c.valid !== null && c.valid[r] === 0) throw new DataError('label is null (filter or fill these rows before training)', seg.chunk.locate(r));
+        labels[o] = read(r);
+      }
+    }
+  }
+  return {
+    seq,
+    epoch: segments[0]?.chunk.at.epoch ?? end.epoch,
+    rows,
+    dense: { names: layout.denseNames, features: layout.dense, dim, data },
+    sparse: { keys: layout.sparseKeys, lengths, offsets, values },
+    labels,
+    end,
+  };
+}

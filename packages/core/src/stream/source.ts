@@ -1,0 +1,201 @@
+import { tableFromIPC } from 'apache-arrow';
+import type { Column, ColumnType } from '../column.js';
+import { concatColumns, gatherColumn, sliceColumn } from '../column.js';
+import { InputError, SluiceError } from '../errors.js';
+import { columnFromVector } from '../io/arrow.js';
+import type { Dataset, Unit } from '../io/dataset.js';
+import type { DecoderPool } from '../io/decoder.js';
+import type { RowLocator } from '../plan/execute.js';
+import { mixSeed, permutation } from '../util/random.js';
+
+/**
+ * Where the next row comes from: epoch, window (a run of row groups in this epoch's order), and
+ * row offset within the window. This is all a resumed run needs besides the plan and the files.
+ */
+export interface Cursor {
+  readonly epoch: number;
+  readonly window: number;
+  readonly offset: number;
+}
+
+export const START: Cursor = { epoch: 0, window: 0, offset: 0 };
+
+/** A slice of rows of the projected input columns, in output order. */
+export interface Chunk {
+  readonly columns: ReadonlyMap<string, Column>;
+  readonly rows: number;
+  /** Cursor of this chunk's first row. */
+  readonly at: Cursor;
+  /** Rows in this chunk's window (so `at.offset + rows === windowRows` means the window ends). */
+  readonly windowRows: number;
+  /** The last chunk of its epoch: the batcher flushes after it. */
+  readonly lastInEpoch: boolean;
+  /** Maps a chunk row to file, row group and file row, for error messages. */
+  readonly locate: RowLocator;
+}
+
+export interface SourceOptions {
+  /** Columns to read and the types the plan expects for them. */
+  readonly columns: ReadonlyMap<string, ColumnType>;
+  /** Most rows in one chunk (the batch size, so one chunk completes at most one batch). */
+  readonly chunkRows: number;
+  readonly shuffle: { readonly seed: number; readonly bufferRows: number } | null;
+  readonly shard: { readonly rank: number; readonly worldSize: number };
+  readonly epochs: number;
+  readonly start?: Cursor;
+  /** Row groups decoded ahead of the one being consumed (default: the decoder pool's size). */
+  readonly readAhead?: number;
+  /** Parquet record-batch size requested from the decoder. */
+  readonly decodeBatchRows?: number;
+  readonly signal?: AbortSignal;
+}
+
+export interface Window {
+  readonly units: readonly Unit[];
+  readonly rows: number;
+}
+
+/**
+ * This rank's windows for an epoch. Row groups are shuffled globally with (seed, epoch) and then
+ * dealt round-robin to ranks, so ranks see disjoint data and the order never depends on how many
+ * workers run the ops. With a shuffle buffer, consecutive row groups form a window of at least
+ * `bufferRows` rows whose rows are permuted together.
+ */
+export function epochWindows(ds: Dataset, epoch: number, opts: Pick<SourceOptions, 'shuffle' | 'shard'>): Window[] {
+  let order: readonly Unit[] = ds.units;
+  if (opts.shuffle) {
+    const p = permutation(ds.units.length, mixSeed(opts.shuffle.seed, epoch, 0x5eed));
+    order = Array.from(p, (i) => ds.units[i]!);
+  }
+  const { rank, worldSize } = opts.shard;
+  const mine = order.filter((_, i) => i % worldSize === rank);
+  const windows: Window[] = [];
+  const target = opts.shuffle ? opts.shuffle.bufferRows : 0;
+  let cur: Unit[] = [];
+  let rows = 0;
+  for (const u of mine) {
+    cur.push(u);
+    rows += u.rows;
+    if (rows >= target) { windows.push({ units: cur, rows }); cur = []; rows = 0; }
+  }
+  if (cur.length > 0) windows.push({ units: cur, rows });
+  return windows;
+}
+
+/** Rows an epoch yields for this rank (for progress and `batches per epoch`). */
+export function epochRows(ds: Dataset, opts: Pick<SourceOptions, 'shard'>): number {
+  return ds.units.filter((_, i) => i % opts.shard.worldSize === opts.shard.rank).reduce((a, u) => a + u.rows, 0);
+}
+
+function throwIfAborted(signal?: AbortSignal): void {
+  if (signal?.aborted) throw signal.reason instanceof Error ? signal.reason : new SluiceError('aborted');
+}
+
+/**
+ * Reads chunks in output order from a cursor onward. Pull-based: nothing is decoded beyond
+ * `readAhead` row groups past what the consumer has taken.
+ *
+ * @example
+ * for await (const chunk of readChunks(ds, pool, opts)) console.log(chunk.rows);
+ */
+export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOptions): AsyncGenerator<Chunk> {
+  const start = opts.start ?? START;
+  const names = [...opts.columns.keys()];
+  const readAhead = Math.max(1, opts.readAhead ?? pool.size);
+  const decodeRows = opts.decodeBatchRows ?? 65536;
+
+  for (let epoch = start.epoch; epoch < opts.epochs; epoch++) {
+    const windows = epochWindows(ds, epoch, opts);
+    const firstWindow = epoch === start.epoch ? start.window : 0;
+    // Row-group reads in flight, in consumption order, so decoding overlaps with the ops.
+    const plan: Array<{ w: number; u: number }> = [];
+    for (let w = firstWindow; w < windows.length; w++) windows[w]!.units.forEach((_, u) => plan.push({ w, u }));
+    const inflight: Array<Promise<Column[] | null>> = [];
+    let next = 0;
+    const issue = (): void => {
+      while (inflight.length < readAhead && next < plan.length) {
+        const { w, u } = plan[next++]!;
+        const p = readUnit(ds, pool, windows[w]!.units[u]!, names, opts.columns, decodeRows);
+        p.catch(() => undefined); // surfaced when awaited, in order
+        inflight.push(p);
+      }
+    };
+
+    for (let w = firstWindow; w < windows.length; w++) {
+      const win = windows[w]!;
+      let skip = epoch === start.epoch && w === start.window ? start.offset : 0;
+      const lastWindow = w === windows.length - 1;
+      const shuffled = opts.shuffle !== null;
+      const unitCols: Column[][] = [];
+      let at = 0;
+      for (let u = 0; u < win.units.length; u++) {
+        issue();
+        throwIfAborted(opts.signal);
+        const cols = (await inflight.shift()!)!;
+        throwIfAborted(opts.signal);
+        if (shuffled) { unitCols.push(cols); continue; }
+        // Unshuffled: stream the row group as it is, slicing chunks.
+        const unit = win.units[u]!;
+        const rows = unit.rows;
+        for (let r = 0; r < rows; r += opts.chunkRows) {
+          const end = Math.min(rows, r + opts.chunkRows);
+          if (at + end <= skip) continue;
+          const from = Math.max(r, skip - at);
+          yield makeChunk(names, cols, from, end, { epoch, window: w, offset: at + from }, win.rows,
+            lastWindow && u === win.units.length - 1 && end === rows,
+            (row) => ({ file: ds.files[unit.file]!.source, rowGroup: unit.rowGroup, row: unit.firstRow + from + row }));
+        }
+        at += rows;
+      }
+      if (!shuffled) continue;
+      // Shuffled window: permute all its rows with (seed, epoch, window), then slice chunks.
+      const merged = names.map((_, c) => concatColumns(unitCols.map((uc) => uc[c]!)));
+      const perm = permutation(win.rows, mixSeed(opts.shuffle!.seed, epoch, w));
+      const starts = win.units.map((_, i) => win.units.slice(0, i).reduce((a, x) => a + x.rows, 0));
+      for (let r = skip; r < win.rows; r += opts.chunkRows) {
+        const end = Math.min(win.rows, r + opts.chunkRows);
+        const idx = perm.subarray(r, end);
+        const cols = merged.map((m) => gatherColumn(m, idx));
+        const locate: RowLocator = (row) => {
+          const orig = idx[row]!;
+          let k = starts.length - 1;
+          while (starts[k]! > orig) k--;
+          const unit = win.units[k]!;
+          return { file: ds.files[unit.file]!.source, rowGroup: unit.rowGroup, row: unit.firstRow + orig - starts[k]! };
+        };
+        yield makeChunk(names, cols, 0, end - r, { epoch, window: w, offset: r }, win.rows, lastWindow && end === win.rows, locate);
+      }
+      skip = 0;
+    }
+  }
+}
+
+function makeChunk(names: string[], cols: Column[], from: number, to: number, at: Cursor, windowRows: number, lastInEpoch: boolean, locate: RowLocator): Chunk {
+  const whole = from === 0 && to === lengthOf(cols);
+  const columns = new Map<string, Column>();
+  names.forEach((n, i) => columns.set(n, whole ? cols[i]! : sliceColumn(cols[i]!, from, to)));
+  return { columns, rows: to - from, at, windowRows, lastInEpoch, locate };
+}
+
+function lengthOf(cols: Column[]): number {
+  const c = cols[0];
+  if (c === undefined) return 0;
+  return c.type === 'utf8' || c.type === 'list' ? c.offsets.length - 1 : c.type === 'fixed' ? c.values.length / c.size : c.values.length;
+}
+
+/** Decodes one row group into one column per requested name (record batches concatenated). */
+async function readUnit(ds: Dataset, pool: DecoderPool, unit: Unit, names: string[], types: ReadonlyMap<string, ColumnType>, batchRows: number): Promise<Column[]> {
+  const source = ds.files[unit.file]!.source;
+  const ipcs = await pool.readRowGroup(source, unit.rowGroup, names, batchRows);
+  const parts = ipcs.map((b) => tableFromIPC(b));
+  const rows = parts.reduce((a, t) => a + t.numRows, 0);
+  if (rows !== unit.rows) throw new InputError(`expected ${unit.rows} rows, decoded ${rows} (truncated file?)`, { file: source, rowGroup: unit.rowGroup });
+  return names.map((n) => {
+    const pieces = parts.map((t) => {
+      const v = t.getChild(n);
+      if (v === null) throw new InputError(`column "${n}" is missing`, { file: source, rowGroup: unit.rowGroup });
+      return columnFromVector(v, types.get(n)!);
+    });
+    return pieces.length === 1 ? pieces[0]! : concatColumns(pieces);
+  });
+}

@@ -1,0 +1,246 @@
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { lastValueFrom, take, toArray } from 'rxjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pipeline, type Batch, type PlanSpec } from '../../src/index.js';
+import { tempDir, writeSmall } from '../helpers.js';
+
+const dir = tempDir();
+const N = 2000;
+const file = writeSmall(join(dir, 'small.parquet'), N, 128);
+
+const basePlan = (over: Partial<PlanSpec> = {}): PlanSpec => ({
+  batchSize: 64,
+  label: 'label',
+  features: [
+    { name: 'id', input: 'id', kind: 'dense' },
+    { name: 'I1', input: 'I1', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }, { op: 'neg2zero' }, { op: 'log', offset: 1 }] },
+    { name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'sigridHash', salt: 0, max: 1000 }] },
+  ],
+  ...over,
+});
+
+/** Row ids of a batch (the `id` dense column). */
+const ids = (b: Batch): number[] => Array.from({ length: b.rows }, (_, r) => b.dense.data[r * b.dense.dim]!);
+
+async function collect(p: AsyncIterable<Batch>, limit = Infinity): Promise<Batch[]> {
+  const out: Batch[] = [];
+  for await (const b of p) {
+    out.push(b);
+    if (out.length >= limit) break;
+  }
+  return out;
+}
+
+describe('pipeline', () => {
+  it('streams every row once, in file order, with the batch layout of ARCHITECTURE.md', async () => {
+    const batches = await collect(pipeline(basePlan(), { input: file }));
+    expect(batches.map((b) => b.seq)).toEqual(batches.map((_, i) => i));
+    expect(batches.flatMap(ids)).toEqual(Array.from({ length: N }, (_, i) => i));
+    const b = batches[0]!;
+    expect(b.rows).toBe(64);
+    expect(b.dense.dim).toBe(2);
+    expect(b.dense.names).toEqual(['id', 'I1']);
+    expect(b.dense.data.length).toBe(64 * 2);
+    expect(b.sparse.keys).toEqual(['C1']);
+    expect(b.sparse.lengths.length).toBe(64);
+    // C1 is null every 11th row: an empty list there, one id elsewhere.
+    expect(Array.from(b.sparse.lengths.subarray(0, 12))).toEqual([0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0]);
+    expect(b.sparse.values.length).toBe(b.sparse.offsets[1]);
+    expect(Array.from(b.labels!.subarray(0, 4))).toEqual([0, 1, 0, 1]);
+    // Last batch is short: 2000 = 31 * 64 + 16.
+    expect(batches.at(-1)!.rows).toBe(16);
+    for (const v of b.sparse.values) expect(v >= 0n && v < 1000n).toBe(true);
+  });
+
+  it('drops the short last batch with dropLast', async () => {
+    const batches = await collect(pipeline(basePlan({ dropLast: true }), { input: file }));
+    expect(batches.length).toBe(31);
+    expect(batches.every((b) => b.rows === 64)).toBe(true);
+  });
+
+  it('is also an Observable', async () => {
+    const first = await lastValueFrom(pipeline(basePlan(), { input: file }).observable().pipe(take(3), toArray()));
+    expect(first.flatMap(ids)).toEqual(Array.from({ length: 192 }, (_, i) => i));
+  });
+
+  it('shuffles deterministically by seed, whatever the decoder count, and differently per epoch', async () => {
+    const plan = basePlan({ shuffle: { seed: 7, bufferRows: 300 }, epochs: 2 });
+    const a = (await collect(pipeline(plan, { input: file }))).map(ids);
+    const b = (await collect(pipeline(plan, { input: file, decoders: 2 }))).map(ids);
+    expect(b).toEqual(a);
+    const epoch0 = a.slice(0, 32).flat();
+    const epoch1 = a.slice(32).flat();
+    expect([...epoch0].sort((x, y) => x - y)).toEqual(Array.from({ length: N }, (_, i) => i));
+    expect([...epoch1].sort((x, y) => x - y)).toEqual(Array.from({ length: N }, (_, i) => i));
+    expect(epoch0).not.toEqual(epoch1);
+    expect(epoch0.slice(0, 100)).not.toEqual(Array.from({ length: 100 }, (_, i) => i));
+    const other = (await collect(pipeline(basePlan({ shuffle: { seed: 8, bufferRows: 300 } }), { input: file }))).flatMap(ids);
+    expect(other).not.toEqual(epoch0);
+  });
+
+  it('shards row groups across ranks: disjoint, and together every row', async () => {
+    const seen: number[][] = [];
+    for (let rank = 0; rank < 3; rank++) {
+      seen.push((await collect(pipeline(basePlan({ shard: { rank, worldSize: 3 }, shuffle: { seed: 1, bufferRows: 0 } }), { input: file }))).flatMap(ids));
+    }
+    const all = seen.flat().sort((x, y) => x - y);
+    expect(all).toEqual(Array.from({ length: N }, (_, i) => i));
+    expect(seen.every((s) => s.length > 0)).toBe(true);
+  });
+
+  for (const shuffle of [false, true]) {
+    it(`resumes from state() exactly where it stopped (shuffle ${shuffle ? 'on' : 'off'})`, async () => {
+      const plan = basePlan({ epochs: 2, ...(shuffle ? { shuffle: { seed: 3, bufferRows: 500 } } : {}) });
+      const full = await collect(pipeline(plan, { input: file }));
+      expect(full.length).toBe(64);
+      for (const k of [0, 1, 5, 31, 32, 33, 63]) {
+        const p = pipeline(plan, { input: file });
+        const head = await collect(p, k);
+        const state = p.state();
+        if (k > 0) {
+          expect(state).not.toBeNull();
+          // Small JSON: positions and seeds only.
+          expect(JSON.stringify(state).length).toBeLessThan(300);
+        }
+        const rest = await collect(pipeline(plan, { input: file, ...(state ? { resume: JSON.parse(JSON.stringify(state)) } : {}) }));
+        const joined = [...head, ...rest];
+        expect(joined.map((b) => b.seq)).toEqual(full.map((b) => b.seq));
+        expect(joined.map(ids)).toEqual(full.map(ids));
+        expect(joined.map((b) => Array.from(b.sparse.values))).toEqual(full.map((b) => Array.from(b.sparse.values)));
+      }
+    });
+  }
+
+  it('refuses a resume state from another plan', async () => {
+    const p = pipeline(basePlan(), { input: file });
+    await collect(p, 2);
+    const other = pipeline(basePlan({ batchSize: 32 }), { input: file, resume: p.state()! });
+    await expect(collect(other)).rejects.toThrow(/another plan or data set/);
+  });
+
+  it('keeps at most `prefetch` batches ready for a slow consumer', async () => {
+    const p = pipeline(basePlan({ prefetch: 2, batchSize: 16 }), { input: file });
+    let n = 0;
+    for await (const _ of p) {
+      await new Promise((r) => setTimeout(r, 2));
+      if (++n === 40) break;
+    }
+    expect(p.metrics().maxBuffered).toBeLessThanOrEqual(2);
+    expect(p.metrics().maxBuffered).toBeGreaterThan(0);
+  });
+
+  it('stops promptly on abort and rejects with the reason', async () => {
+    const ac = new AbortController();
+    const p = pipeline(basePlan({ batchSize: 16 }), { input: file, signal: ac.signal });
+    let n = 0;
+    await expect((async () => {
+      for await (const _ of p) if (++n === 3) ac.abort(new Error('stop now'));
+    })()).rejects.toThrow('stop now');
+    expect(n).toBe(3);
+  });
+
+  it('reads many files through a glob, in sorted order', async () => {
+    const d = tempDir();
+    writeSmall(join(d, 'part-1.parquet'), 100, 50);
+    writeSmall(join(d, 'part-0.parquet'), 100, 50);
+    const batches = await collect(pipeline(basePlan({ batchSize: 50 }), { input: join(d, 'part-*.parquet') }));
+    expect(batches.length).toBe(4);
+    expect(batches.flatMap(ids)).toEqual([...Array.from({ length: 100 }, (_, i) => i), ...Array.from({ length: 100 }, (_, i) => i)]);
+  });
+});
+
+describe('pipeline errors name what and where', () => {
+  it('a missing input column names the feature and the column', async () => {
+    const plan = basePlan();
+    plan.features.push({ name: 'X', input: 'nope', kind: 'dense' });
+    await expect(collect(pipeline(plan, { input: file }))).rejects.toThrow(/feature X: input column "nope" is not in/);
+  });
+
+  it('a wrong input type names the feature, op and types', async () => {
+    const plan = basePlan({ features: [{ name: 'bad', input: 'I1', kind: 'sparse', ops: [{ op: 'hex2int' }] }] });
+    await expect(collect(pipeline(plan, { input: file }))).rejects.toThrow(/feature bad, op hex2int \(#1\): .*int32/);
+  });
+
+  it('invalid hex names the file, row group, row, column, feature and op, after the good batches', async () => {
+    const d = tempDir();
+    const f = join(d, 'badhex.parquet');
+    const { writeParquet, str, i32 } = await import('../helpers.js');
+    writeParquet(f, { id: i32(Array.from({ length: 300 }, (_, i) => i)), C1: str(Array.from({ length: 300 }, (_, i) => (i === 250 ? 'zz12' : 'abc'))) }, 100);
+    const plan: PlanSpec = { batchSize: 50, features: [{ name: 'id', input: 'id', kind: 'dense' }, { name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }] }] };
+    const got: Batch[] = [];
+    const err = await (async () => { for await (const b of pipeline(plan, { input: f })) got.push(b); })().catch((e: Error) => e);
+    expect(String(err)).toMatch(/file .*badhex\.parquet, row group 2, row 250, column C1, feature C1, op hex2int \(#1\): .*"zz12"/);
+    // The five batches before the bad chunk (rows 250-299) were delivered.
+    expect(got.flatMap(ids)).toEqual(Array.from({ length: 250 }, (_, i) => i));
+  });
+
+  it('a truncated file is refused with its name', async () => {
+    const d = tempDir();
+    const f = join(d, 'trunc.parquet');
+    writeFileSync(f, readFileSync(file).subarray(0, 3000));
+    await expect(collect(pipeline(basePlan(), { input: f }))).rejects.toThrow(/trunc\.parquet: not a readable Parquet file/);
+  });
+
+  it('a corrupt data page fails with file and row group, without crashing the process', async () => {
+    const d = tempDir();
+    const f = join(d, 'corrupt.parquet');
+    copyFileSync(file, f);
+    const bytes = readFileSync(f);
+    // Scribble over the middle of the data pages, leaving the footer intact.
+    bytes.fill(0xab, 2000, Math.min(bytes.length - 4000, 9000));
+    writeFileSync(f, bytes);
+    const err = await collect(pipeline(basePlan(), { input: f })).catch((e: Error) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(String(err)).toMatch(/corrupt\.parquet, row group \d+/);
+    // The process (and later reads) still work.
+    expect((await collect(pipeline(basePlan(), { input: file }))).length).toBe(32);
+  });
+
+  it('a missing file or empty glob is named', async () => {
+    await expect(collect(pipeline(basePlan(), { input: join(dir, 'nope.parquet') }))).rejects.toThrow(/nope\.parquet: cannot open: no such file/);
+    await expect(collect(pipeline(basePlan(), { input: join(dir, 'zz-*.parquet') }))).rejects.toThrow(/no files match/);
+  });
+});
+
+describe('http(s) sources', () => {
+  let server: Server;
+  let url = '';
+  const ranges: string[] = [];
+  beforeAll(async () => {
+    const body = readFileSync(file);
+    server = createServer((req, res) => {
+      const range = req.headers.range;
+      if (req.method === 'HEAD') {
+        res.writeHead(200, { 'content-length': body.length, 'accept-ranges': 'bytes' });
+        res.end();
+        return;
+      }
+      if (range) {
+        ranges.push(range);
+        // bytes=a-b, bytes=a- and the suffix form bytes=-n (the footer read).
+        const m = /bytes=(\d*)-(\d*)/.exec(range)!;
+        const suffix = m[1] === '';
+        const start = suffix ? Math.max(0, body.length - Number(m[2])) : Number(m[1]);
+        const end = !suffix && m[2] ? Math.min(Number(m[2]), body.length - 1) : body.length - 1;
+        res.writeHead(206, { 'content-range': `bytes ${start}-${end}/${body.length}`, 'content-length': end - start + 1, 'accept-ranges': 'bytes' });
+        res.end(body.subarray(start, end + 1));
+        return;
+      }
+      res.writeHead(200, { 'content-length': body.length });
+      res.end(body);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/small.parquet`;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+  it('reads a URL with range requests and yields the same batches as the local file', async () => {
+    const local = (await collect(pipeline(basePlan(), { input: file }))).flatMap(ids);
+    const remote = (await collect(pipeline(basePlan(), { input: url }))).flatMap(ids);
+    expect(remote).toEqual(local);
+    expect(ranges.length).toBeGreaterThan(1);
+  });
+});

@@ -1,0 +1,141 @@
+import { catchError, map, of, take, throwError } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { describe, expect, it } from 'vitest';
+import { int32Column, int64Column } from '../../src/column.js';
+import { DataError } from '../../src/errors.js';
+import type { BatchLayout, ProcessedChunk } from '../../src/stream/batch.js';
+import { Flow, batch, cursorAfter, preprocess, source } from '../../src/stream/operators.js';
+
+// Chunks of a one-window, one-epoch stream: dense `x` = row number, sparse `k` = row number.
+function chunk(first: number, rows: number, windowRows: number, lastInEpoch = false, epoch = 0): ProcessedChunk {
+  const x = Int32Array.from({ length: rows }, (_, i) => first + i);
+  const k = BigInt64Array.from({ length: rows }, (_, i) => BigInt(first + i));
+  return {
+    outputs: new Map([['x', int32Column(x)], ['k', int64Column(k)]]),
+    label: null,
+    rows,
+    at: { epoch, window: 0, offset: first },
+    windowRows,
+    lastInEpoch,
+    locate: (row) => ({ file: 'f.parquet', rowGroup: 0, row: first + row }),
+  };
+}
+
+const layout: BatchLayout = { dense: [{ name: 'x', offset: 0, width: 1, vector: false }], denseNames: ['x'], dim: 1, sparseKeys: ['k'], label: false };
+const rowsOf = (b: { dense: { data: Float32Array } }): string => Array.from(b.dense.data).join(',');
+
+const scheduler = (): TestScheduler => new TestScheduler((a, e) => expect(a).toEqual(e));
+
+describe('batch operator (marbles)', () => {
+  it('cuts chunks into batches in order, across chunk boundaries, and flushes the epoch tail', () => {
+    scheduler().run(({ cold, expectObservable }) => {
+      const chunks = cold('-a-b-c|', { a: chunk(0, 3, 8), b: chunk(3, 3, 8), c: chunk(6, 2, 8, true) });
+      const out = chunks.pipe(batch({ layout, batchSize: 4, dropLast: false }), map((b) => `${b.seq}:${rowsOf(b)}`));
+      // batch 0 completes at b (rows 0-3); batch 1 = rows 4-7 completes at c, the epoch's end.
+      expectObservable(out).toBe('---x-y|', { x: '0:0,1,2,3', y: '1:4,5,6,7' });
+    });
+  });
+
+  it('emits a short final batch, or drops it with dropLast', () => {
+    scheduler().run(({ cold, expectObservable }) => {
+      const chunks = cold('-a-b-----|', { a: chunk(0, 3, 5), b: chunk(3, 2, 5, true) });
+      expectObservable(chunks.pipe(batch({ layout, batchSize: 4, dropLast: false }), map((b) => rowsOf(b)))).toBe('---(xy)--|', { x: '0,1,2,3', y: '4' });
+      expectObservable(chunks.pipe(batch({ layout, batchSize: 4, dropLast: true }), map((b) => rowsOf(b)))).toBe('---x-----|', { x: '0,1,2,3' });
+    });
+  });
+
+  it('never lets a batch span two epochs', () => {
+    scheduler().run(({ cold, expectObservable }) => {
+      const chunks = cold('-a-b|', { a: chunk(0, 3, 3, true, 0), b: chunk(0, 3, 3, true, 1) });
+      expectObservable(chunks.pipe(batch({ layout, batchSize: 4, dropLast: false }), map((b) => `${b.epoch}:${rowsOf(b)}`))).toBe('-x-y|', { x: '0:0,1,2', y: '1:0,1,2' });
+    });
+  });
+
+  it('records the cursor after each batch (the resume point)', () => {
+    scheduler().run(({ cold, expectObservable }) => {
+      const chunks = cold('-a-b-----|', { a: chunk(0, 3, 6), b: chunk(3, 3, 6, true) });
+      const out = chunks.pipe(batch({ layout, batchSize: 4, dropLast: false, firstSeq: 7 }), map((b) => `${b.seq}@${b.end.epoch}/${b.end.window}/${b.end.offset}`));
+      expectObservable(out).toBe('---(xy)--|', { x: '7@0/0/4', y: '8@1/0/0' });
+    });
+  });
+
+  it('propagates an upstream error after the batches already made', () => {
+    scheduler().run(({ cold, expectObservable }) => {
+      const err = new DataError('bad row', { file: 'f.parquet', row: 5 });
+      const chunks = cold('-a-b-#', { a: chunk(0, 2, 8), b: chunk(2, 2, 8) }, err);
+      expectObservable(chunks.pipe(batch({ layout, batchSize: 4, dropLast: false }), map(rowsOf))).toBe('---x-#', { x: '0,1,2,3' }, err);
+    });
+  });
+
+  it('unsubscribes upstream when the consumer stops early', () => {
+    scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const chunks = cold('-a-b-c-d|', { a: chunk(0, 2, 8), b: chunk(2, 2, 8), c: chunk(4, 2, 8), d: chunk(6, 2, 8, true) });
+      expectObservable(chunks.pipe(batch({ layout, batchSize: 2, dropLast: false }), take(2), map(rowsOf))).toBe('-x-(y|)', { x: '0,1', y: '2,3' });
+      expectSubscriptions(chunks.subscriptions).toBe('^--!');
+    });
+  });
+});
+
+describe('preprocess operator (marbles)', () => {
+  it('keeps chunk order and wraps a failing op with where it happened', () => {
+    scheduler().run(({ cold, expectObservable }) => {
+      const chunks = cold('-a-b-c|', { a: chunk(0, 2, 6), b: chunk(2, 2, 6), c: chunk(4, 2, 6, true) });
+      const out = chunks.pipe(
+        preprocess((c) => (c.at.offset === 2 ? throwError(() => new Error('kernel exploded')) : of(c))),
+        map((c) => String(c.at.offset)),
+        catchError((e: Error) => of(`${e.name}: ${e.message}`)),
+      );
+      // Chunk a passes; chunk b fails and the error names the file and row group; c never runs.
+      expectObservable(out).toBe('-x-(y|)', { x: '0', y: 'SluiceError: file f.parquet, row group 0, row 2: preprocessing failed: kernel exploded' });
+    });
+  });
+});
+
+describe('source + flow: bounded prefetch (marbles)', () => {
+  it('reads only while fewer than `limit` batches wait, whatever the consumer speed', () => {
+    scheduler().run(({ hot, expectObservable }) => {
+      const flow = new Flow(2);
+      let reads = 0;
+      const chunks = Array.from({ length: 6 }, (_, i) => chunk(i * 4, 4, 24, i === 5));
+      const batches$ = source(() => {
+        const it = chunks[Symbol.iterator]();
+        return { next: () => { const r = it.next(); if (!r.done) reads++; return r; } };
+      }, flow).pipe(preprocess((c) => of(c)), batch({ layout, batchSize: 4, dropLast: false }, flow), map((b) => String(b.seq)));
+      // A slow consumer takes one batch at frames 5, 10, 15, 20, 25. Two batches are ready at once;
+      // each take lets exactly one more chunk be read. The end of the data shows on the next pull,
+      // after the consumer takes batch 4.
+      hot('-----x----x----x----x----x').subscribe(() => flow.consumed());
+      expectObservable(batches$).toBe('(01)-2----3----4----5----|');
+      scheduler().flush();
+      expect(flow.maxQueued).toBeLessThanOrEqual(2);
+      expect(reads).toBeLessThanOrEqual(6);
+    });
+  });
+
+  it('stops reading and closes the iterator on unsubscribe', () => {
+    const flow = new Flow(1);
+    let reads = 0;
+    let closed = false;
+    const sub = source(() => ({
+      next: () => { reads++; return { done: false, value: chunk(0, 1, 1) }; },
+      return: () => { closed = true; return { done: true, value: undefined }; },
+    }), flow).subscribe();
+    expect(reads).toBe(1); // the flow allows one chunk in flight and nobody settles it
+    sub.unsubscribe();
+    flow.chunkDone(1, 0);
+    expect(reads).toBe(1);
+    expect(closed).toBe(true);
+  });
+
+  it('turns an iterator failure into an error notification', async () => {
+    const err = new Error('disk on fire');
+    const seen = await new Promise((resolve) => source(() => ({ next: () => Promise.reject(err) })).subscribe({ error: resolve }));
+    expect(seen).toBe(err);
+  });
+
+  it('cursorAfter moves to the next window, and the next epoch after the last chunk', () => {
+    expect(cursorAfter(chunk(0, 4, 8), 2)).toEqual({ epoch: 0, window: 0, offset: 2 });
+    expect(cursorAfter(chunk(4, 4, 8), 4)).toEqual({ epoch: 0, window: 1, offset: 0 });
+    expect(cursorAfter(chunk(4, 4, 8, true), 4)).toEqual({ epoch: 1, window: 0, offset: 0 });
+  });
+});
