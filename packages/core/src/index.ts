@@ -5,9 +5,6 @@
  * import { pipeline } from '@sluice/core';
  * for await (const batch of pipeline('plan.json', { input: 'train.parquet' })) console.log(batch.rows);
  */
-import { inlineCpuBackend } from './backend/inline.js';
-import { registerBackend } from './backend/registry.js';
-
 export * from './column.js';
 export * from './errors.js';
 export { OPS } from './ops/index.js';
@@ -25,6 +22,3 @@ export { readChunks, epochWindows, START, type Chunk, type Cursor, type SourceOp
 export { assembleBatch, batchLayout, type Batch, type BatchLayout, type ProcessedChunk, type Segment } from './stream/batch.js';
 export { Flow, source, preprocess, batch, prefetch, cursorAfter, type BatchOptions } from './stream/operators.js';
 export { pipeline, Pipeline, type IteratorState, type PipelineInfo, type PipelineMetrics, type PipelineOptions } from './pipeline.js';
-
-// `cpu` runs in-process on the reference kernels until @sluice/backend-cpu registers its pool.
-registerBackend('cpu', inlineCpuBackend);

@@ -120,7 +120,7 @@ export class Pipeline implements AsyncIterable<Batch> {
     const pool = new DecoderPool(1);
     try {
       const dataset = await openDataset(typeof input === 'string' ? [input] : input, pool);
-      const typed = typeCheckPlan(this.plan, dataset.schema, dataset.files[0]!.source);
+      const typed = typeCheckPlan(this.plan, dataset.schema, dataset.files[0]!.source, dataset.unsupported);
       checkColumns(dataset, typed.columns);
       this.fit = this.loadFitState(typed);
       const backend = this.backendSpec();

@@ -2,9 +2,11 @@ import { PlanError } from '../errors.js';
 import type { PlanState } from '../plan/execute.js';
 import type { TypedPlan } from '../plan/load.js';
 import type { BackendSpec } from '../plan/types.js';
+import { inlineCpuBackend } from './inline.js';
 import type { Backend, BackendFactory } from './types.js';
 
-const registry = new Map<string, BackendFactory>();
+// `cpu` runs in-process on the reference kernels until a backend package registers over it.
+const registry = new Map<string, BackendFactory>([['cpu', inlineCpuBackend]]);
 
 /**
  * Makes a backend available to plans under `name`. Backend packages call this on import; core

@@ -22,6 +22,8 @@ export interface Dataset {
   readonly totalRows: number;
   /** Column types of the first file; other files must agree on the columns a plan reads. */
   readonly schema: ReadonlyMap<string, ColumnType>;
+  /** Columns of the first file whose types Sluice cannot read, with the type. */
+  readonly unsupported: ReadonlyMap<string, string>;
 }
 
 export const isUrl = (s: string): boolean => /^https?:\/\//i.test(s);
@@ -75,7 +77,8 @@ export async function openDataset(patterns: readonly string[], pool: DecoderPool
       firstRow += rows;
     });
   });
-  return { files, units, totalRows: units.reduce((a, u) => a + u.rows, 0), schema: schemaOf(files[0]!).types };
+  const { types, unsupported } = schemaOf(files[0]!);
+  return { files, units, totalRows: units.reduce((a, u) => a + u.rows, 0), schema: types, unsupported };
 }
 
 /**

@@ -176,12 +176,20 @@ export interface TypedPlan extends Plan {
  * Checks a plan against the input schema: every input exists, every op accepts the type it gets,
  * dense features end numeric, sparse features end integer. Errors name the feature, op and why.
  */
-export function typeCheckPlan(plan: Plan, schema: ReadonlyMap<string, ColumnType>, where = 'the input'): TypedPlan {
+export function typeCheckPlan(
+  plan: Plan,
+  schema: ReadonlyMap<string, ColumnType>,
+  where = 'the input',
+  unsupported: ReadonlyMap<string, string> = new Map(),
+): TypedPlan {
   const featureTypes = new Map<string, ColumnType>();
   const columns: string[] = [];
   const need = (c: string): void => { if (!columns.includes(c)) columns.push(c); };
   const features = plan.features.map((f): TypedFeature => {
     const inputType = schema.get(f.input);
+    if (inputType === undefined && unsupported.has(f.input)) {
+      throw new PlanError(`input column "${f.input}" has type ${unsupported.get(f.input)}, which Sluice does not read (integers, float, double, UTF-8 strings and lists of those); cast it when writing the file`, { feature: f.name });
+    }
     if (inputType === undefined) {
       throw new PlanError(`input column "${f.input}" is not in ${where} (columns: ${[...schema.keys()].slice(0, 20).join(', ')}${schema.size > 20 ? ', …' : ''})`, { feature: f.name });
     }
