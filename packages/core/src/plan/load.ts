@@ -59,11 +59,12 @@ const isPosInt = (x: unknown): x is number => Number.isInteger(x) && (x as numbe
 export function loadPlan(source: PlanSpec | string | unknown): Plan {
   let raw: unknown = source;
   if (typeof source === 'string') {
-    const text = source.trimStart().startsWith('{') ? source : readPlanFile(source);
+    const inline = source.trimStart().startsWith('{');
+    const text = inline ? source : readPlanFile(source);
     try {
       raw = JSON.parse(text);
     } catch (e) {
-      throw new PlanError(`plan is not valid JSON: ${(e as Error).message}`);
+      throw new PlanError(`plan${inline ? '' : ` ${source}`} is not valid JSON: ${(e as Error).message}`);
     }
   }
   if (!isObj(raw)) throw new PlanError('plan must be a JSON object');
@@ -114,6 +115,8 @@ export function loadPlan(source: PlanSpec | string | unknown): Plan {
   if (!Array.isArray(spec.features) || spec.features.length === 0) throw new PlanError('features must be a non-empty list');
   const names = new Set<string>();
   const features = spec.features.map((f, i) => loadFeature(f, i, names));
+  // Outputs are columns by name (run's Parquet, HTTP batches): the label must not share one.
+  if (label !== null && names.has(label)) throw new PlanError(`feature name clashes with the label column "${label}"; rename the feature`, { feature: label });
 
   return { batchSize, dropLast, backend, label, features, input, shuffle, epochs, shard, prefetch, spec };
 }

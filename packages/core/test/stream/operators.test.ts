@@ -1,7 +1,7 @@
 import { catchError, map, of, take, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
-import { int32Column, int64Column } from '../../src/column.js';
+import { int32Column, int64Column, type Column } from '../../src/column.js';
 import { DataError } from '../../src/errors.js';
 import type { BatchLayout, ProcessedChunk } from '../../src/stream/batch.js';
 import { Flow, batch, cursorAfter, preprocess, source } from '../../src/stream/operators.js';
@@ -11,7 +11,7 @@ function chunk(first: number, rows: number, windowRows: number, lastInEpoch = fa
   const x = Int32Array.from({ length: rows }, (_, i) => first + i);
   const k = BigInt64Array.from({ length: rows }, (_, i) => BigInt(first + i));
   return {
-    outputs: new Map([['x', int32Column(x)], ['k', int64Column(k)]]),
+    outputs: new Map<string, Column>([['x', int32Column(x)], ['k', int64Column(k)]]),
     label: null,
     rows,
     at: { epoch, window: 0, offset: first },

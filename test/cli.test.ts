@@ -1,0 +1,609 @@
+/**
+ * End-to-end tests of the `sluice` command line: each test spawns `node packages/core/bin/sluice.js`
+ * (the compiled dist/, so `npm run build` first) and checks exit codes, stdout, stderr and files.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, openAsBlob, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Float32, Int32, Vector, tableFromIPC, type Table } from 'apache-arrow';
+import * as pw from 'parquet-wasm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadPlan } from '../packages/core/src/plan/load.js';
+import type { PlanSpec } from '../packages/core/src/plan/types.js';
+import { i32, str, tempDir, vec, writeParquet } from '../packages/core/test/helpers.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BIN = join(ROOT, 'packages', 'core', 'bin', 'sluice.js');
+const PRESETS = ['rm1', 'rm2', 'rm3', 'rm4', 'rm5', 'piper-d1', 'rap-plan0', 'rap-plan1', 'rap-plan2', 'rap-plan3'];
+
+const dir = tempDir('sluice-cli-test-');
+const cacheDir = join(dir, 'cache');
+
+interface Result {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `sluice ...args` from the repository root with its own cache dir; never rejects. */
+function sluice(args: readonly string[], env: Record<string, string> = {}): Promise<Result> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, SLUICE_CACHE_DIR: cacheDir, ...env },
+      maxBuffer: 256 * 1024 * 1024,
+      encoding: 'utf8',
+    }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : (err as { code?: unknown }).code;
+      resolve({ status: typeof code === 'number' ? code : -1, stdout, stderr });
+    });
+  });
+}
+
+const lines = (s: string): string[] => s.split('\n').filter((l) => l !== '');
+const path = (name: string): string => join(dir, name);
+
+function writePlan(name: string, plan: PlanSpec | string): string {
+  const p = path(name);
+  writeFileSync(p, typeof plan === 'string' ? plan : JSON.stringify(plan));
+  return p;
+}
+
+/** A user error: exit 1, nothing on stdout, exactly one stderr line, no stack trace. */
+function expectOneLineError(r: Result, command: string, ...patterns: Array<string | RegExp>): string {
+  expect(r.status, r.stderr).toBe(1);
+  expect(r.stdout).toBe('');
+  const ls = lines(r.stderr);
+  expect(ls, r.stderr).toHaveLength(1);
+  expect(ls.some((l) => /^\s+at /.test(l))).toBe(false);
+  const line = ls[0]!;
+  expect(line.startsWith(`sluice ${command}: `)).toBe(true);
+  expect(line).not.toMatch(/unexpected error/);
+  for (const p of patterns) {
+    if (typeof p === 'string') expect(line).toContain(p);
+    else expect(line).toMatch(p);
+  }
+  return line;
+}
+
+/** A usage error: exit 2, stderr names the problem and points at --help. */
+function expectUsageError(r: Result, ...patterns: Array<string | RegExp>): void {
+  expect(r.status, r.stderr).toBe(2);
+  for (const p of patterns) {
+    if (typeof p === 'string') expect(r.stderr).toContain(p);
+    else expect(r.stderr).toMatch(p);
+  }
+}
+
+// ---- reading Parquet back -----------------------------------------------------------------------
+
+function readTable(file: string): Table {
+  return tableFromIPC(pw.readParquet(readFileSync(file)).intoIPCStream());
+}
+
+/** Column `name` as JS values: lists as arrays, int64 as bigint, null as null. */
+function values(t: Table, name: string): unknown[] {
+  const v = t.getChild(name);
+  if (v === null) throw new Error(`no column ${name} (have ${t.schema.fields.map((f) => f.name).join(', ')})`);
+  return Array.from({ length: t.numRows }, (_, i) => {
+    const x: unknown = v.get(i);
+    return x instanceof Vector ? Array.from(x as Vector) : x;
+  });
+}
+
+/** Name → Arrow type name of every column, e.g. { I1: 'Float32', C1: 'List<Int64>' }. */
+const typesOf = (t: Table): Record<string, string> => Object.fromEntries(t.schema.fields.map((f) => [f.name, String(f.type)]));
+
+/** Every column's values as comparable JSON. */
+const contents = (t: Table): string => JSON.stringify(Object.fromEntries(t.schema.fields.map((f) => [f.name, values(t, f.name)])), (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x));
+
+async function rowGroupRows(file: string): Promise<number[]> {
+  const f = await pw.ParquetFile.fromFile(await openAsBlob(file));
+  return f.metadata().rowGroups().map((g) => g.numRows());
+}
+
+/** Files in `dir` left behind by a run writing `name` (the output or its temporary). */
+const leftovers = (name: string): string[] => readdirSync(dir).filter((f) => f.startsWith(name));
+
+// ---- fixtures -----------------------------------------------------------------------------------
+
+/** sigridHash(i, salt 0, max 100) for i = 0..15: TorchArrow's golden vector (OPS.md). */
+const SIGRID_GOLDEN_0_15 = [6, 60, 54, 54, 9, 4, 91, 11, 67, 79, 2, 25, 92, 98, 83, 66];
+
+const N = 50;
+const rowsIdx = Array.from({ length: N }, (_, i) => i);
+/** I1: null every 5th row, negative below 10. */
+const I1 = rowsIdx.map((i) => (i % 5 === 0 ? null : i - 10));
+/** cat: 0..5 (4 and 5 are out of range for numClasses 4), null at i % 9 == 4. */
+const CAT = rowsIdx.map((i) => (i % 9 === 4 ? null : i % 6));
+/** C1: hex of i % 16 in either case and with leading zeros; null at i % 7 == 3, empty at i % 13 == 0. */
+const C1 = rowsIdx.map((i) => {
+  if (i % 7 === 3) return null;
+  if (i % 13 === 0) return '';
+  const h = (i % 16).toString(16);
+  return i % 2 === 0 ? h : `0${h.toUpperCase()}`;
+});
+const LABEL = rowsIdx.map((i) => (i % 3 === 0 ? 1 : 0));
+
+const mixPlan: PlanSpec = {
+  batchSize: 8,
+  label: 'label',
+  features: [
+    { name: 'id', input: 'id', kind: 'dense' },
+    { name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'sigridHash', salt: 0, max: 100 }] },
+    { name: 'I1', input: 'I1', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }, { op: 'neg2zero' }, { op: 'log', offset: 1 }] },
+    { name: 'cat', input: 'cat', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }, { op: 'oneHot', numClasses: 4 }] },
+    { name: 'C1raw', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }] },
+  ],
+};
+
+let mixFile = '';
+let mixPlanFile = '';
+/** 10 rows in row groups of 3; C1 of row 7 (row group 2) is the invalid hex "12g4". */
+let badHexFile = '';
+/** Like mix, but C1 is int32. */
+let intC1File = '';
+let rm1File = '';
+let rm1PlanFile = '';
+
+beforeAll(async () => {
+  mkdirSync(cacheDir, { recursive: true });
+  mixFile = writeParquet(path('mix.parquet'), {
+    label: vec(new Float32(), LABEL),
+    id: i32(rowsIdx),
+    I1: i32(I1),
+    cat: vec(new Int32(), CAT),
+    C1: str(C1),
+  }, 7);
+  mixPlanFile = writePlan('mix-plan.json', mixPlan);
+  const n = 10;
+  badHexFile = writeParquet(path('badhex.parquet'), {
+    label: vec(new Float32(), Array.from({ length: n }, (_, i) => i % 2)),
+    id: i32(Array.from({ length: n }, (_, i) => i)),
+    I1: i32(Array.from({ length: n }, (_, i) => i)),
+    cat: i32(Array.from({ length: n }, (_, i) => i % 4)),
+    C1: str(Array.from({ length: n }, (_, i) => (i === 7 ? '12g4' : i.toString(16)))),
+  }, 3);
+  intC1File = writeParquet(path('int-c1.parquet'), {
+    label: vec(new Float32(), [0, 1]), id: i32([0, 1]), I1: i32([1, 2]), cat: i32([0, 1]), C1: i32([5, 6]),
+  });
+  rm1File = path('rm1.parquet');
+  const gen = await sluice(['gen', '--preset', 'rm1', '--rows', '3000', '--row-group-size', '1000', '--seed', '5', '--out', rm1File, '--quiet']);
+  expect(gen.status, gen.stderr).toBe(0);
+  const plan = await sluice(['plan', '--preset', 'rm1']);
+  expect(plan.status, plan.stderr).toBe(0);
+  rm1PlanFile = writePlan('rm1-plan.json', plan.stdout);
+});
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+// ---- tests --------------------------------------------------------------------------------------
+
+describe('sluice usage', () => {
+  it('--help prints the usage and exits 0', async () => {
+    const r = await sluice(['--help']);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain('usage: sluice <command>');
+    for (const cmd of ['demo', 'plan', 'gen', 'fit', 'run', 'bench']) expect(r.stdout).toMatch(new RegExp(`^  ${cmd} `, 'm'));
+    expect((await sluice(['help'])).status).toBe(0);
+    const sub = await sluice(['run', '--help']);
+    expect(sub.status).toBe(0);
+    expect(sub.stdout).toContain('usage: sluice');
+  });
+
+  it('no arguments: usage, exit 2', async () => {
+    const r = await sluice([]);
+    expect(r.status).toBe(2);
+    expect(r.stdout + r.stderr).toContain('usage: sluice <command>');
+  });
+
+  it('an unknown command exits 2 naming it', async () => {
+    expectUsageError(await sluice(['frobnicate']), 'unknown command "frobnicate"', '--help');
+  });
+
+  it('an unknown option exits 2 naming it', async () => {
+    expectUsageError(await sluice(['plan', '--presett', 'rm1']), '--presett');
+  });
+
+  it('a missing required flag exits 2 naming the flag', async () => {
+    const cases: Array<[string[], string]> = [
+      [['plan'], '--preset is required'],
+      [['gen', '--preset', 'rm1', '--rows', '10'], '--out is required'],
+      [['gen', '--preset', 'rm1', '--out', path('never.parquet')], '--rows is required'],
+      [['run', '--plan', mixPlanFile, '--input', mixFile], '--output is required'],
+      [['run', '--plan', mixPlanFile, '--output', path('never.parquet')], '--input is required'],
+      [['run', '--input', mixFile, '--output', path('never.parquet')], '--plan is required'],
+      [['fit', '--plan', mixPlanFile, '--input', mixFile], '--out is required'],
+      [['bench', '--plan', mixPlanFile], '--input is required'],
+    ];
+    const results = await Promise.all(cases.map(([args]) => sluice(args)));
+    results.forEach((r, k) => expectUsageError(r, cases[k]![1]));
+    expect(existsSync(path('never.parquet'))).toBe(false);
+  });
+
+  it('a bad number exits 2 naming the flag', async () => {
+    expectUsageError(await sluice(['gen', '--preset', 'rm1', '--rows', 'many', '--out', path('never.parquet')]), '--rows must be a non-negative integer, got "many"');
+    expectUsageError(await sluice(['gen', '--preset', 'rm1', '--rows', '0', '--out', path('never.parquet')]), '--rows must be at least 1');
+    expectUsageError(await sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', path('never.parquet'), '--workers', 'x']), '--workers');
+    expect(existsSync(path('never.parquet'))).toBe(false);
+  });
+});
+
+describe('sluice plan', () => {
+  it('--preset rm1 prints JSON that loadPlan accepts', async () => {
+    const r = await sluice(['plan', '--preset', 'rm1']);
+    expect(r.status).toBe(0);
+    const spec = JSON.parse(r.stdout) as PlanSpec;
+    const plan = loadPlan(spec);
+    expect(plan.label).toBe('label');
+    expect(plan.features.some((f) => f.kind === 'dense')).toBe(true);
+    expect(plan.features.some((f) => f.kind === 'sparse')).toBe(true);
+    expect(plan.features.some((f) => f.ops.some((o) => o.op === 'hex2int'))).toBe(true);
+  });
+
+  it('works for every preset', async () => {
+    const results = await Promise.all(PRESETS.map((p) => sluice(['plan', '--preset', p])));
+    results.forEach((r, k) => {
+      expect(r.status, `${PRESETS[k]}: ${r.stderr}`).toBe(0);
+      const plan = loadPlan(JSON.parse(r.stdout) as unknown);
+      expect(plan.features.length, PRESETS[k]).toBeGreaterThan(0);
+    });
+  });
+
+  it('an unknown preset exits 2 listing the valid names', async () => {
+    const r = await sluice(['plan', '--preset', 'rm9']);
+    expectUsageError(r, 'unknown preset "rm9"');
+    for (const p of PRESETS) expect(r.stderr).toContain(p);
+    expect(r.stdout).toBe('');
+  });
+});
+
+describe('sluice gen', () => {
+  it('writes the rows in row groups of the given size', async () => {
+    expect(statSync(rm1File).size).toBeGreaterThan(0);
+    expect(await rowGroupRows(rm1File)).toEqual([1000, 1000, 1000]);
+    const t = readTable(rm1File);
+    expect(t.numRows).toBe(3000);
+    const types = typesOf(t);
+    expect(types.label).toBe('Float32');
+    // Every input the rm1 plan reads is there.
+    for (const f of loadPlan(rm1PlanFile).features) expect(types[f.input], f.input).toBeDefined();
+  });
+
+  it('is deterministic by seed: the same seed gives identical data, another seed different data', async () => {
+    const again = path('rm1-again.parquet');
+    const other = path('rm1-seed6.parquet');
+    const [a, b] = await Promise.all([
+      sluice(['gen', '--preset', 'rm1', '--rows', '3000', '--row-group-size', '1000', '--seed', '5', '--out', again, '--quiet']),
+      sluice(['gen', '--preset', 'rm1', '--rows', '3000', '--row-group-size', '1000', '--seed', '6', '--out', other, '--quiet']),
+    ]);
+    expect(a.status, a.stderr).toBe(0);
+    expect(b.status, b.stderr).toBe(0);
+    expect(a.stderr).toMatch(/wrote 3000 rows to /);
+    const base = readTable(rm1File);
+    const same = readTable(again);
+    const diff = readTable(other);
+    expect(same.schema.fields.map((f) => f.name)).toEqual(base.schema.fields.map((f) => f.name));
+    expect(contents(same)).toBe(contents(base));
+    expect(diff.numRows).toBe(3000);
+    expect(contents(diff)).not.toBe(contents(base));
+    const sameColumns = base.schema.fields.filter((f) => JSON.stringify(values(base, f.name)) === JSON.stringify(values(diff, f.name)));
+    expect(sameColumns.length).toBeLessThan(base.schema.fields.length / 2);
+  });
+
+  it('an unknown preset exits 2 listing the valid names', async () => {
+    const r = await sluice(['gen', '--preset', 'rm0', '--rows', '10', '--out', path('never.parquet')]);
+    expectUsageError(r, 'unknown preset "rm0"', 'rap-plan3');
+    expect(existsSync(path('never.parquet'))).toBe(false);
+  });
+});
+
+describe('sluice run', () => {
+  it('writes one column per feature plus the label, in input row order, with the reference values', async () => {
+    const out = path('mix-out.parquet');
+    const r = await sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', out]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/wrote 50 rows x 5 features \+ label to /);
+    const t = readTable(out);
+    expect(t.numRows).toBe(N);
+    const types = typesOf(t);
+    expect(Object.keys(types).sort()).toEqual(['C1', 'C1raw', 'I1', 'cat', 'id', 'label']);
+    expect(types).toEqual({ id: 'Float32', I1: 'Float32', cat: 'List<Float32>', C1: 'List<Int64>', C1raw: 'List<Int64>', label: 'Float32' });
+
+    // Input row order (row groups of 7, batches of 8).
+    expect(values(t, 'id')).toEqual(rowsIdx);
+    expect(values(t, 'label')).toEqual(LABEL);
+    // fillNull 0, neg2zero, log1p, as float32.
+    const i1 = values(t, 'I1') as number[];
+    I1.forEach((x, i) => expect(i1[i]).toBeCloseTo(Math.fround(Math.log1p(Math.max(0, x ?? 0))), 6));
+    expect(i1[0]).toBe(0);
+    expect(i1[11]).toBe(Math.fround(Math.log(2)));
+    // oneHot(4): null → class 0 (fillNull ran first), 4 and 5 → all zeros.
+    const cat = values(t, 'cat') as number[][];
+    CAT.forEach((c, i) => {
+      const k = c ?? 0;
+      expect(cat[i], `row ${i}`).toEqual([0, 1, 2, 3].map((j) => (j === k ? 1 : 0)));
+    });
+    // Sparse: hex (either case, leading zeros) → int64; null or empty → empty list.
+    const raw = values(t, 'C1raw') as bigint[][];
+    const hashed = values(t, 'C1') as bigint[][];
+    C1.forEach((h, i) => {
+      if (h === null || h === '') {
+        expect(raw[i], `row ${i}`).toEqual([]);
+        expect(hashed[i], `row ${i}`).toEqual([]);
+      } else {
+        expect(raw[i], `row ${i}`).toEqual([BigInt(i % 16)]);
+        expect(hashed[i], `row ${i}`).toEqual([BigInt(SIGRID_GOLDEN_0_15[i % 16]!)]);
+      }
+    });
+    expect(hashed[3]).toEqual([]); // null
+    expect(hashed[13]).toEqual([]); // empty string
+    expect(leftovers('mix-out.parquet')).toEqual(['mix-out.parquet']);
+  });
+
+  it('runs the rm1 preset plan over generated data, keeping every row in order', async () => {
+    const out = path('rm1-out.parquet');
+    const r = await sluice(['run', '--plan', rm1PlanFile, '--input', rm1File, '--output', out, '--quiet']);
+    expect(r.status, r.stderr).toBe(0);
+    const t = readTable(out);
+    const input = readTable(rm1File);
+    expect(t.numRows).toBe(3000);
+    const plan = loadPlan(rm1PlanFile);
+    expect(t.numCols).toBe(plan.features.length + 1);
+    expect(values(t, 'label')).toEqual(values(input, 'label'));
+    const types = typesOf(t);
+    for (const f of plan.features) expect(types[f.name], f.name).toBe(f.kind === 'dense' ? 'Float32' : 'List<Int64>');
+    // A dense feature with fillNull 0, neg2zero, log 1 matches log1p of the input.
+    const dense = plan.features.find((f) => f.kind === 'dense' && f.ops.map((o) => o.op).join() === 'fillNull,neg2zero,log')!;
+    expect(dense).toBeDefined();
+    const xs = values(input, dense.input) as Array<number | null>;
+    const ys = values(t, dense.name) as number[];
+    for (let i = 0; i < 3000; i += 97) expect(ys[i]).toBeCloseTo(Math.fround(Math.log1p(Math.max(0, xs[i] ?? 0))), 5);
+    // A sparse hex feature: an empty list exactly where the input is null or empty.
+    const hex = plan.features.find((f) => f.kind === 'sparse' && f.ops[0]?.op === 'hex2int')!;
+    const hs = values(input, hex.input) as Array<string | null>;
+    const ids = values(t, hex.name) as bigint[][];
+    hs.forEach((h, i) => expect(ids[i]!.length, `row ${i}`).toBe(h === null || h === '' ? 0 : 1));
+  });
+
+  it('keeps input order across several files', async () => {
+    const out = path('two-files.parquet');
+    const r = await sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--input', badHexFile, '--output', path('x.parquet')]);
+    // badhex.parquet has an invalid hex: the error names that file, not the first one.
+    expectOneLineError(r, 'run', `file ${badHexFile}`, 'row 7');
+    const plan: PlanSpec = { ...mixPlan, features: mixPlan.features.filter((f) => f.input !== 'C1') };
+    const r2 = await sluice(['run', '--plan', writePlan('no-c1.json', plan), '--input', mixFile, '--input', badHexFile, '--output', out]);
+    expect(r2.status, r2.stderr).toBe(0);
+    expect(values(readTable(out), 'id')).toEqual([...rowsIdx, ...Array.from({ length: 10 }, (_, i) => i)]);
+  });
+
+  it('does not silently drop a feature named like the label column', async () => {
+    const plan: PlanSpec = { label: 'label', features: [{ name: 'label', input: 'I1', kind: 'dense', ops: [{ op: 'fillNull', value: 7 }] }, { name: 'id', input: 'id', kind: 'dense' }] };
+    const out = path('label-clash.parquet');
+    const r = await sluice(['run', '--plan', writePlan('label-clash.json', plan), '--input', mixFile, '--output', out]);
+    if (r.status === 0) {
+      // If accepted, both the feature's values and the label must be in the output.
+      const t = readTable(out);
+      const cols = t.schema.fields.map((f) => values(t, f.name));
+      expect(cols).toContainEqual(I1.map((x) => x ?? 7));
+      expect(cols).toContainEqual(LABEL);
+    } else {
+      expectOneLineError(r, 'run', 'label');
+    }
+  });
+});
+
+describe('sluice fit and run --state', () => {
+  const vocabPlan: PlanSpec = {
+    batchSize: 3,
+    label: 'label',
+    features: [
+      { name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'vocab' }] },
+      { name: 'n', input: 'n', kind: 'sparse', ops: [{ op: 'vocab', oov: 0, minCount: 2 }] },
+    ],
+  };
+  let vocabFile = '';
+  let vocabPlanFile = '';
+  beforeAll(() => {
+    vocabFile = writeParquet(path('vocab.parquet'), {
+      label: vec(new Float32(), [1, 0, 1, 0, 1, 0, 1, 0]),
+      C1: str(['0c', 'a', null, '0C', 'ff', 'a', '03', 'ff']),
+      n: i32([30, 10, 30, 20, 10, 40, null, 30]),
+    }, 3);
+    vocabPlanFile = writePlan('vocab-plan.json', vocabPlan);
+  });
+
+  it('numbers ids 1, 2, … in order of first appearance; unseen or too rare → oov', async () => {
+    const state = path('vocab-state.json');
+    const fit = await sluice(['fit', '--plan', vocabPlanFile, '--input', vocabFile, '--out', state, '--quiet']);
+    expect(fit.status, fit.stderr).toBe(0);
+    expect(fit.stderr).toMatch(/fitted 2 stateful op\(s\) over 8 rows/);
+    expect(JSON.parse(readFileSync(state, 'utf8'))).toMatchObject({ version: 1 });
+    expect(readdirSync(dir).filter((f) => f.startsWith('vocab-state.json'))).toEqual(['vocab-state.json']);
+
+    const out = path('vocab-out.parquet');
+    const run = await sluice(['run', '--plan', vocabPlanFile, '--input', vocabFile, '--output', out, '--state', state]);
+    expect(run.status, run.stderr).toBe(0);
+    const t = readTable(out);
+    // 0c → 1, a → 2, null → [], 0C (= 0c) → 1, ff → 3, a → 2, 03 → 4, ff → 3.
+    expect(values(t, 'C1')).toEqual([[1n], [2n], [], [1n], [3n], [2n], [4n], [3n]]);
+    // minCount 2: 30 (×3) → 1, 10 (×2) → 2; 20 and 40 (once each) → oov 0; null → [].
+    expect(values(t, 'n')).toEqual([[1n], [2n], [1n], [0n], [2n], [0n], [], [1n]]);
+  });
+
+  it('run without --state fails with exit 1 and one line mentioning `sluice fit`', async () => {
+    const out = path('vocab-nostate.parquet');
+    const r = await sluice(['run', '--plan', vocabPlanFile, '--input', vocabFile, '--output', out]);
+    expectOneLineError(r, 'run', 'sluice fit', 'feature C1', 'op vocab (#2)');
+    expect(leftovers('vocab-nostate.parquet')).toEqual([]);
+  });
+
+  it('a state file of another plan, a missing one or a non-state file fails with one line', async () => {
+    const otherState = path('other-state.json');
+    const otherPlan = writePlan('other-vocab-plan.json', { ...vocabPlan, features: [vocabPlan.features[0]!] });
+    expect((await sluice(['fit', '--plan', otherPlan, '--input', vocabFile, '--out', otherState, '--quiet'])).status).toBe(0);
+    const withState = (state: string): string[] => ['run', '--plan', vocabPlanFile, '--input', vocabFile, '--output', path('v2.parquet'), '--state', state];
+    const [other, missing, notState] = await Promise.all([otherState, path('no-state.json'), vocabPlanFile].map((st) => sluice(withState(st))));
+    expectOneLineError(other!, 'run', 'feature n', 'sluice fit');
+    expectOneLineError(missing!, 'run', path('no-state.json'));
+    expectOneLineError(notState!, 'run', 'is not a Sluice fit state');
+    expect(leftovers('v2.parquet')).toEqual([]);
+  });
+});
+
+describe('sluice errors', () => {
+  it('a truncated Parquet file: one line naming the file', async () => {
+    const bytes = readFileSync(mixFile);
+    const truncated = path('truncated.parquet');
+    writeFileSync(truncated, bytes.subarray(0, Math.floor(bytes.length / 2)));
+    expectOneLineError(await sluice(['run', '--plan', mixPlanFile, '--input', truncated, '--output', path('t.parquet')]), 'run', `file ${truncated}`, 'Parquet');
+    const notParquet = path('not-parquet.parquet');
+    writeFileSync(notParquet, 'id,I1\n1,2\n');
+    expectOneLineError(await sluice(['bench', '--plan', mixPlanFile, '--input', notParquet]), 'bench', `file ${notParquet}`);
+    expectOneLineError(await sluice(['run', '--plan', mixPlanFile, '--input', path('absent.parquet'), '--output', path('t.parquet')]), 'run', path('absent.parquet'));
+    expect(leftovers('t.parquet')).toEqual([]);
+  });
+
+  it('a missing column: one line naming the feature and the column', async () => {
+    const plan = writePlan('missing-col.json', { features: [{ name: 'I13', input: 'I13_raw', kind: 'dense' }] });
+    expectOneLineError(await sluice(['run', '--plan', plan, '--input', mixFile, '--output', path('m.parquet')]), 'run', 'feature I13', '"I13_raw"', mixFile);
+    const noLabel = writePlan('missing-label.json', { label: 'click', features: [{ name: 'id', input: 'id', kind: 'dense' }] });
+    expectOneLineError(await sluice(['run', '--plan', noLabel, '--input', mixFile, '--output', path('m.parquet')]), 'run', 'label column "click"');
+  });
+
+  it('a wrong input type: one line naming feature, op and types', async () => {
+    expectOneLineError(await sluice(['run', '--plan', mixPlanFile, '--input', intC1File, '--output', path('w.parquet')]),
+      'run', 'feature C1, op hex2int (#1)', 'utf8', 'got int32');
+    // Files that disagree on a column's type: names the odd file and the column.
+    expectOneLineError(await sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--input', intC1File, '--output', path('w.parquet')]),
+      'run', `file ${intC1File}`, '"C1"', 'int32');
+    expect(leftovers('w.parquet')).toEqual([]);
+  });
+
+  it('invalid hex: one line naming file, row, column, feature and op', async () => {
+    const line = expectOneLineError(await sluice(['run', '--plan', mixPlanFile, '--input', badHexFile, '--output', path('h.parquet')]), 'run');
+    expect(line).toContain(`file ${badHexFile}`);
+    expect(line).toMatch(/\brow group 2\b/);
+    expect(line).toMatch(/\brow 7\b/);
+    expect(line).toContain('column C1');
+    expect(line).toContain('feature C1');
+    expect(line).toContain('op hex2int (#1)');
+    expect(line).toContain('"12g4"');
+    // `fit` reports it the same way and writes no state file.
+    const vocabOnC1 = writePlan('vocab-c1.json', { features: [{ name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'vocab' }] }] });
+    const fit = await sluice(['fit', '--plan', vocabOnC1, '--input', badHexFile, '--out', path('h-state.json'), '--quiet']);
+    expectOneLineError(fit, 'fit', `file ${badHexFile}`, 'row 7', 'column C1', 'feature C1', 'op hex2int (#1)');
+    expect(leftovers('h-state.json')).toEqual([]);
+    expect(leftovers('h.parquet')).toEqual([]);
+  });
+
+  it('invalid plan JSON, an unknown op, a bad param, an unreadable plan: one line each', async () => {
+    const badJson = writePlan('bad.json', '{"features": [');
+    const unknownOp = writePlan('unknown-op.json', { features: [{ name: 'I1', input: 'I1', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }, { op: 'log1p' }] }] });
+    const badParam = writePlan('bad-param.json', { features: [{ name: 'B', input: 'I1', kind: 'sparse', ops: [{ op: 'fillNull', value: 0 }, { op: 'bucketize', borders: [5, 1] }] }] });
+    const noPlan = path('no-plan.json');
+    const run = (plan: string): string[] => ['run', '--plan', plan, '--input', mixFile, '--output', path('p.parquet')];
+    const cases: Array<[string[], string, string[]]> = [
+      [run(badJson), 'run', ['not valid JSON']],
+      [run(unknownOp), 'run', ['feature I1, op log1p (#2): unknown op']],
+      [['bench', '--plan', unknownOp, '--input', mixFile], 'bench', ['feature I1, op log1p (#2): unknown op']],
+      [['fit', '--plan', unknownOp, '--input', mixFile, '--out', path('p.json')], 'fit', ['feature I1, op log1p (#2): unknown op']],
+      [run(badParam), 'run', ['feature B, op bucketize (#2)', 'non-decreasing']],
+      [run(noPlan), 'run', [noPlan]],
+    ];
+    const results = await Promise.all(cases.map(([args]) => sluice(args)));
+    results.forEach((r, k) => expectOneLineError(r, cases[k]![1], ...cases[k]![2]));
+    expect(leftovers('p.parquet')).toEqual([]);
+    expect(existsSync(path('p.json'))).toBe(false);
+  });
+
+  it('--debug prints the stack trace', async () => {
+    const r = await sluice(['run', '--plan', mixPlanFile, '--input', badHexFile, '--output', path('d.parquet'), '--debug']);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('invalid hex');
+    expect(lines(r.stderr).filter((l) => l.startsWith('    at ')).length).toBeGreaterThan(0);
+    const plan = await sluice(['run', '--plan', writePlan('bad2.json', '{"features": '), '--input', mixFile, '--output', path('d.parquet'), '--debug']);
+    expect(plan.status).toBe(1);
+    expect(plan.stderr).toMatch(/^\s+at /m);
+    expect(leftovers('d.parquet')).toEqual([]);
+  });
+
+  it('a run that fails midway leaves no output file and keeps an existing one', async () => {
+    // Batches of 2 over rows 0..9: several batches are written before row 7 fails.
+    const plan = writePlan('small-batches.json', { ...mixPlan, batchSize: 2 });
+    const fresh = await sluice(['run', '--plan', plan, '--input', badHexFile, '--output', path('fail-fresh.parquet')]);
+    expectOneLineError(fresh, 'run', 'invalid hex');
+    expect(leftovers('fail-fresh.parquet')).toEqual([]);
+    const keep = path('fail-keep.parquet');
+    writeFileSync(keep, 'previous output');
+    expectOneLineError(await sluice(['run', '--plan', plan, '--input', badHexFile, '--output', keep]), 'run', 'invalid hex');
+    expect(readFileSync(keep, 'utf8')).toBe('previous output');
+    expect(leftovers('fail-keep.parquet')).toEqual(['fail-keep.parquet']);
+  });
+});
+
+describe('sluice bench', () => {
+  it('--json reports rows/s and every row of the file', async () => {
+    const r = await sluice(['bench', '--plan', rm1PlanFile, '--input', rm1File, '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const j = JSON.parse(r.stdout) as { backend: string; rows: number; batches: number; seconds: number; rowsPerSecond: number; stages: object; peakRssMB: number };
+    expect(j.rows).toBe(3000);
+    expect(j.rowsPerSecond).toBeGreaterThan(0);
+    expect(Number.isFinite(j.rowsPerSecond)).toBe(true);
+    expect(j.batches).toBeGreaterThanOrEqual(1);
+    expect(j.backend).toBe('cpu');
+    expect(j.peakRssMB).toBeGreaterThan(0);
+    expect(j.stages).toMatchObject({ sourceWaitMs: expect.any(Number), preprocessMs: expect.any(Number) });
+  });
+
+  it('prints a table without --json', async () => {
+    const r = await sluice(['bench', '--plan', mixPlanFile, '--input', mixFile]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^rows\s+50$/m);
+    expect(r.stdout).toMatch(/^batches\s+7$/m); // 50 rows in batches of 8
+    expect(r.stdout).toMatch(/^rows\/s\s+[\d,]+$/m);
+  });
+
+  it('the default plans of other presets run on their generated data', async () => {
+    const presets = ['rm2', 'piper-d1', 'rap-plan3'];
+    await Promise.all(presets.map(async (p) => {
+      const data = path(`${p}.parquet`);
+      const [gen, plan] = await Promise.all([
+        sluice(['gen', '--preset', p, '--rows', '100', '--out', data, '--quiet']),
+        sluice(['plan', '--preset', p]),
+      ]);
+      expect(gen.status, gen.stderr).toBe(0);
+      expect(plan.status, plan.stderr).toBe(0);
+      const b = await sluice(['bench', '--plan', writePlan(`${p}-plan.json`, plan.stdout), '--input', data, '--json']);
+      expect(b.status, `${p}: ${b.stderr}`).toBe(0);
+      expect((JSON.parse(b.stdout) as { rows: number }).rows, p).toBe(100);
+    }));
+  });
+});
+
+describe('sluice demo', () => {
+  it('generates a cached data set once and prints the summary table', async () => {
+    const first = await sluice(['demo', '--rows', '5000', '--quiet']);
+    expect(first.status, first.stderr).toBe(0);
+    expect(first.stdout).toContain('Sluice demo: RM1 preset');
+    expect(first.stdout).toMatch(/^rows\s+5,000$/m);
+    expect(first.stdout).toMatch(/^rows\/s\s+[\d,]+$/m);
+    expect(first.stdout).toMatch(/^label positive rate\s+0\.\d+$/m);
+    expect(first.stderr).toMatch(/^generating 5,000 RM1 rows/m);
+    const cached = readdirSync(cacheDir);
+    expect(cached).toEqual(['demo-rm1-5000-s42.parquet']);
+
+    const second = await sluice(['demo', '--rows', '5000', '--quiet']);
+    expect(second.status, second.stderr).toBe(0);
+    expect(second.stderr).toContain(`using cached ${join(cacheDir, 'demo-rm1-5000-s42.parquet')}`);
+    expect(second.stderr).not.toMatch(/generating/);
+    expect(second.stdout).toMatch(/^rows\s+5,000$/m);
+    // Same data, same summary figures (timings aside).
+    const figures = (s: string): string[] => lines(s).filter((l) => /^(rows|label positive rate|sparse ids per row|dense matrix of batch 0)\s/.test(l));
+    expect(figures(second.stdout)).toEqual(figures(first.stdout));
+    expect(readdirSync(cacheDir)).toEqual(cached);
+  });
+});
