@@ -22,3 +22,8 @@ export { readChunks, epochWindows, START, type Chunk, type Cursor, type SourceOp
 export { assembleBatch, batchLayout, type Batch, type BatchLayout, type ProcessedChunk, type Segment } from './stream/batch.js';
 export { Flow, source, preprocess, batch, prefetch, cursorAfter, type BatchOptions } from './stream/operators.js';
 export { pipeline, Pipeline, type IteratorState, type PipelineInfo, type PipelineMetrics, type PipelineOptions } from './pipeline.js';
+export { PRESETS, getPreset, presetNames, type Preset } from './gen/presets.js';
+export { generateDataset, generateBatches, type GenerateOptions, type GenerateResult } from './gen/generate.js';
+export { ParquetFileWriter, writeParquetTable, type ParquetWriteOptions } from './io/parquet-write.js';
+export { batchToArrow } from './io/batch-arrow.js';
+export { demoDataset, cacheDir, DEMO_ROWS } from './demo.js';

@@ -1,7 +1,6 @@
-import { mkdirSync, existsSync, writeFileSync, renameSync, statSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join, dirname } from 'node:path';
+import { existsSync, writeFileSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { DEMO_ROWS, demoDataset } from '../demo.js';
 import { SluiceError } from '../errors.js';
 import { generateDataset } from '../gen/generate.js';
 import { getPreset } from '../gen/presets.js';
@@ -217,7 +216,7 @@ async function cmdRun(values: Values): Promise<number> {
     await writer.close();
   } catch (e) {
     await writer.abort?.();
-    try { if (existsSync(tmp)) (await import('node:fs')).unlinkSync(tmp); } catch { /* nothing to clean */ }
+    try { if (existsSync(tmp)) unlinkSync(tmp); } catch { /* nothing to clean */ }
     throw e;
   }
   renameSync(tmp, output);
@@ -273,30 +272,19 @@ async function cmdBench(values: Values): Promise<number> {
   return 0;
 }
 
-/** Where `sluice demo` keeps its generated data between runs. */
-export function cacheDir(): string {
-  const base = process.env.SLUICE_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sluice');
-  mkdirSync(base, { recursive: true });
-  return base;
-}
-
-const DEMO_ROWS = 200_000;
-
 async function cmdDemo(values: Values): Promise<number> {
   const rows = int(values, 'rows', DEMO_ROWS);
+  if (rows === 0) throw new UsageError('--rows must be at least 1');
   const seed = int(values, 'seed', 42);
-  const file = join(cacheDir(), `demo-rm1-${rows}-s${seed}.parquet`);
-  if (!existsSync(file)) {
-    process.stderr.write(`generating ${rows.toLocaleString('en-US')} RM1 rows (seed ${seed}) -> ${file}\n`);
-    mkdirSync(dirname(file), { recursive: true });
-    const progress = new Progress('gen rm1', rows, 'rows', !!values.quiet);
-    const tmp = `${file}.partial-${process.pid}`;
-    await generateDataset({ preset: 'rm1', rows, out: tmp, seed, rowGroupSize: 50_000, onProgress: (d: number) => progress.update(d) });
-    renameSync(tmp, file);
-    progress.done();
-  } else {
-    process.stderr.write(`using cached ${file}\n`);
-  }
+  let generated = false;
+  const genProgress = new Progress('gen rm1', rows, 'rows', !!values.quiet);
+  const file = await demoDataset({
+    rows, seed,
+    onGenerate: (f) => { generated = true; process.stderr.write(`generating ${rows.toLocaleString('en-US')} RM1 rows (seed ${seed}) -> ${f}\n`); },
+    onProgress: (d) => genProgress.update(d),
+  });
+  genProgress.done();
+  if (!generated) process.stderr.write(`using cached ${file}\n`);
   const planSpec = getPreset('rm1').defaultPlan();
   const plan = loadPlan(planSpec);
   const p = pipeline(plan, { input: file, ...(values.backend ? { backend: values.backend as string } : {}) });

@@ -45,7 +45,10 @@ export interface SourceOptions {
   readonly start?: Cursor;
   /** Row groups decoded ahead of the one being consumed (default: the decoder pool's size). */
   readonly readAhead?: number;
-  /** Parquet record-batch size requested from the decoder. */
+  /**
+   * Largest Parquet record batch requested from the decoder. Default: a whole row group in one
+   * batch (up to 1M rows), so its columns never need concatenating.
+   */
   readonly decodeBatchRows?: number;
   readonly signal?: AbortSignal;
 }
@@ -102,7 +105,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
   const start = opts.start ?? START;
   const names = [...opts.columns.keys()];
   const readAhead = Math.max(1, opts.readAhead ?? pool.size);
-  const decodeRows = opts.decodeBatchRows ?? 65536;
+  const decodeRows = opts.decodeBatchRows ?? 1 << 20;
 
   for (let epoch = start.epoch; epoch < opts.epochs; epoch++) {
     const windows = epochWindows(ds, epoch, opts);
@@ -186,7 +189,7 @@ function lengthOf(cols: Column[]): number {
 /** Decodes one row group into one column per requested name (record batches concatenated). */
 async function readUnit(ds: Dataset, pool: DecoderPool, unit: Unit, names: string[], types: ReadonlyMap<string, ColumnType>, batchRows: number): Promise<Column[]> {
   const source = ds.files[unit.file]!.source;
-  const ipcs = await pool.readRowGroup(source, unit.rowGroup, names, batchRows);
+  const ipcs = await pool.readRowGroup(source, unit.rowGroup, names, Math.max(1, Math.min(batchRows, unit.rows)));
   const parts = ipcs.map((b) => tableFromIPC(b));
   const rows = parts.reduce((a, t) => a + t.numRows, 0);
   if (rows !== unit.rows) throw new InputError(`expected ${unit.rows} rows, decoded ${rows} (truncated file?)`, { file: source, rowGroup: unit.rowGroup });

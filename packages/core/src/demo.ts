@@ -1,0 +1,33 @@
+import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { generateDataset } from './gen/generate.js';
+
+/** Where `sluice demo` keeps generated data between runs (`SLUICE_CACHE_DIR` overrides it). */
+export function cacheDir(): string {
+  const base = process.env.SLUICE_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sluice');
+  mkdirSync(base, { recursive: true });
+  return base;
+}
+
+export const DEMO_ROWS = 200_000;
+
+/**
+ * Path of the demo RM1 data set, generating it on first use. Generation writes a temporary file
+ * and renames it, so an interrupted run never leaves a truncated cache entry.
+ *
+ * @example
+ * const file = await demoDataset();
+ * for await (const b of pipeline(getPreset('rm1').defaultPlan(), { input: file })) console.log(b.rows);
+ */
+export async function demoDataset(opts: { rows?: number; seed?: number; onGenerate?: (file: string) => void; onProgress?: (rows: number) => void } = {}): Promise<string> {
+  const rows = opts.rows ?? DEMO_ROWS;
+  const seed = opts.seed ?? 42;
+  const file = join(cacheDir(), `demo-rm1-${rows}-s${seed}.parquet`);
+  if (existsSync(file)) return file;
+  opts.onGenerate?.(file);
+  const tmp = `${file}.partial-${process.pid}`;
+  await generateDataset({ preset: 'rm1', rows, out: tmp, seed, rowGroupSize: 50_000, ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
+  renameSync(tmp, file);
+  return file;
+}
