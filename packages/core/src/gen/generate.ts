@@ -10,7 +10,7 @@
 import * as arrow from 'apache-arrow';
 import { ParquetFileWriter, type ParquetCompression } from '../io/parquet-write.js';
 import { getPreset, listSalt2, type ColumnSpec, type DenseColumnSpec, type HexColumnSpec, type IdListColumnSpec, type LabelColumnSpec, type Preset } from './presets.js';
-import { LogNormalTable, mix32, Rng, SkewedIdSampler } from './rng.js';
+import { LogNormalTable, mix32, Rng, SkewedIdSampler } from '../util/rng.js';
 
 const INT32_MAX = 2147483647;
 

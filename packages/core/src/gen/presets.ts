@@ -5,7 +5,7 @@
  * /work/shared/BENCHMARKS.md for the workloads table.
  */
 import type { FeatureSpec, OpSpec, PlanSpec } from '../plan/types.js';
-import { hash32, mix32, normalQuantile, Rng } from './rng.js';
+import { hash32, mix32, normalQuantile, Rng } from '../util/rng.js';
 
 /** The binary label: float32 0/1, never null. */
 export interface LabelColumnSpec {

@@ -6,7 +6,7 @@ import { columnFromVector } from '../io/arrow.js';
 import type { Dataset, Unit } from '../io/dataset.js';
 import type { DecoderPool } from '../io/decoder.js';
 import type { RowLocator } from '../plan/execute.js';
-import { mixSeed, permutation } from '../util/random.js';
+import { permutation } from '../util/rng.js';
 
 /**
  * Where the next row comes from: epoch, window (a run of row groups in this epoch's order), and
@@ -67,7 +67,7 @@ export interface Window {
 export function epochWindows(ds: Dataset, epoch: number, opts: Pick<SourceOptions, 'shuffle' | 'shard'>): Window[] {
   let order: readonly Unit[] = ds.units;
   if (opts.shuffle) {
-    const p = permutation(ds.units.length, mixSeed(opts.shuffle.seed, epoch, 0x5eed));
+    const p = permutation(ds.units.length, opts.shuffle.seed, epoch, 0x5eed);
     order = Array.from(p, (i) => ds.units[i]!);
   }
   const { rank, worldSize } = opts.shard;
@@ -153,7 +153,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       if (!shuffled) continue;
       // Shuffled window: permute all its rows with (seed, epoch, window), then slice chunks.
       const merged = names.map((_, c) => concatColumns(unitCols.map((uc) => uc[c]!)));
-      const perm = permutation(win.rows, mixSeed(opts.shuffle!.seed, epoch, w));
+      const perm = permutation(win.rows, opts.shuffle!.seed, epoch, w);
       const starts = win.units.map((_, i) => win.units.slice(0, i).reduce((a, x) => a + x.rows, 0));
       for (let r = skip; r < win.rows; r += opts.chunkRows) {
         const end = Math.min(win.rows, r + opts.chunkRows);

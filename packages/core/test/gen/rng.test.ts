@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LogNormalTable, mix32, normalQuantile, Rng, SkewedIdSampler, ZipfSampler } from '../../src/gen/rng.js';
+import { LogNormalTable, mix32, normalQuantile, permutation, Rng, SkewedIdSampler, ZipfSampler } from '../../src/util/rng.js';
 
 describe('Rng (xoshiro128**)', () => {
   it('is deterministic per (seed, stream) and differs across seeds and streams', () => {
@@ -152,5 +152,15 @@ describe('LogNormalTable', () => {
     expect(t.at(0.5)).toBeCloseTo(Math.exp(2), 1);
     expect(t.at(0.99999)).toBeCloseTo(Math.exp(2 + 1.5 * normalQuantile(0.99999)), 6);
     expect(t.at(0.3)).toBeLessThan(t.at(0.3001));
+  });
+});
+
+describe('permutation', () => {
+  it('is a seeded permutation: every index once, same seed same order, other seed other order', () => {
+    const a = permutation(1000, 7, 0, 3);
+    expect([...a].sort((x, y) => x - y)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+    expect(permutation(1000, 7, 0, 3)).toEqual(a);
+    expect(permutation(1000, 7, 1, 3)).not.toEqual(a);
+    expect(permutation(0, 1).length).toBe(0);
   });
 });

@@ -5,20 +5,15 @@
 import type { Column, ColumnType, ListColumn, PrimitiveColumn, PrimitiveType } from '../../src/column.js';
 import { columnType, int64Column, listColumn, utf8FromStrings } from '../../src/column.js';
 import { OPS } from '../../src/ops/index.js';
+import { Rng as SeededRng } from '../../src/util/rng.js';
 import type { OpContext, OpDef } from '../../src/ops/types.js';
 
 // ---- PRNG ---------------------------------------------------------------------------------------
 
-/** mulberry32: a tiny seeded PRNG returning floats in [0, 1). */
+/** A seeded PRNG returning floats in [0, 1) (the project's xoshiro128**). */
 export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rng = new SeededRng(seed);
+  return () => rng.next();
 }
 
 export interface Rng {

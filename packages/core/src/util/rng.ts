@@ -341,3 +341,18 @@ export function normalQuantile(p: number): number {
   const r = q * q;
   return ((((((a0 * r + a1) * r + a2) * r + a3) * r + a4) * r + a5) * q) / (((((b0 * r + b1) * r + b2) * r + b3) * r + b4) * r + 1);
 }
+
+/**
+ * A seeded Fisher–Yates permutation of 0..n-1. The same seed parts (e.g. seed, epoch, window)
+ * always give the same order, whatever the worker count or where a run resumes.
+ */
+export function permutation(n: number, ...seed: number[]): Int32Array {
+  const p = new Int32Array(n);
+  for (let i = 0; i < n; i++) p[i] = i;
+  const rng = new Rng(hash32(...seed));
+  for (let i = n - 1; i > 0; i--) {
+    const j = rng.int(i + 1);
+    const t = p[i]!; p[i] = p[j]!; p[j] = t;
+  }
+  return p;
+}
