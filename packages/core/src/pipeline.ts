@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Observable, defer, finalize, from, mergeMap, type Subscription } from 'rxjs';
+import { Observable, defer, finalize, from, map, mergeMap, type Subscription } from 'rxjs';
 import { createBackend } from './backend/registry.js';
-import type { Backend, CostReport } from './backend/types.js';
+import type { CostReport } from './backend/types.js';
 import type { ColumnType } from './column.js';
 import { PlanError, SluiceError } from './errors.js';
 import { checkColumns, openDataset, type Dataset } from './io/dataset.js';
@@ -180,10 +180,12 @@ export class Pipeline implements AsyncIterable<Batch> {
   /** The run as an Observable; `onTaken(flow)` is called when a batch is handed to the consumer. */
   private run(onTaken: ((flow: Flow) => (b: Batch) => void) | null): Observable<Batch> {
     return defer(() => from(this.info())).pipe(
-      mergeMap((info) => {
+      mergeMap((info) => from(createBackend(info.plan, this.backendSpec(), this.fit!)).pipe(map((backend) => ({ info, backend })))),
+      mergeMap(({ info, backend }) => {
         const plan = info.plan;
-        const flow = new Flow(this.options.prefetch ?? plan.prefetch);
-        const pool = new DecoderPool(this.options.decoders ?? 1);
+        // At least `concurrency` chunks must be allowed in flight for a pool to run in parallel.
+        const flow = new Flow(Math.max(this.options.prefetch ?? plan.prefetch, backend.concurrency));
+        const pool = new DecoderPool(this.options.decoders ?? Math.min(2, backend.concurrency));
         const resume = this.options.resume;
         const fp = this.fingerprint(info);
         let start: Cursor = START;
@@ -196,7 +198,6 @@ export class Pipeline implements AsyncIterable<Batch> {
         this._metrics = emptyMetrics();
         this.current = { version: 1, ...start, seq: firstSeq, seed: plan.shuffle?.seed ?? null, fingerprint: fp };
         const m = this._metrics;
-        let backend: Backend | null = null;
         const columns = new Map<string, ColumnType>(plan.columns.map((c) => [c, info.dataset.schema.get(c)!]));
         const chunks = (): AsyncIterator<Chunk> => {
           const it = readChunks(info.dataset, pool, {
@@ -215,7 +216,6 @@ export class Pipeline implements AsyncIterable<Batch> {
           };
         };
         const run = async (c: Chunk): Promise<ProcessedChunk> => {
-          backend ??= await createBackend(plan, this.backendSpec(), this.fit!);
           const t0 = performance.now();
           const { columns: outputs, report } = await backend.run(c.columns, c.locate);
           m.preprocessMs += performance.now() - t0;
@@ -226,7 +226,7 @@ export class Pipeline implements AsyncIterable<Batch> {
           return { outputs, label: plan.label === null ? null : c.columns.get(plan.label)!, rows: c.rows, at: c.at, windowRows: c.windowRows, lastInEpoch: c.lastInEpoch, locate: c.locate };
         };
         const batches = source(chunks, flow).pipe(
-          preprocess(run),
+          preprocess(run, backend.concurrency),
           batch({ layout: info.layout, batchSize: plan.batchSize, dropLast: plan.dropLast, firstSeq }, flow),
         );
         const taken = onTaken?.(flow);
@@ -250,7 +250,7 @@ export class Pipeline implements AsyncIterable<Batch> {
           };
         }).pipe(finalize(() => {
           void pool.close();
-          void backend?.dispose();
+          void backend.dispose();
         }));
       }),
     );

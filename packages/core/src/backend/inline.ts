@@ -11,11 +11,13 @@ import type { Backend } from './types.js';
  * means until the worker-pool backend package registers itself over it.
  */
 export function inlineCpuBackend(plan: TypedPlan, options: BackendSpec, state: PlanState): Backend {
+  // `workers` is accepted so a plan written for the worker-pool backend still runs here.
   const known = new Set(['name', 'workers']);
   for (const k of Object.keys(options)) if (!known.has(k)) throw new PlanError(`backend cpu: unknown option "${k}"`);
   return {
     name: 'cpu',
     capabilities: { ops: 'all', timing: 'measured' },
+    concurrency: 1,
     async run(columns: ReadonlyMap<string, Column>, locate: RowLocator) {
       const t0 = performance.now();
       const out = executePlan(plan, columns, state, locate);

@@ -24,8 +24,28 @@ export function backendNames(): string[] {
   return [...registry.keys()];
 }
 
-/** Builds the backend a plan names, or fails with the list of known ones. */
+const tried = new Set<string>();
+
+/**
+ * Loads the package `@sluice/backend-NAME` if it is installed, once; importing it registers the
+ * backend. This keeps core free of static imports of any backend while `--backend NAME` just works.
+ */
+export async function loadBackendPackage(name: string): Promise<boolean> {
+  if (tried.has(name) || !/^[a-z0-9-]+$/.test(name)) return false;
+  tried.add(name);
+  try {
+    await import(`@sluice/backend-${name}`);
+    return true;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' && String((e as Error).message).includes(`@sluice/backend-${name}`)) return false;
+    throw new PlanError(`backend package @sluice/backend-${name} failed to load: ${(e as Error).message}`, {}, { cause: e });
+  }
+}
+
+/** Builds the backend a plan names (loading its package if needed), or fails with the list of known ones. */
 export async function createBackend(plan: TypedPlan, spec: BackendSpec, state: PlanState): Promise<Backend> {
+  await loadBackendPackage(spec.name);
   const factory = registry.get(spec.name);
   if (factory === undefined) {
     throw new PlanError(`unknown backend "${spec.name}" (registered: ${backendNames().join(', ')}; a backend package registers itself when imported)`);

@@ -20,15 +20,23 @@ export interface Capabilities {
   readonly timing: 'measured' | 'modelled';
 }
 
-/** A backend ready to run one compiled plan. */
+/** A backend ready to run one compiled plan (what its factory's compile step returns). */
 export interface Backend {
   readonly name: string;
   readonly capabilities: Capabilities;
+  /**
+   * Chunks it can run at once (1 for in-process backends, the pool size for worker pools). The
+   * pipeline keeps that many in flight and still emits results in input order.
+   */
+  readonly concurrency: number;
   /** Transforms one chunk's input columns into output columns by feature name. */
   run(columns: ReadonlyMap<string, Column>, locate: RowLocator): Promise<{ columns: Map<string, Column>; report: CostReport }>;
   /** Releases workers, devices and buffers. Safe to call twice. */
   dispose(): Promise<void>;
 }
 
-/** Creates a backend for a plan: `compile(plan)` in the backend's terms. */
+/**
+ * Compiles a plan for a backend: validates the options, checks every op is supported, and
+ * returns the runnable backend. Registered under a name with `registerBackend`.
+ */
 export type BackendFactory = (plan: TypedPlan, options: BackendSpec, state: PlanState) => Backend | Promise<Backend>;

@@ -1,4 +1,4 @@
-import { Observable, catchError, concatMap, from, throwError, type ObservableInput, type OperatorFunction, type MonoTypeOperatorFunction } from 'rxjs';
+import { Observable, catchError, concatMap, from, map, mergeMap, throwError, type ObservableInput, type OperatorFunction, type MonoTypeOperatorFunction } from 'rxjs';
 import { SluiceError } from '../errors.js';
 import { assembleBatch, type Batch, type BatchLayout, type ProcessedChunk, type Segment } from './batch.js';
 import type { Chunk, Cursor } from './source.js';
@@ -135,8 +135,8 @@ export function source<T extends { lastInEpoch: boolean }>(open: () => Iterator<
  * @example
  * chunks$.pipe(preprocess((c) => backend.run(c.columns, c.locate).then(...)))
  */
-export function preprocess<I extends { locate: Chunk['locate'] }, O>(run: (chunk: I) => ObservableInput<O>): OperatorFunction<I, O> {
-  return concatMap((chunk: I) => {
+export function preprocess<I extends { locate: Chunk['locate'] }, O>(run: (chunk: I) => ObservableInput<O>, concurrency = 1): OperatorFunction<I, O> {
+  const one = (chunk: I): Observable<O> => {
     let out: ObservableInput<O>;
     try {
       out = run(chunk);
@@ -144,6 +144,28 @@ export function preprocess<I extends { locate: Chunk['locate'] }, O>(run: (chunk
       return throwError(() => wrap(e, chunk));
     }
     return from(out).pipe(catchError((e: unknown) => throwError(() => wrap(e, chunk))));
+  };
+  if (concurrency <= 1) return concatMap(one);
+  // Up to `concurrency` chunks run at once; results are re-ordered to input order.
+  return (input) => new Observable<O>((subscriber) => {
+    const ready = new Map<number, O>();
+    let nextOut = 0;
+    // mergeMap completes after every inner result has been delivered, so nothing is left in `ready`.
+    return input.pipe(
+      map((chunk, i) => ({ chunk, i })),
+      mergeMap(({ chunk, i }) => one(chunk).pipe(map((o) => ({ o, i }))), concurrency),
+    ).subscribe({
+      next: ({ o, i }) => {
+        ready.set(i, o);
+        while (ready.has(nextOut)) {
+          const v = ready.get(nextOut)!;
+          ready.delete(nextOut++);
+          subscriber.next(v);
+        }
+      },
+      error: (e) => subscriber.error(e),
+      complete: () => subscriber.complete(),
+    });
   });
 }
 

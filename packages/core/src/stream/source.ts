@@ -115,8 +115,9 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     for (let w = firstWindow; w < windows.length; w++) windows[w]!.units.forEach((_, u) => plan.push({ w, u }));
     const inflight: Array<Promise<Column[] | null>> = [];
     let next = 0;
+    // The row group being consumed plus `readAhead` more are decoding at any time.
     const issue = (): void => {
-      while (inflight.length < readAhead && next < plan.length) {
+      while (inflight.length < readAhead + 1 && next < plan.length) {
         const { w, u } = plan[next++]!;
         const p = readUnit(ds, pool, windows[w]!.units[u]!, names, opts.columns, decodeRows);
         p.catch(() => undefined); // surfaced when awaited, in order

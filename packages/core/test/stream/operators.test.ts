@@ -139,3 +139,18 @@ describe('source + flow: bounded prefetch (marbles)', () => {
     expect(cursorAfter(chunk(4, 4, 8, true), 4)).toEqual({ epoch: 1, window: 0, offset: 0 });
   });
 });
+
+describe('preprocess with concurrency (marbles)', () => {
+  it('runs chunks at once but emits in input order', () => {
+    scheduler().run(({ cold, expectObservable }) => {
+      const chunks = cold('(abc|)', { a: chunk(0, 1, 3), b: chunk(1, 1, 3), c: chunk(2, 1, 3, true) });
+      // Chunk a takes 5 frames, b 1 frame, c 2 frames: b and c finish first but wait for a.
+      const delays: Record<number, string> = { 0: '-----x|', 1: '-x|', 2: '--x|' };
+      const out = chunks.pipe(
+        preprocess((c) => cold(delays[c.at.offset]!, { x: c.at.offset }), 3),
+        map(String),
+      );
+      expectObservable(out).toBe('-----(012|)');
+    });
+  });
+});
