@@ -4,7 +4,10 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   resolve: {
     // Tests run against the TypeScript sources; the CLI tests spawn the built bin instead.
-    alias: { '@sluice/core': fileURLToPath(new URL('./packages/core/src/index.ts', import.meta.url)) },
+    alias: {
+      '@sluice/core': fileURLToPath(new URL('./packages/core/src/index.ts', import.meta.url)),
+      '@sluice/backend-cpu': fileURLToPath(new URL('./packages/backend-cpu/src/index.ts', import.meta.url)),
+    },
   },
   test: {
     include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],

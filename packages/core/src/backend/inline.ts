@@ -13,9 +13,9 @@ import type { Backend } from './types.js';
 export function inlineCpuBackend(plan: TypedPlan, options: BackendSpec, state: PlanState): Backend {
   // `workers` is accepted so a plan written for the worker-pool backend still runs here.
   const known = new Set(['name', 'workers']);
-  for (const k of Object.keys(options)) if (!known.has(k)) throw new PlanError(`backend cpu: unknown option "${k}"`);
+  for (const k of Object.keys(options)) if (!known.has(k)) throw new PlanError(`backend ${options.name}: unknown option "${k}"`);
   return {
-    name: 'cpu',
+    name: options.name,
     capabilities: { ops: 'all', timing: 'measured' },
     concurrency: 1,
     async run(columns: ReadonlyMap<string, Column>, locate: RowLocator) {

@@ -5,8 +5,9 @@ import type { BackendSpec } from '../plan/types.js';
 import { inlineCpuBackend } from './inline.js';
 import type { Backend, BackendFactory } from './types.js';
 
-// `cpu` runs in-process on the reference kernels until a backend package registers over it.
-const registry = new Map<string, BackendFactory>([['cpu', inlineCpuBackend]]);
+// `reference` is always core's kernels in-process (the oracle conformance tests compare against);
+// `cpu` means the same until @sluice/backend-cpu registers its worker pool over it.
+const registry = new Map<string, BackendFactory>([['reference', inlineCpuBackend], ['cpu', inlineCpuBackend]]);
 
 /**
  * Makes a backend available to plans under `name`. Backend packages call this on import; core

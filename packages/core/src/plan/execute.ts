@@ -12,6 +12,13 @@ export const stateKey = (feature: string, opIndex: number): string => `${feature
 /** Maps a row of the chunk being processed back to its file, row group and file row. */
 export type RowLocator = (row: number) => ErrorWhere;
 
+/**
+ * A faster kernel for an op, tried before the reference one; it returns undefined for inputs it
+ * does not handle. Backends pass these in; the reference kernel stays the oracle.
+ */
+export type KernelOverride = (input: Column, params: unknown, ctx: OpContext) => Column | undefined;
+export type KernelOverrides = ReadonlyMap<string, KernelOverride>;
+
 const noLocation: RowLocator = (row) => ({ row });
 
 /** Runs one feature's op chain on its input column, stopping before op `stop` (default: all ops). */
@@ -23,13 +30,14 @@ export function runFeature(
   state: PlanState,
   locate: RowLocator = noLocation,
   stop = f.ops.length,
+  overrides?: KernelOverrides,
 ): Column {
   let col = input;
   for (let k = 0; k < stop; k++) {
     const o = f.ops[k]!;
     const ctx: OpContext = { features, featureTypes, column: f.input, state: o.def.stateful ? state.get(stateKey(f.name, k)) : undefined };
     try {
-      col = o.def.apply(col, o.params, ctx);
+      col = overrides?.get(o.op)?.(col, o.params, ctx) ?? o.def.apply(col, o.params, ctx);
     } catch (e) {
       const opName = `${o.op} (#${k + 1})`;
       if (e instanceof OpDataError) throw new DataError(e.message, { ...locate(e.row), column: f.input, feature: f.name, op: opName }, { cause: e });
@@ -45,11 +53,11 @@ export function runFeature(
  * Runs every feature of a plan over one chunk of input columns with the reference kernels.
  * Returns output columns by feature name (the in-process CPU path and the oracle for backends).
  */
-export function executePlan(plan: TypedPlan, columns: ReadonlyMap<string, Column>, state: PlanState = new Map(), locate?: RowLocator): Map<string, Column> {
+export function executePlan(plan: TypedPlan, columns: ReadonlyMap<string, Column>, state: PlanState = new Map(), locate?: RowLocator, overrides?: KernelOverrides): Map<string, Column> {
   const out = new Map<string, Column>();
   const types = new Map<string, ColumnType>();
   for (const f of plan.features) {
-    out.set(f.name, runFeature(f, columns.get(f.input)!, out, types, state, locate));
+    out.set(f.name, runFeature(f, columns.get(f.input)!, out, types, state, locate, f.ops.length, overrides));
     types.set(f.name, f.outputType);
   }
   return out;

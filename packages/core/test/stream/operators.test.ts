@@ -145,7 +145,7 @@ describe('preprocess with concurrency (marbles)', () => {
     scheduler().run(({ cold, expectObservable }) => {
       const chunks = cold('(abc|)', { a: chunk(0, 1, 3), b: chunk(1, 1, 3), c: chunk(2, 1, 3, true) });
       // Chunk a takes 5 frames, b 1 frame, c 2 frames: b and c finish first but wait for a.
-      const delays: Record<number, string> = { 0: '-----x|', 1: '-x|', 2: '--x|' };
+      const delays: Record<number, string> = { 0: '-----(x|)', 1: '-(x|)', 2: '--(x|)' };
       const out = chunks.pipe(
         preprocess((c) => cold(delays[c.at.offset]!, { x: c.at.offset }), 3),
         map(String),
