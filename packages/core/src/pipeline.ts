@@ -280,6 +280,12 @@ export class Pipeline implements AsyncIterable<Batch> {
     return {
       next: async (): Promise<IteratorResult<Batch>> => {
         for (;;) {
+          // An abort stops delivery at once; a data error still lets the good batches before it out.
+          if (this.options.signal?.aborted) {
+            queue.length = 0;
+            sub.unsubscribe();
+            throw abortReason(this.options.signal);
+          }
           if (queue.length > 0) {
             const b = queue.shift()!;
             this.take(b);

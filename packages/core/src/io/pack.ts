@@ -40,7 +40,11 @@ export function packColumns(columns: ReadonlyMap<string, Column>, shared = false
         // Rebase offsets so the packed data starts at byte 0.
         const n = c.offsets.length - 1;
         const b0 = c.offsets[0]!;
-        const offsets = b0 === 0 ? c.offsets : Int32Array.from(c.offsets, (x) => x - b0);
+        let offsets = c.offsets;
+        if (b0 !== 0) {
+          offsets = new Int32Array(n + 1);
+          for (let i = 0; i <= n; i++) offsets[i] = c.offsets[i]! - b0;
+        }
         return { t: 'utf8', o: add(offsets), d: add(c.data.subarray(b0, c.offsets[n]!)), m: mask(c.valid) };
       }
       case 'list': return { t: 'list', o: add(c.offsets), c: describe(c.child), m: mask(c.valid) };

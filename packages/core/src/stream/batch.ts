@@ -130,26 +130,35 @@ function sparseCounter(c: Column): (r: number) => number {
 /** Copies the ids of rows [from, to) into `dst` words starting at value index `at`; returns the new index. */
 function writeSparse(c: Column, from: number, to: number, dst: Uint32Array, at: number): number {
   const el = c.type === 'list' ? c.child : c;
-  let src: Uint32Array | Int32Array;
-  let wide: boolean;
-  if (el.type === 'int64') { src = int64Words(el.values); wide = true; }
-  else if (el.type === 'int32') { src = el.values; wide = false; }
-  else throw new TypeError(`sparse output must be integer, got ${el.type}`);
-  const put = (j: number): void => {
-    if (wide) { dst[2 * at] = src[2 * j]!; dst[2 * at + 1] = src[2 * j + 1]!; }
-    else { const x = src[j]!; dst[2 * at] = x >>> 0; dst[2 * at + 1] = x < 0 ? 0xffffffff : 0; }
-    at++;
-  };
-  if (c.type === 'list') {
-    const { offsets, valid } = c;
-    const cv = c.child.valid;
-    for (let r = from; r < to; r++) {
-      if (valid !== null && valid[r] === 0) continue;
-      for (let j = offsets[r]!; j < offsets[r + 1]!; j++) if (cv === null || cv[j] === 1) put(j);
+  if (el.type !== 'int64' && el.type !== 'int32') throw new TypeError(`sparse output must be integer, got ${el.type}`);
+  // Element range and validity: a scalar row r is element r; a list row r is its child range.
+  const lists = c.type === 'list' ? c : null;
+  const rowValid = c.valid;
+  const elValid = el.valid;
+  const ranges = lists === null;
+  const wide = el.type === 'int64';
+  const src: Uint32Array | Int32Array = wide ? int64Words(el.values as BigInt64Array) : (el.values as Int32Array);
+  for (let r = from; r < to; r++) {
+    if (rowValid !== null && rowValid[r] === 0) continue;
+    const j0 = ranges ? r : lists!.offsets[r]!;
+    const j1 = ranges ? r + 1 : lists!.offsets[r + 1]!;
+    if (wide) {
+      if (elValid === null) {
+        // Whole run of valid ids: one block copy of their words.
+        dst.set((src as Uint32Array).subarray(2 * j0, 2 * j1), 2 * at);
+        at += j1 - j0;
+      } else {
+        for (let j = j0; j < j1; j++) if (elValid[j] === 1) { dst[2 * at] = src[2 * j]!; dst[2 * at + 1] = src[2 * j + 1]!; at++; }
+      }
+    } else {
+      for (let j = j0; j < j1; j++) {
+        if (elValid !== null && elValid[j] === 0) continue;
+        const x = src[j]!;
+        dst[2 * at] = x >>> 0;
+        dst[2 * at + 1] = x < 0 ? 0xffffffff : 0;
+        at++;
+      }
     }
-  } else {
-    const valid = el.valid;
-    for (let r = from; r < to; r++) if (valid === null || valid[r] === 1) put(r);
   }
   return at;
 }

@@ -1,4 +1,4 @@
-import { Observable, catchError, concatMap, from, map, mergeMap, throwError, type ObservableInput, type OperatorFunction, type MonoTypeOperatorFunction } from 'rxjs';
+import { Observable, catchError, concatMap, from, map, mergeMap, of, throwError, type ObservableInput, type OperatorFunction, type MonoTypeOperatorFunction } from 'rxjs';
 import { SluiceError } from '../errors.js';
 import { assembleBatch, type Batch, type BatchLayout, type ProcessedChunk, type Segment } from './batch.js';
 import type { Chunk, Cursor } from './source.js';
@@ -146,24 +146,29 @@ export function preprocess<I extends { locate: Chunk['locate'] }, O>(run: (chunk
     return from(out).pipe(catchError((e: unknown) => throwError(() => wrap(e, chunk))));
   };
   if (concurrency <= 1) return concatMap(one);
-  // Up to `concurrency` chunks run at once; results are re-ordered to input order.
+  // Up to `concurrency` chunks run at once; results are re-ordered to input order. A failure waits
+  // its turn too, so every good chunk before the bad one is still delivered.
   return (input) => new Observable<O>((subscriber) => {
-    const ready = new Map<number, O>();
+    const ready = new Map<number, { ok: true; value: O } | { ok: false; error: unknown }>();
     let nextOut = 0;
-    // mergeMap completes after every inner result has been delivered, so nothing is left in `ready`.
     return input.pipe(
       map((chunk, i) => ({ chunk, i })),
-      mergeMap(({ chunk, i }) => one(chunk).pipe(map((o) => ({ o, i }))), concurrency),
+      mergeMap(({ chunk, i }) => one(chunk).pipe(
+        map((value) => ({ i, r: { ok: true as const, value } })),
+        catchError((error: unknown) => of({ i, r: { ok: false as const, error } })),
+      ), concurrency),
     ).subscribe({
-      next: ({ o, i }) => {
-        ready.set(i, o);
+      next: ({ i, r }) => {
+        ready.set(i, r);
         while (ready.has(nextOut)) {
           const v = ready.get(nextOut)!;
           ready.delete(nextOut++);
-          subscriber.next(v);
+          if (!v.ok) { subscriber.error(v.error); return; }
+          subscriber.next(v.value);
         }
       },
       error: (e) => subscriber.error(e),
+      // mergeMap completes after every inner result has been delivered, so nothing is left in `ready`.
       complete: () => subscriber.complete(),
     });
   });

@@ -154,3 +154,17 @@ describe('preprocess with concurrency (marbles)', () => {
     });
   });
 });
+
+describe('preprocess with concurrency: errors keep their place (marbles)', () => {
+  it('delivers the good chunks before a failed one even when the failure finishes first', () => {
+    scheduler().run(({ cold, expectObservable }) => {
+      const chunks = cold('(ab|)', { a: chunk(0, 1, 2), b: chunk(1, 1, 2, true) });
+      const out = chunks.pipe(
+        // Chunk a takes 4 frames; chunk b fails after 1.
+        preprocess((c) => (c.at.offset === 0 ? cold('----(x|)', { x: 'a' }) : cold('-#', undefined, new Error('b failed'))), 2),
+        catchError((e: Error) => of(`E:${e.message}`)),
+      );
+      expectObservable(out).toBe('----(xy|)', { x: 'a', y: 'E:file f.parquet, row group 0, row 1: preprocessing failed: b failed' });
+    });
+  });
+});
