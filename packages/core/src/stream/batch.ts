@@ -110,21 +110,23 @@ function writeDense(c: Column, seg: Segment, out: Float32Array, row0: number, di
   for (let r = from, o = row0 * dim + offset; r < to; r++, o += dim) out[o] = valid === null || valid[r] === 1 ? read(r) : 0;
 }
 
-/** Number of ids row r of a sparse output contributes (nulls, null lists and null elements give none). */
-function sparseCounter(c: Column): (r: number) => number {
-  if (c.type === 'list') {
-    const { offsets, valid } = c;
-    const cv = c.child.valid;
-    if (cv === null) return (r) => (valid === null || valid[r] === 1 ? offsets[r + 1]! - offsets[r]! : 0);
-    return (r) => {
-      if (valid !== null && valid[r] === 0) return 0;
-      let n = 0;
-      for (let j = offsets[r]!; j < offsets[r + 1]!; j++) n += cv[j]!;
-      return n;
-    };
-  }
+/** Writes how many ids rows [from, to) contribute (nulls, null lists and null elements give none). */
+function writeLengths(c: Column, from: number, to: number, out: Int32Array, at: number): void {
   const valid = c.valid;
-  return (r) => (valid === null || valid[r] === 1 ? 1 : 0);
+  if (c.type !== 'list') {
+    if (valid === null) out.fill(1, at, at + to - from);
+    else for (let r = from, o = at; r < to; r++, o++) out[o] = valid[r]!;
+    return;
+  }
+  const { offsets } = c;
+  const cv = c.child.valid;
+  for (let r = from, o = at; r < to; r++, o++) {
+    if (valid !== null && valid[r] === 0) { out[o] = 0; continue; }
+    if (cv === null) { out[o] = offsets[r + 1]! - offsets[r]!; continue; }
+    let n = 0;
+    for (let j = offsets[r]!; j < offsets[r + 1]!; j++) n += cv[j]!;
+    out[o] = n;
+  }
 }
 
 /** Copies the ids of rows [from, to) into `dst` words starting at value index `at`; returns the new index. */
@@ -138,18 +140,20 @@ function writeSparse(c: Column, from: number, to: number, dst: Uint32Array, at: 
   const ranges = lists === null;
   const wide = el.type === 'int64';
   const src: Uint32Array | Int32Array = wide ? int64Words(el.values as BigInt64Array) : (el.values as Int32Array);
+  if (rowValid === null && elValid === null) {
+    // No nulls: rows [from, to) are one contiguous run of elements.
+    const j0 = ranges ? from : lists!.offsets[from]!;
+    const j1 = ranges ? to : lists!.offsets[to]!;
+    if (wide) dst.set((src as Uint32Array).subarray(2 * j0, 2 * j1), 2 * at);
+    else for (let j = j0, o = 2 * at; j < j1; j++, o += 2) { const x = src[j]!; dst[o] = x >>> 0; dst[o + 1] = x < 0 ? 0xffffffff : 0; }
+    return at + (j1 - j0);
+  }
   for (let r = from; r < to; r++) {
     if (rowValid !== null && rowValid[r] === 0) continue;
     const j0 = ranges ? r : lists!.offsets[r]!;
     const j1 = ranges ? r + 1 : lists!.offsets[r + 1]!;
     if (wide) {
-      if (elValid === null) {
-        // Whole run of valid ids: one block copy of their words.
-        dst.set((src as Uint32Array).subarray(2 * j0, 2 * j1), 2 * at);
-        at += j1 - j0;
-      } else {
-        for (let j = j0; j < j1; j++) if (elValid[j] === 1) { dst[2 * at] = src[2 * j]!; dst[2 * at + 1] = src[2 * j + 1]!; at++; }
-      }
+      for (let j = j0; j < j1; j++) if (elValid === null || elValid[j] === 1) { dst[2 * at] = src[2 * j]!; dst[2 * at + 1] = src[2 * j + 1]!; at++; }
     } else {
       for (let j = j0; j < j1; j++) {
         if (elValid !== null && elValid[j] === 0) continue;
@@ -178,10 +182,7 @@ export function assembleBatch(layout: BatchLayout, segments: readonly Segment[],
   let row0 = 0;
   for (const seg of segments) {
     for (const f of layout.dense) writeDense(seg.chunk.outputs.get(f.name)!, seg, data, row0, dim, f.offset, f.width);
-    layout.sparseKeys.forEach((key, k) => {
-      const count = sparseCounter(seg.chunk.outputs.get(key)!);
-      for (let r = seg.from, o = k * rows + row0; r < seg.to; r++, o++) lengths[o] = count(r);
-    });
+    layout.sparseKeys.forEach((key, k) => writeLengths(seg.chunk.outputs.get(key)!, seg.from, seg.to, lengths, k * rows + row0));
     row0 += seg.to - seg.from;
   }
   for (let k = 0; k < K; k++) {
