@@ -227,7 +227,7 @@ export class Pipeline implements AsyncIterable<Batch> {
         };
         const batches = source(chunks, flow).pipe(
           preprocess(run, backend.concurrency),
-          batch({ layout: info.layout, batchSize: plan.batchSize, dropLast: plan.dropLast, firstSeq }, flow),
+          batch({ layout: info.layout, batchSize: plan.batchSize, dropLast: plan.dropLast, firstSeq, onAssembled: (ms) => { m.batchMs += ms; } }, flow),
         );
         const taken = onTaken?.(flow);
         return new Observable<Batch>((sub) => {

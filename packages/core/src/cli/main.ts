@@ -249,7 +249,7 @@ async function cmdBench(values: Values): Promise<number> {
     rowsPerSecond: rows / seconds,
     batchesPerSecond: m.batches / seconds,
     mbPerSecond: bytes / 1e6 / seconds,
-    stages: { sourceWaitMs: m.sourceWaitMs, preprocessMs: m.preprocessMs },
+    stages: { sourceWaitMs: m.sourceWaitMs, preprocessMs: m.preprocessMs, batchMs: m.batchMs },
     peakRssMB: peakRssMB(),
     lastReport: m.lastReport,
   };
@@ -267,6 +267,7 @@ async function cmdBench(values: Values): Promise<number> {
     ['batch MB/s', result.mbPerSecond.toFixed(1)],
     ['source wait (decode) ms', m.sourceWaitMs.toFixed(0)],
     ['preprocess ms', m.preprocessMs.toFixed(0)],
+    ['batch assembly ms', m.batchMs.toFixed(0)],
     ['peak RSS MB', result.peakRssMB.toFixed(0)],
   ]) + '\n');
   return 0;

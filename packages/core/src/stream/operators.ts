@@ -185,6 +185,8 @@ export interface BatchOptions {
   readonly dropLast: boolean;
   /** Sequence number of the first batch (a resumed run continues the count). */
   readonly firstSeq?: number;
+  /** Called with the milliseconds each batch took to assemble (for metrics). */
+  readonly onAssembled?: (ms: number) => void;
 }
 
 /** The cursor just after row `to` of a processed chunk, normalized to the next window/epoch. */
@@ -211,7 +213,9 @@ export function batch(opts: BatchOptions, flow?: Flow): OperatorFunction<Process
     let produced = 0;
     const emit = (): void => {
       const last = segments[segments.length - 1]!;
+      const t0 = opts.onAssembled ? performance.now() : 0;
       const b = assembleBatch(opts.layout, segments, seq++, cursorAfter(last.chunk, last.to));
+      opts.onAssembled?.(performance.now() - t0);
       segments = [];
       rows = 0;
       produced++;

@@ -1,0 +1,339 @@
+/**
+ * End-to-end throughput: Parquet file → ready batches, against DuckDB running the closest SQL to
+ * the same plan over the same file, and against decoding the same columns with no ops (the limit
+ * for an end-to-end run). See bench/README.md for what each row measures and how to read it.
+ *
+ *   npx tsx bench/e2e.ts [--rows 1000000] [--rm5-rows 50000] [--reps 3] [--only rm1|rm5]
+ *                        [--bucketize bsearch|asof|count] [--duckdb-threads 2] [--seed 42] [--json]
+ *   --print-sql prints the DuckDB statements of each workload and exits.
+ *   --inline runs core's in-process cpu backend even where @sluice/backend-cpu is built.
+ */
+import { parseArgs } from 'node:util';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import {
+  createBackend, DecoderPool, getPreset, inlineCpuBackend, openDataset, pipeline, readChunks, registerBackend,
+  type Backend, type ColumnType, type PlanSpec,
+} from '@sluice/core';
+import {
+  cachedDataset, emitJson, fmtInt, fmtMB, fmtRate, fmtRatio, fmtSeconds, intArg, interleaved, log, machine, printTable,
+  type CachedDataset, type Contender, type Measurement,
+} from './lib.js';
+
+const { values: args } = parseArgs({
+  options: {
+    rows: { type: 'string' },
+    'rm5-rows': { type: 'string' },
+    reps: { type: 'string' },
+    only: { type: 'string' },
+    bucketize: { type: 'string' },
+    'duckdb-threads': { type: 'string' },
+    seed: { type: 'string' },
+    'print-sql': { type: 'boolean', default: false },
+    inline: { type: 'boolean', default: false },
+    json: { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+  strict: true,
+});
+if (args.help) {
+  log('usage: npx tsx bench/e2e.ts [--rows N (RM1, default 1000000)] [--rm5-rows N (default 50000)] [--reps 3] [--only rm1|rm5] [--bucketize bsearch|asof|count] [--duckdb-threads 2] [--seed 42] [--inline] [--print-sql] [--json]');
+  process.exit(0);
+}
+const REPS = intArg(args.reps, 3, 'reps');
+const SEED = intArg(args.seed, 42, 'seed');
+const DUCK_THREADS = intArg(args['duckdb-threads'], 2, 'duckdb-threads');
+const BUCKETIZE = (args.bucketize ?? 'bsearch') as BucketizeSql;
+if (!['bsearch', 'asof', 'count'].includes(BUCKETIZE)) { log(`--bucketize must be bsearch, asof or count`); process.exit(2); }
+if (args.only !== undefined && !['rm1', 'rm5'].includes(args.only)) { log('--only must be rm1 or rm5'); process.exit(2); }
+
+interface Workload {
+  readonly preset: 'rm1' | 'rm5';
+  readonly rows: number;
+  /** RM5 rows are ~2.7 KB: smaller row groups keep several in a short file, so decoders can overlap. */
+  readonly rowGroupSize: number;
+}
+const WORKLOADS: Workload[] = [
+  { preset: 'rm1', rows: intArg(args.rows, 1_000_000, 'rows'), rowGroupSize: 100_000 },
+  { preset: 'rm5', rows: intArg(args['rm5-rows'], 50_000, 'rm5-rows'), rowGroupSize: 10_000 },
+].filter((w) => args.only === undefined || w.preset === args.only) as Workload[];
+
+// ---------------------------------------------------------------------------------------------
+// Which CPU backend runs: a transparent probe around whatever `cpu` is registered
+
+/** Whether the worker-pool backend package could be imported (importing it registers `cpu`). */
+async function cpuBackendPackage(): Promise<{ loaded: boolean; note: string }> {
+  if (args.inline) return { loaded: false, note: "core's in-process cpu backend (--inline)" };
+  try {
+    // A variable specifier: this file type-checks whether or not the package is built.
+    const name = '@sluice/backend-cpu';
+    await import(name);
+    return { loaded: true, note: '@sluice/backend-cpu (worker pool)' };
+  } catch (e) {
+    const msg = (e as Error).message.split('\n')[0]!;
+    return { loaded: false, note: `core's in-process cpu backend (@sluice/backend-cpu not loadable: ${msg.slice(0, 120)})` };
+  }
+}
+
+interface Probe { name: string; concurrency: number; inflight: number; maxInflight: number }
+let probe: Probe = { name: '', concurrency: 0, inflight: 0, maxInflight: 0 };
+
+/**
+ * `bench-cpu` builds the registered `cpu` backend (core's in-process one with `--inline`) and
+ * forwards everything to it, counting how many `run` calls overlap: the concurrency the pipeline
+ * really got, whatever `cpu` turns out to be (core's in-process backend ignores `workers`).
+ */
+registerBackend('bench-cpu', async (plan, spec, state) => {
+  const inner = args.inline ? inlineCpuBackend(plan, { ...spec, name: 'cpu' }, state) : await createBackend(plan, { ...spec, name: 'cpu' }, state);
+  const p: Probe = { name: inner.name, concurrency: inner.concurrency, inflight: 0, maxInflight: 0 };
+  probe = p;
+  const run: Backend['run'] = async (columns, locate) => {
+    p.maxInflight = Math.max(p.maxInflight, ++p.inflight);
+    try {
+      return await inner.run(columns, locate);
+    } finally {
+      p.inflight--;
+    }
+  };
+  return new Proxy(inner, {
+    get(target, key) {
+      if (key === 'run') return run;
+      const v: unknown = Reflect.get(target, key, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// DuckDB: the closest SQL to a plan
+
+type BucketizeSql = 'bsearch' | 'asof' | 'count';
+
+const q = (name: string): string => `"${name.replace(/"/g, '""')}"`;
+
+interface Sql {
+  /** Untimed setup: the bucket borders as tables (they are plan parameters, like the JSON plan). */
+  readonly setup: string[];
+  /** `SELECT …` computing every plan output from the file. */
+  readonly select: string;
+}
+
+/**
+ * Translates the ops of the presets' default plans into DuckDB expressions:
+ *   fillNull v → coalesce(x, v); neg2zero → greatest(x, 0); log o → ln(x + o), dense → ::FLOAT;
+ *   hex2int → ('0x' || x)::BIGINT; sigridHash max → hash(x) % max (DuckDB's hash, not sigridHash:
+ *   the closest built-in); firstX n → list_slice(x, 1, n); ops after firstX run per element;
+ *   bucketize → see `bucketSql` (it must be the last op of its feature).
+ */
+function planSql(plan: PlanSpec, file: string, types: ReadonlyMap<string, ColumnType>, mode: BucketizeSql): Sql {
+  const outs: string[] = [];
+  const buckets: Array<{ name: string; x: string; borders: number[] }> = [];
+  for (const f of plan.features) {
+    let e = q(f.input);
+    const list = types.get(f.input)?.kind === 'list';
+    const elem = (fn: (x: string) => string): void => { e = list ? `list_transform(${e}, __v -> ${fn('__v')})` : fn(e); };
+    let bucketed = false;
+    for (const o of f.ops ?? []) {
+      if (bucketed) throw new Error(`feature ${f.name}: no SQL for ops after bucketize`);
+      const p = o as Record<string, unknown>;
+      switch (o.op) {
+        case 'fillNull': elem((x) => `coalesce(${x}, ${Number(p.value)})`); break;
+        case 'neg2zero': elem((x) => `greatest(${x}, 0)`); break;
+        case 'log': elem((x) => `ln(${x} + ${Number(p.offset ?? 1)})`); break;
+        case 'hex2int': elem((x) => `('0x' || ${x})::BIGINT`); break;
+        case 'sigridHash': elem((x) => `hash(${x}) % ${Number(p.max)}`); break;
+        case 'modulus': elem((x) => `((${x} % ${Number(p.m)}) + ${Number(p.m)}) % ${Number(p.m)}`); break;
+        case 'firstX': if (!list) throw new Error(`feature ${f.name}: firstX on a scalar`); e = `list_slice(${e}, 1, ${Number(p.x)})`; break;
+        case 'bucketize':
+          if (list || p.right === true) throw new Error(`feature ${f.name}: only scalar left bucketize has SQL here`);
+          buckets.push({ name: f.name, x: `(${e})::DOUBLE`, borders: p.borders as number[] });
+          bucketed = true;
+          break;
+        default: throw new Error(`feature ${f.name}: no SQL for op ${o.op}`);
+      }
+    }
+    if (!bucketed) outs.push(`${f.kind === 'dense' ? `(${e})::FLOAT` : e} AS ${q(f.name)}`);
+  }
+  const label = plan.label === undefined ? [] : [`${q(plan.label)}::FLOAT AS ${q(plan.label)}`];
+  const order = [...plan.features.map((f) => q(f.name)), ...(plan.label === undefined ? [] : [q(plan.label)])];
+  return bucketSql(mode, file, [...outs, ...label], buckets, order);
+}
+
+/**
+ * Bucketize (number of borders < x) in SQL. DuckDB has no built-in binary search over a list
+ * (no width_bucket), so:
+ *   bsearch (default): the binary search Sluice's kernel does, unrolled — ⌈log2(n+1)⌉ stacked
+ *     projections, each `p := CASE WHEN borders[p + s] < x THEN p + s ELSE p END` for
+ *     s = 2^k … 1 (an index past the end reads NULL, so the test fails). Same algorithm, same
+ *     number of comparisons per value.
+ *   asof: one `ASOF LEFT JOIN` per feature with a (border, position) table — DuckDB's idiomatic
+ *     range lookup; a sort-merge rather than a search, and it reorders rows.
+ *   count: `len(list_filter(borders, b -> b < x))` — n comparisons per value instead of log2 n.
+ * The borders live in tables made before timing (one LIST row, or (b, i) rows for asof).
+ */
+function bucketSql(mode: BucketizeSql, file: string, outs: string[], buckets: Array<{ name: string; x: string; borders: number[] }>, order: string[]): Sql {
+  const src = `read_parquet('${file.replace(/'/g, "''")}')`;
+  const lists = buckets.map((b, i) => `[${b.borders.map((v) => String(v)).join(',')}]::DOUBLE[] AS __l${i}`);
+  if (buckets.length === 0) return { setup: [], select: `SELECT ${outs.join(', ')} FROM ${src}` };
+  if (mode === 'count') {
+    const cols = buckets.map((b, i) => `len(list_filter(__l${i}, __b -> __b < ${b.x}))::BIGINT AS ${q(b.name)}`);
+    return {
+      setup: [`CREATE OR REPLACE TABLE __borders AS SELECT ${lists.join(', ')}`],
+      select: `SELECT ${order.join(', ')} FROM (SELECT ${[...outs, ...cols].join(', ')} FROM ${src}, __borders)`,
+    };
+  }
+  if (mode === 'asof') {
+    const setup = buckets.map((b, i) => `CREATE OR REPLACE TABLE __bt${i} AS SELECT unnest(l) AS b, generate_subscripts(l, 1)::BIGINT AS i FROM (SELECT [${b.borders.map(String).join(',')}]::DOUBLE[] AS l)`);
+    const xs = buckets.map((b, i) => `${b.x} AS __x${i}`);
+    const joins = buckets.map((_, i) => `ASOF LEFT JOIN __bt${i} AS __j${i} ON __t.__x${i} > __j${i}.b`).join(' ');
+    const cols = buckets.map((b, i) => `coalesce(__j${i}.i, 0) AS ${q(b.name)}`);
+    return { setup, select: `SELECT ${order.join(', ')} FROM (SELECT __t.*, ${cols.join(', ')} FROM (SELECT ${[...outs, ...xs].join(', ')} FROM ${src}) AS __t ${joins})` };
+  }
+  let sql = `SELECT ${[...outs, ...buckets.map((b, i) => `${b.x} AS __x${i}, 0::BIGINT AS ${q(b.name)}`)].join(', ')}, __borders.* FROM ${src}, __borders`;
+  const n = Math.max(...buckets.map((b) => b.borders.length));
+  for (let s = 2 ** Math.floor(Math.log2(n)); s >= 1; s >>= 1) {
+    const steps = buckets.map((b, i) => `CASE WHEN __l${i}[${q(b.name)} + ${s}] < __x${i} THEN ${q(b.name)} + ${s} ELSE ${q(b.name)} END AS ${q(b.name)}`);
+    sql = `SELECT * REPLACE (${steps.join(', ')}) FROM (${sql})`;
+  }
+  return { setup: [`CREATE OR REPLACE TABLE __borders AS SELECT ${lists.join(', ')}`], select: `SELECT ${order.join(', ')} FROM (${sql})` };
+}
+
+// ---------------------------------------------------------------------------------------------
+// One workload
+
+interface WorkloadResult {
+  preset: string;
+  rows: number;
+  file: { path: string; bytes: number; rowGroupSize: number; generatedSeconds: number };
+  columns: number;
+  features: number;
+  measurements: Measurement[];
+  ratios: Record<string, number>;
+}
+
+async function runWorkload(w: Workload, con: DuckDBConnection): Promise<WorkloadResult | null> {
+  const data: CachedDataset = await cachedDataset({ preset: w.preset, rows: w.rows, seed: SEED, rowGroupSize: w.rowGroupSize });
+  const planSpec = getPreset(w.preset).defaultPlan();
+  // The plan's input columns and their types, exactly as the pipeline reads them.
+  const info = await pipeline(planSpec, { input: data.path }).info();
+  const columns = new Map<string, ColumnType>(info.plan.columns.map((c) => [c, info.dataset.schema.get(c)!]));
+  const colNames = [...columns.keys()];
+  log(`\n${w.preset}: ${fmtInt(w.rows)} rows, ${fmtMB(data.bytes)}, ${info.dataset.units.length} row groups, ${colNames.length} columns read, ${planSpec.features.length} features`);
+
+  const sql = planSql(planSpec, data.path, columns, BUCKETIZE);
+  const rawSql = `SELECT ${colNames.map(q).join(', ')} FROM read_parquet('${data.path.replace(/'/g, "''")}')`;
+  if (args['print-sql']) {
+    process.stdout.write(`-- ${w.preset}: setup (untimed)\n${sql.setup.map((x) => `${x};\n`).join('')}-- ${w.preset}: plan\nCREATE TABLE __out AS ${sql.select};\n-- ${w.preset}: decode-only\nCREATE TABLE __out AS ${rawSql};\n`);
+    return null;
+  }
+
+  const sluice = (workers: number): Contender => ({
+    name: `sluice ${workers} worker${workers > 1 ? 's' : ''}`,
+    run: async () => {
+      const p = pipeline(planSpec, { input: data.path, backend: { name: 'bench-cpu', workers }, decoders: workers });
+      let rows = 0;
+      for await (const b of p) rows += b.rows;
+      const m = p.metrics();
+      return {
+        rows,
+        extra: {
+          backend: probe.name, backendConcurrency: probe.concurrency, maxInflight: probe.maxInflight, decoders: workers,
+          preprocessMs: Math.round(m.preprocessMs), sourceWaitMs: Math.round(m.sourceWaitMs), batchMs: Math.round(m.batchMs), batches: m.batches,
+        },
+      };
+    },
+  });
+  const decodeOnly = (decoders: number): Contender => ({
+    name: `decode-only ${decoders} decoder${decoders > 1 ? 's' : ''}`,
+    run: async () => {
+      const pool = new DecoderPool(decoders);
+      try {
+        const ds = await openDataset([data.path], pool);
+        let rows = 0;
+        for await (const c of readChunks(ds, pool, { columns, chunkRows: info.plan.batchSize, shuffle: null, shard: { rank: 0, worldSize: 1 }, epochs: 1 })) rows += c.rows;
+        return { rows };
+      } finally {
+        await pool.close();
+      }
+    },
+  });
+  const duck = (name: string, select: string, setup: string[]): Contender => ({
+    name,
+    setup: async () => { for (const s of setup) await con.run(s); },
+    run: async () => {
+      await con.run(`CREATE OR REPLACE TABLE __out AS ${select}`);
+      const r = await con.runAndReadAll('SELECT count(*) FROM __out');
+      return { rows: Number(r.getRows()[0]![0] as bigint) };
+    },
+    after: async () => { await con.run('DROP TABLE IF EXISTS __out'); },
+  });
+
+  const contenders = [
+    sluice(1), sluice(2), decodeOnly(1), decodeOnly(2),
+    duck(`duckdb plan (${BUCKETIZE})`, sql.select, sql.setup), duck('duckdb decode-only', rawSql, []),
+  ];
+  const ms = await interleaved(contenders, REPS, w.rows);
+  const t = (i: number): number => ms[i]!.best;
+  const ratios = {
+    'sluice2/duckdb': t(4) / t(1),
+    'sluice2/decodeOnly': t(3) / t(1),
+    'sluice2/sluice1': t(0) / t(1),
+    'duckdb/duckdbDecodeOnly': t(5) / t(4),
+    'decodeOnly2/duckdbDecodeOnly': t(5) / t(3),
+  };
+  return {
+    preset: w.preset, rows: w.rows,
+    file: { path: data.path, bytes: data.bytes, rowGroupSize: w.rowGroupSize, generatedSeconds: +data.generatedSeconds.toFixed(1) },
+    columns: colNames.length, features: planSpec.features.length, measurements: ms, ratios,
+  };
+}
+
+function printWorkload(r: WorkloadResult): void {
+  const rows = r.measurements.map((m) => {
+    const x = m.extra;
+    const note = x.backend !== undefined
+      ? `${String(x.backend)}: concurrency ${String(x.backendConcurrency)}, ≤${String(x.maxInflight)} chunks in flight, ${String(x.decoders)} decoder(s)`
+      : '';
+    return [m.name, fmtSeconds(m.best), fmtSeconds(m.median), fmtRate(m.rows / m.best), m.cpuCores.toFixed(2), note];
+  });
+  printTable(
+    `${r.preset.toUpperCase()} — ${fmtInt(r.rows)} rows, ${r.columns} columns read, ${r.features} features, ${fmtMB(r.file.bytes)} Parquet (row groups of ${fmtInt(r.file.rowGroupSize)}); best of ${REPS}, interleaved`,
+    ['contender', 'best s', 'median s', 'rows/s', 'cores', 'notes'], rows, 'lrrrrl');
+  const s = r.measurements.filter((m) => m.extra.preprocessMs !== undefined);
+  printTable(`${r.preset.toUpperCase()} — Sluice stage times of the best run (ms; preprocess sums overlapping chunks)`,
+    ['run', 'preprocess', 'source wait', 'batch', 'batches'],
+    s.map((m) => [m.name, String(m.extra.preprocessMs), String(m.extra.sourceWaitMs), String(m.extra.batchMs), String(m.extra.batches)]));
+  const ex = {
+    'sluice2/duckdb': 'throughput ratio; > 1 = Sluice faster than DuckDB running the plan',
+    'sluice2/decodeOnly': 'fraction of the decode-only limit reached (≤ 1 expected)',
+    'sluice2/sluice1': 'speed-up from the second worker',
+    'duckdb/duckdbDecodeOnly': 'DuckDB: its plan run vs. its own decode-only (context)',
+    'decodeOnly2/duckdbDecodeOnly': "Sluice's decoder vs. DuckDB's reader (context)",
+  } as Record<string, string>;
+  printTable(`${r.preset.toUpperCase()} — ratios (throughput; from this one run)`, ['ratio', 'value', 'meaning'],
+    Object.entries(r.ratios).map(([k, v]) => [k, fmtRatio(v), ex[k] ?? '']), 'lrl');
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const pkg = await cpuBackendPackage();
+const duckdb = await DuckDBInstance.create(':memory:');
+const con = await duckdb.connect();
+await con.run(`SET threads = ${DUCK_THREADS}`);
+const duckVersion = String((await con.runAndReadAll('SELECT version()')).getRows()[0]![0]);
+
+const results: WorkloadResult[] = [];
+for (const w of WORKLOADS) {
+  const r = await runWorkload(w, con);
+  if (r !== null) results.push(r);
+}
+con.closeSync();
+if (args['print-sql']) process.exit(0);
+
+const env = { ...machine(), duckdb: duckVersion, duckdbThreads: DUCK_THREADS, cpuBackend: pkg.note, bucketizeSql: BUCKETIZE, reps: REPS, seed: SEED };
+if (args.json) {
+  emitJson({ bench: 'e2e', env, workloads: results });
+} else {
+  process.stdout.write(`\nSluice end-to-end benchmark\n${Object.entries(env).map(([k, v]) => `  ${k}: ${String(v)}`).join('\n')}\n`);
+  for (const r of results) printWorkload(r);
+  process.stdout.write('\nRatios are throughput ratios (time of the second ÷ time of the first); absolute times are context only.\n');
+}

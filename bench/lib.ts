@@ -1,0 +1,283 @@
+/**
+ * Shared helpers of the benchmarks: a seeded data cache, timing (best-of-k, median, interleaved
+ * repetitions), table and JSON output, and the peak RSS of a child process.
+ *
+ * Everything here runs under `npx tsx`; `@sluice/core` resolves to the built package (`npm run
+ * build` first, which `npm run bench` does).
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { cacheDir, generateDataset } from '@sluice/core';
+
+// ---------------------------------------------------------------------------------------------
+// Output: progress goes to stderr, results to stdout (a table, or one line of JSON with --json)
+
+/** Progress and notes, on stderr so that `--json` output stays clean. */
+export function log(msg: string): void {
+  process.stderr.write(`${msg}\n`);
+}
+
+/** One JSON document on one line, so that `npm run bench -- --json` prints JSON Lines. */
+export function emitJson(doc: unknown): void {
+  process.stdout.write(`${JSON.stringify(doc)}\n`);
+}
+
+/**
+ * A plain-text table. `align` has one letter per column, `l` or `r`; by default the first column
+ * is left-aligned and the others right-aligned.
+ */
+export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[], align?: string): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const left = (i: number): boolean => (align?.[i] ?? (i === 0 ? 'l' : 'r')) === 'l';
+  const line = (cells: readonly string[]): string =>
+    cells.map((c, i) => (left(i) ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+  return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+export function printTable(title: string, headers: readonly string[], rows: readonly (readonly string[])[], align?: string): void {
+  process.stdout.write(`\n${title}\n${formatTable(headers, rows, align)}\n`);
+}
+
+export const fmtSeconds = (s: number): string => (s < 10 ? s.toFixed(3) : s.toFixed(2));
+export function fmtRate(perSecond: number): string {
+  if (perSecond >= 1e6) return `${(perSecond / 1e6).toFixed(2)}M`;
+  if (perSecond >= 1e3) return `${(perSecond / 1e3).toFixed(1)}k`;
+  return perSecond.toFixed(0);
+}
+export const fmtRatio = (r: number): string => `${r.toFixed(2)}×`;
+export const fmtMB = (bytes: number): string => `${(bytes / 1e6).toFixed(1)} MB`;
+export const fmtInt = (n: number): string => n.toLocaleString('en-US');
+
+/** What the numbers were measured on (printed with every report). */
+export function machine(): Record<string, unknown> {
+  const c = cpus();
+  return {
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
+    cpus: c.length,
+    cpuModel: c[0]?.model ?? 'unknown',
+    memGB: +(totalmem() / 2 ** 30).toFixed(1),
+    loadavg1: +loadavg()[0]!.toFixed(2),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arguments
+
+/** Integer option value (accepts 1e6, 1_000_000, 200000). */
+export function intArg(value: string | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  const n = Number(value.replace(/_/g, ''));
+  if (!Number.isInteger(n) || n < 1) {
+    log(`--${name} must be a positive integer, got ${value}`);
+    process.exit(2);
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Seeded data cache
+
+export interface CachedDataset {
+  readonly path: string;
+  readonly preset: string;
+  readonly rows: number;
+  readonly seed: number;
+  readonly rowGroupSize: number;
+  readonly bytes: number;
+  /** Seconds spent generating it in this process (0 when it came from the cache). */
+  readonly generatedSeconds: number;
+}
+
+/** `${SLUICE_CACHE_DIR or ~/.cache/sluice}/bench` (created on first use). */
+export function benchCacheDir(): string {
+  const dir = join(cacheDir(), 'bench');
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/**
+ * The Parquet file of `rows` rows of a preset's seeded synthetic data, generated once into the
+ * bench cache and reused afterwards. The key is preset, rows, seed and row-group size; the file
+ * is written under a temporary name and renamed, so an interrupted run never leaves half a file.
+ */
+export async function cachedDataset(opts: { preset: string; rows: number; seed?: number; rowGroupSize?: number }): Promise<CachedDataset> {
+  const seed = opts.seed ?? 42;
+  const rowGroupSize = opts.rowGroupSize ?? 100_000;
+  const path = join(benchCacheDir(), `${opts.preset}-r${opts.rows}-s${seed}-g${rowGroupSize}.parquet`);
+  let generatedSeconds = 0;
+  if (!existsSync(path)) {
+    const tmp = `${path}.partial-${process.pid}`;
+    log(`generating ${fmtInt(opts.rows)} ${opts.preset} rows (seed ${seed}, row groups of ${fmtInt(rowGroupSize)}) into ${path} …`);
+    const t0 = performance.now();
+    let lastReport = t0;
+    try {
+      await generateDataset({
+        preset: opts.preset, rows: opts.rows, out: tmp, seed, rowGroupSize,
+        onProgress: (done, total) => {
+          const now = performance.now();
+          if (now - lastReport > 5000) { lastReport = now; log(`  ${fmtInt(done)} / ${fmtInt(total)} rows`); }
+        },
+      });
+    } catch (e) {
+      rmSync(tmp, { force: true });
+      throw e;
+    }
+    renameSync(tmp, path);
+    generatedSeconds = (performance.now() - t0) / 1000;
+    log(`  done in ${generatedSeconds.toFixed(1)} s`);
+  }
+  return { path, preset: opts.preset, rows: opts.rows, seed, rowGroupSize, bytes: statSync(path).size, generatedSeconds };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing
+
+let gcFn: (() => void) | null | undefined;
+/** A full GC between measurements, so that one peer's garbage is not collected on another's clock. */
+export function collectGarbage(): void {
+  if (gcFn === undefined) {
+    try {
+      setFlagsFromString('--expose_gc');
+      gcFn = runInNewContext('gc') as () => void;
+    } catch {
+      gcFn = null;
+    }
+  }
+  gcFn?.();
+}
+
+export const best = (xs: readonly number[]): number => Math.min(...xs);
+export function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** Seconds `fn` takes, and what it returned. */
+export async function timed<T>(fn: () => Promise<T>): Promise<{ seconds: number; value: T }> {
+  const t0 = performance.now();
+  const value = await fn();
+  return { seconds: (performance.now() - t0) / 1000, value };
+}
+
+/** What a measured run returns besides its time: rows it produced and anything worth reporting. */
+export interface RunOutcome {
+  readonly rows: number;
+  readonly extra?: Record<string, unknown>;
+}
+
+export interface Contender {
+  readonly name: string;
+  /** Untimed, once before the first repetition (opening files, building SQL). */
+  readonly setup?: () => Promise<void>;
+  /** The measured work. */
+  readonly run: () => Promise<RunOutcome>;
+  /** Untimed, after every repetition (dropping a table). */
+  readonly after?: () => Promise<void>;
+}
+
+export interface Measurement {
+  readonly name: string;
+  /** Seconds of every repetition, in order. */
+  readonly seconds: number[];
+  readonly best: number;
+  readonly median: number;
+  readonly rows: number;
+  /** Cores busy on average during the best repetition: process CPU time (all threads) / wall time. */
+  readonly cpuCores: number;
+  /** `extra` of the best repetition. */
+  readonly extra: Record<string, unknown>;
+}
+
+/**
+ * Runs every contender `reps` times, interleaved — rep 1 of each, then rep 2 of each, … with
+ * the starting contender rotating — so that a noisy neighbour or a warm-up slows all peers alike,
+ * and keeps the best time of each. A GC runs before every measurement.
+ */
+export async function interleaved(contenders: readonly Contender[], reps: number, expectRows: number): Promise<Measurement[]> {
+  for (const c of contenders) await c.setup?.();
+  const res = contenders.map(() => ({ seconds: [] as number[], cpu: [] as number[], extras: [] as Record<string, unknown>[], rows: 0 }));
+  for (let r = 0; r < reps; r++) {
+    for (let k = 0; k < contenders.length; k++) {
+      const i = (k + r) % contenders.length;
+      const c = contenders[i]!;
+      collectGarbage();
+      const cpu0 = process.cpuUsage();
+      const { seconds, value } = await timed(c.run);
+      const cpu = process.cpuUsage(cpu0);
+      await c.after?.();
+      if (value.rows !== expectRows) throw new Error(`${c.name}: produced ${value.rows} rows, expected ${expectRows}`);
+      res[i]!.seconds.push(seconds);
+      res[i]!.cpu.push((cpu.user + cpu.system) / 1e6 / seconds);
+      res[i]!.extras.push(value.extra ?? {});
+      res[i]!.rows = value.rows;
+      log(`  rep ${r + 1}/${reps}  ${c.name.padEnd(22)} ${fmtSeconds(seconds)} s`);
+    }
+  }
+  return contenders.map((c, i) => {
+    const s = res[i]!.seconds;
+    const b = s.indexOf(best(s));
+    return { name: c.name, seconds: s, best: s[b]!, median: median(s), rows: res[i]!.rows, cpuCores: res[i]!.cpu[b]!, extra: res[i]!.extras[b]! };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes
+
+export interface ChildResult<T> {
+  /** The last line of the child's stdout, parsed as JSON. */
+  readonly result: T;
+  readonly wallSeconds: number;
+  readonly stderr: string;
+}
+
+/**
+ * Runs `node args…` in a child process and parses the last line of its stdout as JSON. A child
+ * reports its own peak RSS (see `peakRssReport`), which covers all its threads — the only way to
+ * get it from Node, which does not expose a child's rusage.
+ */
+export function runNodeChild<T>(args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; onStderr?: (s: string) => void } = {}): Promise<ChildResult<T>> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(process.execPath, args, { cwd: opts.cwd ?? process.cwd(), env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => { err += d; opts.onStderr?.(d); });
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      const wallSeconds = (performance.now() - t0) / 1000;
+      if (code !== 0) {
+        reject(new Error(`child exited with ${code ?? signal}${opts.onStderr ? ' (its stderr is above)' : `:\n${err.trim()}`}`));
+        return;
+      }
+      const last = out.trim().split('\n').pop() ?? '';
+      try {
+        resolve({ result: JSON.parse(last) as T, wallSeconds, stderr: err });
+      } catch {
+        reject(new Error(`child printed no JSON result:\n${out}\n${err}`));
+      }
+    });
+  });
+}
+
+/**
+ * Source of `peakRss()` for a child script (which must `import { readFileSync } from 'node:fs'`):
+ * its peak RSS in bytes, from /proc/self/status VmHWM where there is one (Linux: the high-water
+ * mark of the whole process, all threads), else `process.resourceUsage().maxRSS` (getrusage
+ * ru_maxrss, KiB).
+ */
+export const PEAK_RSS_SNIPPET = `
+function peakRss() {
+  const maxRss = process.resourceUsage().maxRSS * 1024;
+  try {
+    const m = /^VmHWM:\\s*(\\d+)\\s*kB/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    if (m) return { bytes: Number(m[1]) * 1024, source: 'VmHWM', maxRss };
+  } catch {}
+  return { bytes: maxRss, source: 'ru_maxrss', maxRss };
+}`;
