@@ -2,7 +2,8 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', 'scratch/**', '**/*.d.ts'] },
+  // AssemblyScript sources use decorators (@inline) that are not valid TypeScript.
+  { ignores: ['**/dist/**', '**/node_modules/**', 'scratch/**', '**/*.d.ts', 'packages/*/assembly/**', 'packages/*/build/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {

@@ -6,7 +6,7 @@ import {
   SluiceError, executePlan, loadPlan, packColumns, stateFromJSON, typeCheckPlan, unpackColumns,
   type KernelOverride, type KernelOverrides,
 } from '@sluice/core';
-import { loadFastKernels } from './fast.js';
+import { FAST_OPS, fastKernelsAvailable, fastKernelsError } from './kernels/index.js';
 import type { WorkerData, WorkerFailure, WorkerResult, WorkerTask } from './protocol.js';
 
 const data = workerData as WorkerData;
@@ -15,16 +15,17 @@ const state = stateFromJSON(plan, data.state);
 
 let fastOps = 0;
 let overrides: KernelOverrides | undefined;
-if (data.fast) {
-  const fast = await loadFastKernels();
-  if (fast) {
-    // Count the ops a fast kernel took, for the cost report.
-    overrides = new Map([...fast].map(([name, k]): [string, KernelOverride] => [name, (input, params, ctx) => {
-      const out = k(input, params, ctx);
-      if (out !== undefined) fastOps++;
-      return out;
-    }]));
-  }
+// Without the wasm build (or with SLUICE_FAST_KERNELS=0) FAST_OPS is empty and the reference
+// kernels run; fastKernelsError() says why.
+if (data.fast && fastKernelsAvailable()) {
+  // Count the ops a fast kernel took, for the cost report.
+  overrides = new Map([...FAST_OPS].map(([name, k]): [string, KernelOverride] => [name, (input, params, ctx) => {
+    const out = k(input, params, ctx);
+    if (out !== undefined) fastOps++;
+    return out;
+  }]));
+} else if (data.fast) {
+  process.emitWarning(`sluice cpu backend: WebAssembly kernels unavailable (${fastKernelsError() ?? 'unknown reason'}); using the reference kernels`);
 }
 
 /** Runs one chunk. Data and plan errors come back as values; only a crash rejects the task. */
