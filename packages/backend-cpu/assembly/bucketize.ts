@@ -6,6 +6,7 @@
  * their dependent loads overlap. The padding is never < x; with `right` it is <= +Inf, so the
  * result is clamped to nb.
  */
+import { tableLookup4 } from './common';
 
 // @ts-ignore: decorator
 @inline function less(b: f64, x: f64, right: bool): i32 {
@@ -106,18 +107,7 @@ export function bucketTableSize(): i32 { return TABLE_SIZE; }
 @inline function tableLoop(src: usize, valid: usize, n: i32, borders: usize, levels: i32, nb: i32, right: bool, dst: usize, table: usize): void {
   const top = (1 << levels) >> 1;
   for (let i = 0; i < n; i += 4) {
-    const p = src + (<usize>i << 2);
-    const a = load<i32>(p) - TABLE_MIN;
-    const b = load<i32>(p, 4) - TABLE_MIN;
-    const c = load<i32>(p, 8) - TABLE_MIN;
-    const d = load<i32>(p, 12) - TABLE_MIN;
-    if (<u32>(a | b | c | d) < <u32>TABLE_SIZE) {
-      const q = dst + (<usize>i << 2);
-      store<i32>(q, load<i32>(table + (<usize>a << 2)));
-      store<i32>(q, load<i32>(table + (<usize>b << 2)), 4);
-      store<i32>(q, load<i32>(table + (<usize>c << 2)), 8);
-      store<i32>(q, load<i32>(table + (<usize>d << 2)), 12);
-    } else {
+    if (!tableLookup4(src + (<usize>i << 2), dst + (<usize>i << 2), table, TABLE_MIN, TABLE_SIZE)) {
       search4(src, i, borders, top, nb, right, dst);
     }
   }

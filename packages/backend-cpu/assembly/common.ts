@@ -52,3 +52,23 @@
   let r = <i64>(u - q * m) - (<i64>c64 & (x >> 63));
   return r + ((r >> 63) & <i64>m);
 }
+
+/**
+ * Looks up 4 int32 inputs at `src` in a 32-bit table covering [tableMin, tableMin + tableSize)
+ * and stores the 4 results at `dst`. Returns false, storing nothing, when any input is outside
+ * the table. Scalar loads beat lane extracts; one range check on the OR of the offsets suffices
+ * when tableSize is a power of two.
+ */
+// @ts-ignore: decorator
+@inline export function tableLookup4(src: usize, dst: usize, table: usize, tableMin: i32, tableSize: i32): bool {
+  const a = load<i32>(src) - tableMin;
+  const b = load<i32>(src, 4) - tableMin;
+  const c = load<i32>(src, 8) - tableMin;
+  const d = load<i32>(src, 12) - tableMin;
+  if (<u32>(a | b | c | d) >= <u32>tableSize) return false;
+  store<u32>(dst, load<u32>(table + (<usize>a << 2)));
+  store<u32>(dst, load<u32>(table + (<usize>b << 2)), 4);
+  store<u32>(dst, load<u32>(table + (<usize>c << 2)), 8);
+  store<u32>(dst, load<u32>(table + (<usize>d << 2)), 12);
+  return true;
+}

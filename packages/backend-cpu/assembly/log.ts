@@ -1,4 +1,4 @@
-import { validMask4 } from './common';
+import { tableLookup4, validMask4 } from './common';
 
 /**
  * log kernels: out[i] = f32(log1p(x)) (offset 1) or f32(ln(x + offset)), two f64 lanes at a time.
@@ -241,21 +241,8 @@ export function logTableSize(): i32 { return TABLE_SIZE; }
     let np = 0;
     for (let i = 0; i < n; i += 4) {
       if (isInteger<T>()) {
-        // Scalar lookups beat lane extracts: four loads, one range check on their OR (SIZE is 2^16).
         // (With TABLE_MIN = 0 the subtractions fold away.)
-        const p = src + (<usize>i << 2);
-        const a = load<i32>(p) - TABLE_MIN;
-        const b = load<i32>(p, 4) - TABLE_MIN;
-        const c = load<i32>(p, 8) - TABLE_MIN;
-        const d = load<i32>(p, 12) - TABLE_MIN;
-        if (<u32>(a | b | c | d) < <u32>TABLE_SIZE) {
-          const q = dst + (<usize>i << 2);
-          store<u32>(q, load<u32>(table + (<usize>a << 2)));
-          store<u32>(q, load<u32>(table + (<usize>b << 2)), 4);
-          store<u32>(q, load<u32>(table + (<usize>c << 2)), 8);
-          store<u32>(q, load<u32>(table + (<usize>d << 2)), 12);
-          continue;
-        }
+        if (tableLookup4(src + (<usize>i << 2), dst + (<usize>i << 2), table, TABLE_MIN, TABLE_SIZE)) continue;
       } else {
         const idx = tableIndex<T>(src, i);
         if (i32x4.extract_lane(idx, 0) >= 0) {
