@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Observable, defer, finalize, from, map, mergeMap, type Subscription } from 'rxjs';
+import { Observable, defer, finalize, from, mergeMap, type Subscription } from 'rxjs';
 import { createBackend } from './backend/registry.js';
-import type { CostReport } from './backend/types.js';
+import type { Backend, CostReport } from './backend/types.js';
 import type { ColumnType } from './column.js';
 import { PlanError, SluiceError } from './errors.js';
 import { checkColumns, openDataset, type Dataset } from './io/dataset.js';
@@ -180,7 +180,16 @@ export class Pipeline implements AsyncIterable<Batch> {
   /** The run as an Observable; `onTaken(flow)` is called when a batch is handed to the consumer. */
   private run(onTaken: ((flow: Flow) => (b: Batch) => void) | null): Observable<Batch> {
     return defer(() => from(this.info())).pipe(
-      mergeMap((info) => from(createBackend(info.plan, this.backendSpec(), this.fit!)).pipe(map((backend) => ({ info, backend })))),
+      // A backend finished after the run was cancelled is disposed at once (no stray worker pool).
+      mergeMap((info) => new Observable<{ info: PipelineInfo; backend: Backend }>((sub) => {
+        let cancelled = false;
+        createBackend(info.plan, this.backendSpec(), this.fit!).then((backend) => {
+          if (cancelled) { void backend.dispose(); return; }
+          sub.next({ info, backend });
+          sub.complete();
+        }, (e: unknown) => sub.error(e));
+        return () => { cancelled = true; };
+      })),
       mergeMap(({ info, backend }) => {
         const plan = info.plan;
         // At least `concurrency` chunks must be allowed in flight for a pool to run in parallel.
