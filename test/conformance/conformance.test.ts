@@ -3,10 +3,7 @@
 // uses every op, including stateful vocab (fitted first) and cross features.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  DecoderPool, checkColumns, fitPlan, generateDataset, getPreset, loadPlan, openDataset, pipeline, presetNames,
-  readChunks, typeCheckPlan, type Batch, type PlanSpec, type PlanState,
-} from '@sluice/core';
+import { fit, generateDataset, getPreset, pipeline, presetNames, type Batch, type PlanSpec, type PlanState } from '@sluice/core';
 import { i32, i64, listI64, str, tempDir, vec, writeParquet } from '../../packages/core/test/helpers.js';
 import { Float64 } from 'apache-arrow';
 import { BACKENDS } from './backends.js';
@@ -57,17 +54,8 @@ const allOpsPlan: PlanSpec = {
 // s_cross reads the raw column "s_bucket", which does not exist: drop it (features cross by name).
 allOpsPlan.features = allOpsPlan.features.filter((f) => f.name !== 's_cross');
 
-async function fit(plan: PlanSpec, input: string): Promise<PlanState> {
-  const pool = new DecoderPool(1);
-  try {
-    const ds = await openDataset([input], pool);
-    const typed = typeCheckPlan(loadPlan(plan), ds.schema);
-    checkColumns(ds, typed.columns);
-    const columns = new Map(typed.columns.map((c) => [c, ds.schema.get(c)!]));
-    return await fitPlan(typed, () => readChunks(ds, pool, { columns, chunkRows: 500, shuffle: null, shard: { rank: 0, worldSize: 1 }, epochs: 1 }));
-  } finally {
-    await pool.close();
-  }
+async function fitState(plan: PlanSpec, input: string): Promise<PlanState> {
+  return (await fit(plan, { input })).state;
 }
 
 async function collect(plan: PlanSpec, input: string, backend: PlanSpec['backend'], fitState?: PlanState): Promise<Batch[]> {
@@ -104,7 +92,7 @@ beforeAll(async () => {
     reference.set(p, await collect(getPreset(p).defaultPlan(), f, 'reference'));
   }
   files.set('allops', allOpsFile());
-  allOpsFit = await fit(allOpsPlan, files.get('allops')!);
+  allOpsFit = await fitState(allOpsPlan, files.get('allops')!);
   reference.set('allops', await collect(allOpsPlan, files.get('allops')!, 'reference', allOpsFit));
 }, 300_000);
 

@@ -5,10 +5,11 @@ import { createBackend } from './backend/registry.js';
 import type { Backend, CostReport } from './backend/types.js';
 import type { ColumnType } from './column.js';
 import { PlanError, SluiceError } from './errors.js';
-import { checkColumns, openDataset, type Dataset } from './io/dataset.js';
+import type { Dataset } from './io/dataset.js';
+import { openInput } from './fit.js';
 import { DecoderPool } from './io/decoder.js';
 import { stateFromJSON, statefulOps, type PlanState } from './plan/execute.js';
-import { loadPlan, typeCheckPlan, type Plan, type TypedPlan } from './plan/load.js';
+import { loadPlan, type Plan, type TypedPlan } from './plan/load.js';
 import type { BackendSpec, PlanSpec } from './plan/types.js';
 import { batchLayout, type Batch, type BatchLayout, type ProcessedChunk } from './stream/batch.js';
 import { Flow, batch, preprocess, source } from './stream/operators.js';
@@ -115,16 +116,11 @@ export class Pipeline implements AsyncIterable<Batch> {
   }
 
   private async open(): Promise<PipelineInfo> {
-    const input = this.options.input ?? this.plan.input;
-    if (input === undefined || input === null) throw new PlanError('no input: pass { input } to pipeline() or set "input" in the plan');
     const pool = new DecoderPool(1);
     try {
-      const dataset = await openDataset(typeof input === 'string' ? [input] : input, pool);
-      const typed = typeCheckPlan(this.plan, dataset.schema, dataset.files[0]!.source, dataset.unsupported);
-      checkColumns(dataset, typed.columns);
-      this.fit = this.loadFitState(typed);
-      const backend = this.backendSpec();
-      return { plan: typed, dataset, layout: batchLayout(typed), rowsPerEpoch: epochRows(dataset, { shard: typed.shard }), backend: backend.name };
+      const { dataset, plan } = await openInput(this.plan, this.options.input ?? this.plan.input, pool);
+      this.fit = this.loadFitState(plan);
+      return { plan, dataset, layout: batchLayout(plan), rowsPerEpoch: epochRows(dataset, { shard: plan.shard }), backend: this.backendSpec().name };
     } finally {
       await pool.close();
     }

@@ -5,14 +5,12 @@ import { SluiceError } from '../errors.js';
 import { generateDataset } from '../gen/generate.js';
 import { getPreset } from '../gen/presets.js';
 import { batchToArrow } from '../io/batch-arrow.js';
-import { DecoderPool } from '../io/decoder.js';
-import { checkColumns, openDataset } from '../io/dataset.js';
+import { fit } from '../fit.js';
 import { ParquetFileWriter } from '../io/parquet-write.js';
-import { fitPlan, stateToJSON } from '../plan/execute.js';
-import { loadPlan, typeCheckPlan, type Plan } from '../plan/load.js';
+import { stateToJSON } from '../plan/execute.js';
+import { loadPlan, type Plan } from '../plan/load.js';
 import type { BackendSpec } from '../plan/types.js';
 import { pipeline, type PipelineOptions } from '../pipeline.js';
-import { readChunks } from '../stream/source.js';
 import { Progress, formatTable, peakRssMB } from './progress.js';
 
 const USAGE = `sluice — stream preprocessed training data from Parquet
@@ -163,32 +161,18 @@ function pipelineOptions(values: Values, plan: Plan): PipelineOptions {
 }
 
 async function cmdFit(values: Values): Promise<number> {
-  const plan = loadPlan(need(values, 'plan'));
   const out = need(values, 'out');
-  const pool = new DecoderPool(1);
-  try {
-    const ds = await openDataset(inputs(values), pool);
-    const typed = typeCheckPlan(plan, ds.schema, ds.files[0]!.source, ds.unsupported);
-    checkColumns(ds, typed.columns);
-    const columns = new Map(typed.columns.map((c) => [c, ds.schema.get(c)!]));
-    const progress = new Progress('fit', ds.totalRows, 'rows', !!values.quiet);
-    const state = await fitPlan(typed, async function* () {
-      let done = 0;
-      for await (const c of readChunks(ds, pool, { columns, chunkRows: 65536, shuffle: null, shard: { rank: 0, worldSize: 1 }, epochs: 1 })) {
-        yield c;
-        done += c.rows;
-        progress.update(done);
-      }
-    });
-    progress.done();
-    const json = stateToJSON(typed, state);
-    writeAtomic(out, JSON.stringify(json) + '\n');
-    const sizes = Object.entries(json.ops).map(([k, v]) => `${k}: ${((v as { state: { keys?: unknown[] } }).state.keys?.length ?? '?')} ids`);
-    process.stderr.write(`fitted ${Object.keys(json.ops).length} stateful op(s) over ${ds.totalRows} rows -> ${out}${sizes.length ? '\n  ' + sizes.join('\n  ') : ''}\n`);
-    return 0;
-  } finally {
-    await pool.close();
-  }
+  let progress: Progress | null = null;
+  const { plan, state, rows } = await fit(need(values, 'plan'), {
+    input: inputs(values),
+    onProgress: (done, total) => { (progress ??= new Progress('fit', total, 'rows', !!values.quiet)).update(done); },
+  });
+  (progress as Progress | null)?.done();
+  const json = stateToJSON(plan, state);
+  writeAtomic(out, JSON.stringify(json) + '\n');
+  const sizes = Object.entries(json.ops).map(([k, v]) => `${k}: ${((v as { state: { keys?: unknown[] } }).state.keys?.length ?? '?')} ids`);
+  process.stderr.write(`fitted ${Object.keys(json.ops).length} stateful op(s) over ${rows} rows -> ${out}${sizes.length ? '\n  ' + sizes.join('\n  ') : ''}\n`);
+  return 0;
 }
 
 function writeAtomic(path: string, text: string): void {
