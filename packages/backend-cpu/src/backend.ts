@@ -64,6 +64,16 @@ export function createCpuBackend(plan: TypedPlan, spec: BackendSpec, state: Plan
   });
   let disposed = false;
   let attempts = 0;
+  // Input buffers are recycled once their chunk is done: a fresh multi-MB SharedArrayBuffer per
+  // chunk is garbage the main thread pays to collect. Keep a few, enough for the chunks in flight.
+  const spare: SharedArrayBuffer[] = [];
+  const take = (bytes: number): SharedArrayBuffer | undefined => {
+    const i = spare.findIndex((b) => b.byteLength >= bytes && b.byteLength <= bytes * 2);
+    return i < 0 ? undefined : spare.splice(i, 1)[0];
+  };
+  const give = (b: ArrayBuffer | SharedArrayBuffer): void => {
+    if (b instanceof SharedArrayBuffer && spare.length < opts.workers + 2) spare.push(b);
+  };
   // A worker that fails while starting (compiling the plan) is reported here, not on a task;
   // without a listener the pool's 'error' event would take the process down.
   const startup: { error: Error | null } = { error: null };
@@ -83,7 +93,7 @@ export function createCpuBackend(plan: TypedPlan, spec: BackendSpec, state: Plan
       if (disposed) throw new SluiceError('cpu backend used after dispose');
       const t0 = performance.now();
       // Shared memory: the worker reads it in place, and it stays readable here for a retry.
-      const packed = packColumns(columns, true);
+      const packed = packColumns(columns, true, take);
       const firstRow = locate(0).row ?? 0;
       let result: WorkerResult | WorkerFailure;
       try {
@@ -100,6 +110,8 @@ export function createCpuBackend(plan: TypedPlan, spec: BackendSpec, state: Plan
           throw new SluiceError(`a cpu worker died twice on this chunk (${describe(first)}; then ${describe(second)})`, locate(0), { cause: second });
         }
       }
+      // The worker is done reading the input (a crashed try has been retried by now).
+      give(packed.buffer);
       if ('error' in result) throw rebuild(result, locate);
       const out = unpackColumns(result.packed);
       return {

@@ -21,9 +21,10 @@ type View = Int32Array | BigInt64Array | Float32Array | Float64Array | Uint8Arra
 
 /**
  * Packs columns into one buffer (8-byte aligned arrays). Copies once. With `shared`, the buffer is
- * a SharedArrayBuffer: the sender keeps it readable after posting (e.g. to retry a task).
+ * a SharedArrayBuffer: the sender keeps it readable after posting (e.g. to retry a task), and
+ * `reuse(bytes)` may hand back a recycled one of at least that size (its tail is left as is).
  */
-export function packColumns(columns: ReadonlyMap<string, Column>, shared = false): PackedColumns {
+export function packColumns(columns: ReadonlyMap<string, Column>, shared = false, reuse?: (bytes: number) => SharedArrayBuffer | undefined): PackedColumns {
   const parts: View[] = [];
   let size = 0;
   const add = (a: View): ArrDesc => {
@@ -54,7 +55,7 @@ export function packColumns(columns: ReadonlyMap<string, Column>, shared = false
   };
   const desc = [...columns].map(([name, c]) => [name, describe(c)] as [string, ColumnDesc]);
   const bytesNeeded = (size + 7) & ~7;
-  const buffer = shared ? new SharedArrayBuffer(bytesNeeded) : new ArrayBuffer(bytesNeeded);
+  const buffer = shared ? (reuse?.(bytesNeeded) ?? new SharedArrayBuffer(bytesNeeded)) : new ArrayBuffer(bytesNeeded);
   const bytes = new Uint8Array(buffer);
   let at = 0;
   for (const p of parts) {
