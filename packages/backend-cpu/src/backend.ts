@@ -14,7 +14,7 @@ const OPTIONS = new Set(['name', 'workers', 'fast', 'testCrash']);
 
 /** Options of the `cpu` backend (the plan's `backend` object, or `--workers`). */
 export interface CpuBackendOptions {
-  /** Worker threads (default: the machine's available parallelism). */
+  /** Worker threads (default: available parallelism − 1, at least 1). */
   workers?: number;
   /** Use the WebAssembly kernels where they are faster (default true). */
   fast?: boolean;
@@ -27,7 +27,9 @@ export interface CpuBackendOptions {
 
 function parseOptions(spec: BackendSpec): Required<Omit<CpuBackendOptions, 'testCrash'>> & Pick<CpuBackendOptions, 'testCrash'> {
   for (const k of Object.keys(spec)) if (!OPTIONS.has(k)) throw new PlanError(`backend cpu: unknown option "${k}" (known: workers, fast)`);
-  const workers = spec.workers ?? availableParallelism();
+  // The main thread (batch assembly) and the Parquet decoder need a core too: on 2 cores, 1 worker
+  // beat 2 in every bench/e2e.ts run (RM1 2 workers / 1 worker 0.91x, RM5 0.60x).
+  const workers = spec.workers ?? Math.max(1, availableParallelism() - 1);
   if (!Number.isInteger(workers) || (workers as number) < 1 || (workers as number) > 256) throw new PlanError(`backend cpu: workers must be an integer from 1 to 256, got ${JSON.stringify(spec.workers)}`);
   const fast = spec.fast ?? true;
   if (typeof fast !== 'boolean') throw new PlanError('backend cpu: fast must be true or false');
