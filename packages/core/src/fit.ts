@@ -30,7 +30,7 @@ export async function fit(
   planSource: PlanSpec | Plan | string,
   options: { input?: string | readonly string[]; onProgress?: (rows: number, total: number) => void },
 ): Promise<{ plan: TypedPlan; state: Map<string, unknown>; rows: number }> {
-  const plan = typeof planSource === 'object' && 'spec' in planSource ? (planSource as Plan) : loadPlan(planSource);
+  const plan = loadPlan(planSource);
   const pool = new DecoderPool(1);
   try {
     const { dataset, plan: typed } = await openInput(plan, options.input ?? plan.input, pool);

@@ -95,7 +95,7 @@ export class Pipeline implements AsyncIterable<Batch> {
   private _metrics = emptyMetrics();
 
   constructor(plan: PlanSpec | Plan | string, private readonly options: PipelineOptions = {}) {
-    this.plan = isLoaded(plan) ? plan : loadPlan(plan);
+    this.plan = loadPlan(plan);
     if (options.prefetch !== undefined && (!Number.isInteger(options.prefetch) || options.prefetch < 1)) throw new PlanError('prefetch must be a positive integer');
   }
 
@@ -316,9 +316,6 @@ function abortReason(signal: AbortSignal): Error {
   return signal.reason instanceof Error ? signal.reason : new SluiceError('aborted');
 }
 
-function isLoaded(p: unknown): p is Plan {
-  return typeof p === 'object' && p !== null && 'spec' in p && 'features' in p && Array.isArray((p as Plan).features) && (p as Plan).features.every((f) => Array.isArray(f.ops) && f.ops.every((o) => 'def' in o));
-}
 
 /**
  * Builds the usual chain — Parquet source, preprocess on the plan's backend, batch, bounded

@@ -113,13 +113,12 @@ function inputs(values: Values): string[] {
   return v;
 }
 
+/** --backend / --workers as an override; the pipeline keeps the plan's options for the same backend. */
 function backendOverride(values: Values, plan: Plan): BackendSpec | undefined {
   const name = values.backend as string | undefined;
   const workers = values.workers === undefined ? undefined : int(values, 'workers');
   if (name === undefined && workers === undefined) return undefined;
-  const spec: BackendSpec = name === undefined || name === plan.backend.name ? { ...plan.backend } : { name };
-  if (workers !== undefined) spec.workers = workers;
-  return spec;
+  return { name: name ?? plan.backend.name, ...(workers !== undefined ? { workers } : {}) };
 }
 
 function preset(name: string): ReturnType<typeof getPreset> {

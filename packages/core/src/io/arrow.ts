@@ -2,11 +2,6 @@ import { Type, type Data, type DataType, type Field, type Vector } from 'apache-
 import type { Column, ColumnType, PrimitiveColumn, PrimitiveType, ValidMask } from '../column.js';
 import { concatColumns, gatherColumn } from '../column.js';
 
-/** Why a Parquet/Arrow type cannot be read, or undefined when it can. */
-export function unsupportedReason(type: DataType): string | undefined {
-  return arrowColumnType(type) === undefined ? `unsupported type ${String(type)}` : undefined;
-}
-
 /**
  * The Sluice column type an Arrow field is read as: integers of ≤ 32 bits as int32, 64-bit and
  * unsigned 32-bit as int64, floats as float32/float64, strings as utf8, lists of those as lists.

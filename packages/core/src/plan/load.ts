@@ -56,7 +56,8 @@ const isPosInt = (x: unknown): x is number => Number.isInteger(x) && (x as numbe
  * @example
  * const plan = loadPlan({ features: [{ name: 'I1', input: 'I1', kind: 'dense', ops: [{ op: 'log' }] }] });
  */
-export function loadPlan(source: PlanSpec | string | unknown): Plan {
+export function loadPlan(source: PlanSpec | Plan | string | unknown): Plan {
+  if (isLoadedPlan(source)) return source;
   let raw: unknown = source;
   if (typeof source === 'string') {
     const inline = source.trimStart().startsWith('{');
@@ -119,6 +120,11 @@ export function loadPlan(source: PlanSpec | string | unknown): Plan {
   if (label !== null && names.has(label)) throw new PlanError(`feature name clashes with the label column "${label}"; rename the feature`, { feature: label });
 
   return { batchSize, dropLast, backend, label, features, input, shuffle, epochs, shard, prefetch, spec };
+}
+
+/** A plan that already went through loadPlan (its ops carry their definitions). */
+function isLoadedPlan(p: unknown): p is Plan {
+  return isObj(p) && 'spec' in p && Array.isArray(p.features) && p.features.every((f: PlanFeature) => Array.isArray(f.ops) && f.ops.every((o) => 'def' in o));
 }
 
 function readPlanFile(path: string): string {

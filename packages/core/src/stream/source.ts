@@ -1,6 +1,6 @@
 import { tableFromIPC } from 'apache-arrow';
 import type { Column, ColumnType } from '../column.js';
-import { concatColumns, gatherColumn, sliceColumn } from '../column.js';
+import { columnLength, concatColumns, gatherColumn, sliceColumn } from '../column.js';
 import { InputError, SluiceError } from '../errors.js';
 import { columnFromVector } from '../io/arrow.js';
 import type { Dataset, Unit } from '../io/dataset.js';
@@ -175,16 +175,10 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
 }
 
 function makeChunk(names: string[], cols: Column[], from: number, to: number, at: Cursor, windowRows: number, lastInEpoch: boolean, locate: RowLocator): Chunk {
-  const whole = from === 0 && to === lengthOf(cols);
+  const whole = from === 0 && cols.length > 0 && to === columnLength(cols[0]!);
   const columns = new Map<string, Column>();
   names.forEach((n, i) => columns.set(n, whole ? cols[i]! : sliceColumn(cols[i]!, from, to)));
   return { columns, rows: to - from, at, windowRows, lastInEpoch, locate };
-}
-
-function lengthOf(cols: Column[]): number {
-  const c = cols[0];
-  if (c === undefined) return 0;
-  return c.type === 'utf8' || c.type === 'list' ? c.offsets.length - 1 : c.type === 'fixed' ? c.values.length / c.size : c.values.length;
 }
 
 /** Decodes one row group into one column per requested name (record batches concatenated). */
