@@ -65,6 +65,13 @@ export interface PipelineMetrics {
   maxBuffered: number;
   /** Last backend report (simulators put their modelled costs here). */
   lastReport: CostReport | null;
+  /**
+   * Sums over the run of every numeric field of the backends' cost reports beyond wallMs, bytesIn
+   * and bytesOut (e.g. a simulator's `modelledMs`, a GPU backend's `kernels`), by field name.
+   */
+  reportTotals: Record<string, number>;
+  /** The backend's own summary of the run (`Backend.summary()`), when it has one. */
+  backendSummary: Record<string, number | string> | null;
 }
 
 /** What a run is made of once its files are open. */
@@ -77,7 +84,7 @@ export interface PipelineInfo {
   readonly backend: string;
 }
 
-const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null });
+const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null });
 
 /**
  * A preprocessing pipeline over Parquet files: iterate it with `for await`, or subscribe to
@@ -112,7 +119,7 @@ export class Pipeline implements AsyncIterable<Batch> {
 
   /** Counters of the latest run. */
   metrics(): PipelineMetrics {
-    return { ...this._metrics };
+    return { ...this._metrics, reportTotals: { ...this._metrics.reportTotals } };
   }
 
   private async open(): Promise<PipelineInfo> {
@@ -227,6 +234,9 @@ export class Pipeline implements AsyncIterable<Batch> {
           m.bytesIn += report.bytesIn;
           m.bytesOut += report.bytesOut;
           m.lastReport = report;
+          for (const [k, v] of Object.entries(report)) {
+            if (typeof v === 'number' && k !== 'wallMs' && k !== 'bytesIn' && k !== 'bytesOut') m.reportTotals[k] = (m.reportTotals[k] ?? 0) + v;
+          }
           m.rows += c.rows;
           return { outputs, label: plan.label === null ? null : c.columns.get(plan.label)!, rows: c.rows, at: c.at, windowRows: c.windowRows, lastInEpoch: c.lastInEpoch, locate: c.locate };
         };
@@ -254,6 +264,7 @@ export class Pipeline implements AsyncIterable<Batch> {
             inner.unsubscribe();
           };
         }).pipe(finalize(() => {
+          m.backendSummary = backend.summary?.() ?? null;
           void pool.close();
           void backend.dispose();
         }));

@@ -31,6 +31,12 @@ export interface Backend {
   readonly concurrency: number;
   /** Transforms one chunk's input columns into output columns by feature name. */
   run(columns: ReadonlyMap<string, Column>, locate: RowLocator): Promise<{ columns: Map<string, Column>; report: CostReport }>;
+  /**
+   * Optional: the backend's own figures for the run so far (a GPU backend's kernels per batch, a
+   * simulator's modelled throughput, energy and cost), printed by `sluice bench`. Called once when
+   * a run ends, before `dispose`.
+   */
+  summary?(): Record<string, number | string>;
   /** Releases workers, devices and buffers. Safe to call twice. */
   dispose(): Promise<void>;
 }

@@ -235,6 +235,8 @@ async function cmdBench(values: Values): Promise<number> {
     stages: { sourceWaitMs: m.sourceWaitMs, preprocessMs: m.preprocessMs, batchMs: m.batchMs },
     peakRssMB: peakRssMB(),
     lastReport: m.lastReport,
+    reportTotals: m.reportTotals,
+    backendSummary: m.backendSummary,
   };
   if (values.json) {
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');
@@ -252,8 +254,15 @@ async function cmdBench(values: Values): Promise<number> {
     ['preprocess ms', m.preprocessMs.toFixed(0)],
     ['batch assembly ms', m.batchMs.toFixed(0)],
     ['peak RSS MB', result.peakRssMB.toFixed(0)],
+    // Backend-specific figures: summed report fields, then the backend's own summary.
+    ...Object.entries(m.reportTotals).map(([k, v]) => [`report: ${k} (sum)`, fmtNumber(v)]),
+    ...Object.entries(m.backendSummary ?? {}).map(([k, v]) => [k, typeof v === 'number' ? fmtNumber(v) : v]),
   ]) + '\n');
   return 0;
+}
+
+function fmtNumber(v: number): string {
+  return Number.isInteger(v) ? v.toLocaleString('en-US') : Math.abs(v) >= 100 ? v.toFixed(1) : v.toPrecision(4);
 }
 
 async function cmdDemo(values: Values): Promise<number> {

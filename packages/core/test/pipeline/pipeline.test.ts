@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { lastValueFrom, take, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pipeline, type Batch, type PlanSpec } from '../../src/index.js';
+import { backendNames, createBackend, pipeline, registerBackend, type Batch, type PlanSpec } from '../../src/index.js';
 import { tempDir, writeSmall } from '../helpers.js';
 
 const dir = tempDir();
@@ -149,6 +149,35 @@ describe('pipeline', () => {
     const batches = await collect(pipeline(basePlan({ batchSize: 50 }), { input: join(d, 'part-*.parquet') }));
     expect(batches.length).toBe(4);
     expect(batches.flatMap(ids)).toEqual([...Array.from({ length: 100 }, (_, i) => i), ...Array.from({ length: 100 }, (_, i) => i)]);
+  });
+});
+
+describe('backend cost reports', () => {
+  it('sums numeric report fields over the run and keeps the backend summary', async () => {
+    // A backend that wraps the reference one and reports one made-up counter per chunk.
+    if (!backendNames().includes('counting')) {
+      registerBackend('counting', async (plan, _spec, state) => {
+        const inner = await createBackend(plan, { name: 'reference' }, state);
+        let chunks = 0;
+        return {
+          name: 'counting', capabilities: inner.capabilities, concurrency: 1,
+          async run(columns, locate) {
+            const r = await inner.run(columns, locate);
+            chunks++;
+            return { columns: r.columns, report: { ...r.report, kernels: 3, note: 'not a number' } };
+          },
+          summary: () => ({ chunks, label: 'counting' }),
+          dispose: () => inner.dispose(),
+        };
+      });
+    }
+    const p = pipeline(basePlan({ backend: { name: 'counting' } }), { input: file });
+    const batches = await collect(p);
+    const m = p.metrics();
+    expect(batches.length).toBe(32);
+    expect(m.reportTotals).toEqual({ kernels: 3 * (m.backendSummary!.chunks as number) });
+    expect(m.backendSummary!.chunks).toBeGreaterThanOrEqual(32);
+    expect(m.backendSummary!.label).toBe('counting');
   });
 });
 
