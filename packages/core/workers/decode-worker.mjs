@@ -4,13 +4,85 @@
 //
 // Protocol (parentPort messages):
 //   in  {id, kind: 'open', source}                                    -> {id, ok, meta}
-//   in  {id, kind: 'read', source, rowGroup, columns, batchSize}      -> {id, ipc} per record batch (transferred), then {id, done}
+//   in  {id, kind: 'read', source, rowGroup, columns, batchSize, types?}
+//       -> {id, columns: [[name, Column], ...]} (buffers transferred) when `types` is given and the
+//          direct decoder (../dist/io/fast-parquet.js) handles every column of a local file;
+//       -> else {id, ipc} per record batch (transferred), then {id, done}
 //   out {id, error} on a catchable failure.
 import { parentPort } from 'node:worker_threads';
 import fs from 'node:fs';
 import * as pw from 'parquet-wasm';
+import { parquetMetadata } from 'hyparquet';
+import { ZSTDDecoder } from 'zstddec';
+import { decodeDerived, decodeFlatRowGroup } from '../dist/io/fast-parquet.js';
+import { OPS } from '../dist/ops/index.js';
 
 const files = new Map();
+const footers = new Map();
+const zstdDecoder = new ZSTDDecoder();
+await zstdDecoder.init();
+const zstd = (src, size) => zstdDecoder.decode(src, size);
+
+/** A positional reader over an open file descriptor. */
+const reader = (fd) => (offset, length) => {
+  const buf = new Uint8Array(length);
+  let got = 0;
+  while (got < length) {
+    const n = fs.readSync(fd, buf, got, length - got, offset + got);
+    if (n === 0) throw new Error(`unexpected end of file at byte ${offset + got}`);
+    got += n;
+  }
+  return buf;
+};
+
+/** Decodes with the direct decoder, or returns null when it does not apply or fails (parquet-wasm then decides). */
+function readDirect(msg) {
+  if (!msg.types || /^https?:\/\//.test(msg.source) || process.env.SLUICE_DIRECT_DECODE === '0') return null;
+  // The descriptor lives for this call only: a worker thread's open files would outlive it.
+  let fd;
+  try {
+    fd = fs.openSync(msg.source, 'r');
+    const readAt = reader(fd);
+    let md = footers.get(msg.source);
+    if (md === undefined) {
+      const size = fs.fstatSync(fd).size;
+      const len = new DataView(readAt(size - 8, 8).buffer).getUint32(0, true);
+      md = parquetMetadata(readAt(size - 8 - len, len + 8));
+      footers.set(msg.source, md);
+    }
+    const types = new Map(msg.types);
+    const derived = msg.derived ?? [];
+    const ops = new Map(derived.map((d) => [d.name, d.ops]));
+    const got = derived.length > 0 ? decodeDerived(md, msg.rowGroup, derived, types, readAt, zstd, (name, col) => applyOps(ops.get(name), col)) : new Map();
+    // Raw columns: the ones asked for, and the inputs of derived columns not computed above.
+    const raw = [...new Set([...msg.columns, ...derived.filter((d) => !got.has(d.name)).map((d) => d.input)])];
+    const cols = decodeFlatRowGroup(md, msg.rowGroup, raw, types, readAt, zstd);
+    return cols === null ? null : [...cols, ...got];
+  } catch {
+    // A page this decoder refuses (corrupt, or a shape it does not know) goes to parquet-wasm,
+    // which either reads it or fails in a way the main thread reports with the row group.
+    return null;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/** Runs a derived column's op chain with core's reference kernels (errors propagate: the caller falls back). */
+function applyOps(chain, col) {
+  const ctx = { features: new Map(), featureTypes: new Map(), column: '' };
+  for (const { op, params } of chain) col = OPS.get(op).apply(col, params, ctx);
+  return col;
+}
+
+function buffersOf(columns) {
+  const set = new Set();
+  const walk = (c) => {
+    for (const k of ['values', 'valid', 'offsets', 'data']) if (c[k]) set.add(c[k].buffer);
+    if (c.child) walk(c.child);
+  };
+  for (const [, c] of columns) walk(c);
+  return [...set];
+}
 
 async function open(source) {
   let f = files.get(source);
@@ -38,8 +110,15 @@ parentPort.on('message', async (msg) => {
       const meta = describe(await open(msg.source));
       parentPort.postMessage({ id, meta }, [meta.schemaIpc.buffer]);
     } else if (msg.kind === 'read') {
+      const direct = readDirect(msg);
+      if (direct !== null) {
+        parentPort.postMessage({ id, columns: direct }, buffersOf(direct));
+        return;
+      }
       const f = await open(msg.source);
-      const stream = await f.stream({ batchSize: msg.batchSize, rowGroups: [msg.rowGroup], columns: msg.columns });
+      // The general reader returns raw columns: the derived columns' inputs as well.
+      const columns = [...new Set([...msg.columns, ...(msg.derived ?? []).map((d) => d.input)])];
+      const stream = await f.stream({ batchSize: msg.batchSize, rowGroups: [msg.rowGroup], columns });
       const reader = stream.getReader();
       for (;;) {
         const { done, value } = await reader.read();
@@ -51,6 +130,7 @@ parentPort.on('message', async (msg) => {
     } else if (msg.kind === 'close') {
       const f = files.get(msg.source);
       if (f) { files.delete(msg.source); f.free(); }
+      footers.delete(msg.source);
       parentPort.postMessage({ id, done: true });
     }
   } catch (err) {

@@ -1,6 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import { tableFromIPC, type Schema } from 'apache-arrow';
 import { InputError } from '../errors.js';
+import type { Column, ColumnType } from '../column.js';
+import type { DerivedColumn } from '../plan/pushdown.js';
 
 /** What the footer of a Parquet file tells us. */
 export interface FileMeta {
@@ -66,6 +68,24 @@ export class DecoderPool {
     return (await this.submit({ kind: 'read', source, rowGroup, columns: [...columns], batchSize }, { source, rowGroup })) as Uint8Array[];
   }
 
+  /**
+   * Decodes one row group's projected columns. Flat columns of local files come back as Sluice
+   * columns from the direct decoder (io/fast-parquet.ts); otherwise as Arrow IPC buffers, as
+   * `readRowGroup` returns them. `derived` columns are computed on dictionary entries where the
+   * direct decoder can; for each one it cannot, the result holds its raw input instead (the IPC
+   * form always holds the raw inputs).
+   */
+  async readRowGroupColumns(
+    source: string, rowGroup: number, columns: readonly string[], types: ReadonlyMap<string, ColumnType>, batchSize = 65536, derived: readonly DerivedColumn[] = [],
+  ): Promise<Map<string, Column> | Uint8Array[]> {
+    const inputs = new Set([...columns, ...derived.map((d) => d.input)]);
+    const r = await this.submit({
+      kind: 'read', source, rowGroup, columns: [...columns], batchSize, types: [...types].filter(([n]) => inputs.has(n)),
+      derived: derived.map((d) => ({ name: d.name, input: d.input, ops: d.ops })),
+    }, { source, rowGroup });
+    return Array.isArray(r) ? (r as Uint8Array[]) : (r as Map<string, Column>);
+  }
+
   /** Stops every worker; pending work is rejected. */
   async close(): Promise<void> {
     this.closed = true;
@@ -102,13 +122,13 @@ export class DecoderPool {
   private spawn(): Slot {
     const worker = new Worker(WORKER_URL);
     const slot: Slot = { worker, busy: new Map() };
-    worker.on('message', (m: { id: number; ipc?: Uint8Array; meta?: unknown; done?: boolean; error?: string }) => {
+    worker.on('message', (m: { id: number; ipc?: Uint8Array; meta?: unknown; columns?: [string, Column][]; done?: boolean; error?: string }) => {
       const p = slot.busy.get(m.id);
       if (p === undefined) return;
       if (m.ipc !== undefined) { p.chunks.push(m.ipc); return; }
       slot.busy.delete(m.id);
       if (m.error !== undefined) p.reject(describeFailure(p.what, m.error));
-      else p.resolve(m.meta ?? p.chunks);
+      else p.resolve(m.columns !== undefined ? new Map(m.columns) : m.meta ?? p.chunks);
       if (slot.busy.size === 0) worker.unref();
       this.pump();
     });

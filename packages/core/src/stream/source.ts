@@ -6,6 +6,7 @@ import { columnFromVector } from '../io/arrow.js';
 import type { Dataset, Unit } from '../io/dataset.js';
 import type { DecoderPool } from '../io/decoder.js';
 import type { RowLocator } from '../plan/execute.js';
+import type { DerivedColumn } from '../plan/pushdown.js';
 import { permutation } from '../util/rng.js';
 
 /**
@@ -51,6 +52,12 @@ export interface SourceOptions {
    */
   readonly decodeBatchRows?: number;
   readonly signal?: AbortSignal;
+  /**
+   * Per-value op chains the reader may compute on dictionary entries (plan/pushdown.ts; unshuffled
+   * reads only). A chunk then holds each derived column, or the raw input column where the reader
+   * could not compute it.
+   */
+  readonly derived?: readonly DerivedColumn[];
 }
 
 export interface Window {
@@ -105,6 +112,9 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
   const start = opts.start ?? START;
   const names = [...opts.columns.keys()];
   const readAhead = Math.max(1, opts.readAhead ?? pool.size);
+  if (opts.derived !== undefined && opts.derived.length > 0 && opts.shuffle !== null) throw new RangeError('derived columns are read unshuffled only');
+  const derived = opts.derived ?? [];
+  const types = new Map<string, ColumnType>([...derived.map((d): [string, ColumnType] => [d.input, d.feature.inputType]), ...opts.columns]);
   const decodeRows = opts.decodeBatchRows ?? 1 << 20;
 
   for (let epoch = start.epoch; epoch < opts.epochs; epoch++) {
@@ -113,13 +123,13 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     // Row-group reads in flight, in consumption order, so decoding overlaps with the ops.
     const plan: Array<{ w: number; u: number }> = [];
     for (let w = firstWindow; w < windows.length; w++) windows[w]!.units.forEach((_, u) => plan.push({ w, u }));
-    const inflight: Array<Promise<Column[] | null>> = [];
+    const inflight: Array<Promise<Map<string, Column>>> = [];
     let next = 0;
     // The row group being consumed plus `readAhead` more are decoding at any time.
     const issue = (): void => {
       while (inflight.length < readAhead + 1 && next < plan.length) {
         const { w, u } = plan[next++]!;
-        const p = readUnit(ds, pool, windows[w]!.units[u]!, names, opts.columns, decodeRows);
+        const p = readUnit(ds, pool, windows[w]!.units[u]!, names, types, decodeRows, derived);
         p.catch(() => undefined); // surfaced when awaited, in order
         inflight.push(p);
       }
@@ -130,12 +140,12 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       let skip = epoch === start.epoch && w === start.window ? start.offset : 0;
       const lastWindow = w === windows.length - 1;
       const shuffled = opts.shuffle !== null;
-      const unitCols: Column[][] = [];
+      const unitCols: Map<string, Column>[] = [];
       let at = 0;
       for (let u = 0; u < win.units.length; u++) {
         issue();
         throwIfAborted(opts.signal);
-        const cols = (await inflight.shift()!)!;
+        const cols = await inflight.shift()!;
         throwIfAborted(opts.signal);
         if (shuffled) { unitCols.push(cols); continue; }
         // Unshuffled: stream the row group as it is, slicing chunks.
@@ -145,7 +155,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
           const end = Math.min(rows, r + opts.chunkRows);
           if (at + end <= skip) continue;
           const from = Math.max(r, skip - at);
-          yield makeChunk(names, cols, from, end, { epoch, window: w, offset: at + from }, win.rows,
+          yield makeChunk([...cols.keys()], [...cols.values()], from, end, { epoch, window: w, offset: at + from }, win.rows,
             lastWindow && u === win.units.length - 1 && end === rows,
             (row) => ({ file: ds.files[unit.file]!.source, rowGroup: unit.rowGroup, row: unit.firstRow + from + row }));
         }
@@ -153,7 +163,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       }
       if (!shuffled) continue;
       // Shuffled window: permute all its rows with (seed, epoch, window), then slice chunks.
-      const merged = names.map((_, c) => concatColumns(unitCols.map((uc) => uc[c]!)));
+      const merged = names.map((n) => concatColumns(unitCols.map((uc) => uc.get(n)!)));
       const perm = permutation(win.rows, opts.shuffle!.seed, epoch, w);
       const starts = win.units.map((_, i) => win.units.slice(0, i).reduce((a, x) => a + x.rows, 0));
       for (let r = skip; r < win.rows; r += opts.chunkRows) {
@@ -182,18 +192,38 @@ function makeChunk(names: string[], cols: Column[], from: number, to: number, at
 }
 
 /** Decodes one row group into one column per requested name (record batches concatenated). */
-async function readUnit(ds: Dataset, pool: DecoderPool, unit: Unit, names: string[], types: ReadonlyMap<string, ColumnType>, batchRows: number): Promise<Column[]> {
+async function readUnit(ds: Dataset, pool: DecoderPool, unit: Unit, names: string[], types: ReadonlyMap<string, ColumnType>, batchRows: number, derived: readonly DerivedColumn[] = []): Promise<Map<string, Column>> {
   const source = ds.files[unit.file]!.source;
-  const ipcs = await pool.readRowGroup(source, unit.rowGroup, names, Math.max(1, Math.min(batchRows, unit.rows)));
-  const parts = ipcs.map((b) => tableFromIPC(b));
+  const where = { file: source, rowGroup: unit.rowGroup };
+  const check = (n: string, c: Column | undefined): Column => {
+    if (c === undefined) throw new InputError(`column "${n}" is missing`, where);
+    if (columnLength(c) !== unit.rows) throw new InputError(`expected ${unit.rows} rows in column "${n}", decoded ${columnLength(c)}`, where);
+    return c;
+  };
+  const got = await pool.readRowGroupColumns(source, unit.rowGroup, names, types, Math.max(1, Math.min(batchRows, unit.rows)), derived);
+  if (got instanceof Map) {
+    // The direct decoder checked every page against the row group's row count. A derived column
+    // it could not compute comes back as its raw input.
+    const out = new Map<string, Column>();
+    for (const n of names) out.set(n, check(n, got.get(n)));
+    for (const d of derived) {
+      if (got.has(d.name)) out.set(d.name, check(d.name, got.get(d.name)));
+      else out.set(d.input, check(d.input, got.get(d.input)));
+    }
+    return out;
+  }
+  const parts = got.map((b) => tableFromIPC(b));
   const rows = parts.reduce((a, t) => a + t.numRows, 0);
-  if (rows !== unit.rows) throw new InputError(`expected ${unit.rows} rows, decoded ${rows} (truncated file?)`, { file: source, rowGroup: unit.rowGroup });
-  return names.map((n) => {
+  if (rows !== unit.rows) throw new InputError(`expected ${unit.rows} rows, decoded ${rows} (truncated file?)`, where);
+  const out = new Map<string, Column>();
+  for (const n of [...names, ...derived.map((d) => d.input)]) {
+    if (out.has(n)) continue;
     const pieces = parts.map((t) => {
       const v = t.getChild(n);
-      if (v === null) throw new InputError(`column "${n}" is missing`, { file: source, rowGroup: unit.rowGroup });
+      if (v === null) throw new InputError(`column "${n}" is missing`, where);
       return columnFromVector(v, types.get(n)!);
     });
-    return pieces.length === 1 ? pieces[0]! : concatColumns(pieces);
-  });
+    out.set(n, pieces.length === 1 ? pieces[0]! : concatColumns(pieces));
+  }
+  return out;
 }

@@ -1,0 +1,585 @@
+/**
+ * A direct Parquet column-chunk decoder for flat columns, straight into Sluice columns.
+ *
+ * Why: parquet-wasm decodes a row group into Arrow record batches, writes them as IPC, and the main
+ * thread reads them back with apache-arrow; for RM1 (26 dictionary-encoded hex strings and 13
+ * int32 columns, ZSTD) that costs ~2.2 µs per row on one core, most of Sluice's time. The files
+ * Sluice reads are almost always flat columns with dictionary or plain pages, so this decoder
+ * handles exactly that and nothing else:
+ *
+ *  - physical INT32 / INT64 / FLOAT / DOUBLE and UTF-8 BYTE_ARRAY, REQUIRED or OPTIONAL, top level;
+ *  - PLAIN, PLAIN_DICTIONARY and RLE_DICTIONARY values; RLE/bit-packed definition levels;
+ *  - data pages v1 and v2; UNCOMPRESSED, SNAPPY, ZSTD and GZIP.
+ *
+ * Anything else (lists, other encodings or codecs, logical types that change the Arrow type)
+ * makes `decodeFlatRowGroup` return null and the caller uses parquet-wasm. Page headers and the
+ * footer are parsed with hyparquet (thrift compact protocol), ZSTD with zstddec (zstd's own C
+ * decoder in WebAssembly); the value decoding is here because it writes typed arrays directly,
+ * with no per-value objects.
+ *
+ * It never guesses: a page that does not add up (value counts, RLE runs past the page end,
+ * dictionary indices out of range) throws, and the caller reports the file and row group.
+ */
+import { gunzipSync } from 'node:zlib';
+import { parquetHeader } from 'hyparquet/src/column.js';
+import { snappyUncompress } from 'hyparquet/src/snappy.js';
+import type { ColumnChunk, FileMetaData, SchemaElement } from 'hyparquet/src/types.js';
+import type { Column, ColumnType, PrimitiveType } from '../column.js';
+
+/** Decompresses `src` into exactly `size` bytes. */
+export type Zstd = (src: Uint8Array, size: number) => Uint8Array;
+
+/** Reads `length` bytes at absolute file `offset`. */
+export type ReadAt = (offset: number, length: number) => Uint8Array;
+
+const PHYSICAL: Record<string, PrimitiveType> = { INT32: 'int32', INT64: 'int64', FLOAT: 'float32', DOUBLE: 'float64', BYTE_ARRAY: 'utf8' };
+
+/** Whether a top-level schema element decodes to exactly `type` the way the Arrow reader would type it. */
+function supported(el: SchemaElement | undefined, type: ColumnType): boolean {
+  if (el === undefined || el.num_children !== undefined || type.kind === 'list' || type.kind === 'fixed') return false;
+  if (el.repetition_type === 'REPEATED' || el.type === undefined || PHYSICAL[el.type] !== type.kind) return false;
+  const logical = el.logical_type?.type;
+  const converted = el.converted_type;
+  if (type.kind === 'utf8') return logical === 'STRING' || converted === 'UTF8';
+  if (type.kind === 'int32') return (logical === undefined && converted === undefined) || converted === 'INT_32' || (logical === 'INTEGER' && el.logical_type!.bitWidth === 32 && el.logical_type!.isSigned);
+  if (type.kind === 'int64') return (logical === undefined && converted === undefined) || converted === 'INT_64' || (logical === 'INTEGER' && el.logical_type!.bitWidth === 64 && el.logical_type!.isSigned);
+  return logical === undefined && converted === undefined;
+}
+
+/**
+ * Decodes the named columns of one row group, or returns null when any of them needs the general
+ * reader (see the file comment). `types` are the Sluice types the dataset's Arrow schema gave.
+ */
+export function decodeFlatRowGroup(
+  md: FileMetaData, rowGroup: number, names: readonly string[], types: ReadonlyMap<string, ColumnType>, readAt: ReadAt, zstd: Zstd,
+): Map<string, Column> | null {
+  const rg = md.row_groups[rowGroup];
+  if (rg === undefined) throw new Error(`row group ${rowGroup} does not exist (the file has ${md.row_groups.length})`);
+  const top = new Map<string, SchemaElement>();
+  // Top-level children of the root, in order; a group's descendants are skipped.
+  for (let i = 1, skip = 0; i < md.schema.length; i++) {
+    const el = md.schema[i]!;
+    if (skip > 0) { skip += (el.num_children ?? 0) - 1; continue; }
+    top.set(el.name, el);
+    skip = el.num_children ?? 0;
+  }
+  const plans: { name: string; chunk: ColumnChunk; el: SchemaElement; type: PrimitiveType }[] = [];
+  for (const name of names) {
+    const type = types.get(name);
+    const el = top.get(name);
+    if (type === undefined || !supported(el, type)) return null;
+    const chunk = rg.columns.find((c) => c.meta_data?.path_in_schema.length === 1 && c.meta_data.path_in_schema[0] === name);
+    if (chunk?.meta_data === undefined || chunk.file_path) return null;
+    if (!['UNCOMPRESSED', 'SNAPPY', 'ZSTD', 'GZIP'].includes(chunk.meta_data.codec)) return null;
+    if (!chunk.meta_data.encodings.every((e) => e === 'PLAIN' || e === 'RLE' || e === 'RLE_DICTIONARY' || e === 'PLAIN_DICTIONARY' || e === 'BIT_PACKED')) return null;
+    plans.push({ name, chunk, el: el!, type: type.kind as PrimitiveType });
+  }
+  const rows = Number(rg.num_rows);
+  const out = new Map<string, Column>();
+  for (const p of plans) out.set(p.name, decodeChunk(p.chunk, p.el, p.type, rows, readAt, zstd));
+  return out;
+}
+
+/** A dictionary page: fixed-width values, or strings as byte ranges [starts[i], starts[i] + lens[i]) of `data`. */
+interface Dict { readonly type: PrimitiveType; readonly values: Int32Array | BigInt64Array | Float32Array | Float64Array | null; readonly starts: Int32Array | null; readonly lens: Int32Array | null; readonly data: Uint8Array | null; readonly size: number }
+
+/** Growable UTF-8 output: offsets per row, bytes appended. */
+class Utf8Out {
+  offsets: Int32Array;
+  data: Uint8Array;
+  end = 0;
+  constructor(rows: number, guess: number) {
+    this.offsets = new Int32Array(rows + 1);
+    this.data = new Uint8Array(Math.max(16, guess));
+  }
+  reserve(more: number): void {
+    if (this.end + more <= this.data.length) return;
+    const next = new Uint8Array(Math.max(this.data.length * 2, this.end + more));
+    next.set(this.data.subarray(0, this.end));
+    this.data = next;
+  }
+}
+
+/** Thrown in indices mode when a page is not dictionary-encoded (the caller decodes values instead). */
+class NotAllDictionary extends Error {}
+
+function decodeChunk(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveType, rows: number, readAt: ReadAt, zstd: Zstd): Column {
+  return decodeChunkInto(chunk, el, type, rows, readAt, zstd, null).column!;
+}
+
+/**
+ * Decodes a column chunk. With `rowIdx`, dictionary pages are not expanded: rowIdx[i] gets row i's
+ * dictionary index (the dictionary's size for null) and the dictionary comes back instead of the column.
+ */
+function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveType, rows: number, readAt: ReadAt, zstd: Zstd, rowIdx: Int32Array | null): { column?: Column; dict?: Dict } {
+  const m = chunk.meta_data!;
+  const dictAt = m.dictionary_page_offset !== undefined && m.dictionary_page_offset > 0n ? Number(m.dictionary_page_offset) : Infinity;
+  const start = Math.min(dictAt, Number(m.data_page_offset));
+  const bytes = readAt(start, Number(m.total_compressed_size));
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const optional = el.repetition_type === 'OPTIONAL';
+  const valid = optional ? new Uint8Array(rows) : null;
+  const utf8 = type === 'utf8' && rowIdx === null ? new Utf8Out(rows, Number(m.total_uncompressed_size)) : null;
+  const values = type === 'utf8' || rowIdx !== null ? null : newArray(type, rows);
+  let dict: Dict | null = null;
+  let at = 0;
+  let pos = 0;
+  while (at < rows) {
+    if (pos >= bytes.length) throw new Error(`column ${m.path_in_schema[0]}: column chunk ended after ${at} of ${rows} rows`);
+    const reader = { view, offset: pos };
+    const h = parquetHeader(reader);
+    const body = bytes.subarray(reader.offset, reader.offset + h.compressed_page_size);
+    if (body.length !== h.compressed_page_size) throw new Error(`column ${m.path_in_schema[0]}: page runs past the column chunk`);
+    pos = reader.offset + h.compressed_page_size;
+    if (h.type === 'DICTIONARY_PAGE') {
+      const page = decompress(body, h.uncompressed_page_size, m.codec, zstd);
+      dict = readDict(page, type, h.dictionary_page_header!.num_values);
+      if (utf8 !== null && dict.lens !== null) {
+        // Size the output once from the dictionary's longest string rather than growing it per page.
+        let max = 0;
+        for (let i = 0; i < dict.size; i++) if (dict.lens[i]! > max) max = dict.lens[i]!;
+        if (rows * max <= 1 << 26) utf8.reserve(rows * max);
+      }
+    } else if (h.type === 'DATA_PAGE') {
+      const d = h.data_page_header!;
+      const n = d.num_values;
+      if (at + n > rows) throw new Error(`column ${m.path_in_schema[0]}: pages hold more values than the row group's ${rows} rows`);
+      const page = decompress(body, h.uncompressed_page_size, m.codec, zstd);
+      let p = 0;
+      let present = n;
+      if (optional) {
+        const len = page[0]! | page[1]! << 8 | page[2]! << 16 | page[3]! << 24;
+        p = 4 + len;
+        if (p > page.length) throw new Error(`column ${m.path_in_schema[0]}: definition levels run past the page`);
+        rleHybridBytes(page, 4, p, 1, valid!, at, n);
+        present = count(valid!, at, n);
+      }
+      if (rowIdx !== null) indices(page, p, d.encoding, n, present, at, valid, rowIdx, dict, m.path_in_schema[0]!);
+      else readValues(page, p, d.encoding, type, n, present, at, valid, values, utf8, dict, m.path_in_schema[0]!);
+      at += n;
+    } else if (h.type === 'DATA_PAGE_V2') {
+      const d = h.data_page_header_v2!;
+      const n = d.num_values;
+      if (d.num_rows !== n) throw new Error(`column ${m.path_in_schema[0]}: a flat column's v2 page has ${n} values for ${d.num_rows} rows`);
+      if (at + n > rows) throw new Error(`column ${m.path_in_schema[0]}: pages hold more values than the row group's ${rows} rows`);
+      const levels = d.repetition_levels_byte_length + d.definition_levels_byte_length;
+      let present = n;
+      if (optional) {
+        rleHybridBytes(body, d.repetition_levels_byte_length, levels, 1, valid!, at, n);
+        present = count(valid!, at, n);
+      }
+      const rest = body.subarray(levels);
+      const page = d.is_compressed ? decompress(rest, h.uncompressed_page_size - levels, m.codec, zstd) : rest;
+      if (rowIdx !== null) indices(page, 0, d.encoding, n, present, at, valid, rowIdx, dict, m.path_in_schema[0]!);
+      else readValues(page, 0, d.encoding, type, n, present, at, valid, values, utf8, dict, m.path_in_schema[0]!);
+      at += n;
+    }
+    // Index pages and unknown page types carry no values.
+  }
+  if (rowIdx !== null) {
+    if (dict === null) throw new NotAllDictionary();
+    return { dict };
+  }
+  const validOut = valid !== null && count(valid, 0, rows) === rows ? null : valid;
+  if (utf8) {
+    utf8.offsets[rows] = utf8.end;
+    return { column: { type: 'utf8', offsets: utf8.offsets, data: utf8.data.subarray(0, utf8.end), valid: validOut } };
+  }
+  return { column: { type, values, valid: validOut } as Column };
+}
+
+/** Indices mode of a data page: row -> dictionary index; a null row gets dict.size (one past the last entry). */
+function indices(page: Uint8Array, p: number, encoding: string, n: number, present: number, at: number, valid: Uint8Array | null, rowIdx: Int32Array, dict: Dict | null, col: string): void {
+  if (encoding !== 'RLE_DICTIONARY' && encoding !== 'PLAIN_DICTIONARY') throw new NotAllDictionary();
+  if (dict === null) throw new Error(`column ${col}: dictionary-encoded page without a dictionary page`);
+  const width = page[p]!;
+  if (width > 32) throw new Error(`column ${col}: dictionary index bit width ${width}`);
+  if (valid === null) {
+    rleHybrid(page, p + 1, page.length, width, rowIdx, at, n);
+    let max = 0;
+    for (let i = at; i < at + n; i++) max = Math.max(max, rowIdx[i]! >>> 0);
+    if (n > 0 && max >= dict.size) throw new Error(`column ${col}: dictionary index ${max} out of range (${dict.size} entries)`);
+    return;
+  }
+  const idx = new Int32Array(present);
+  rleHybrid(page, p + 1, page.length, width, idx, 0, present);
+  let max = 0;
+  for (let i = 0, k = 0; i < n; i++) {
+    if (valid[at + i] === 0) { rowIdx[at + i] = dict.size; continue; }
+    const j = idx[k++]!;
+    max = Math.max(max, j >>> 0);
+    rowIdx[at + i] = j;
+  }
+  if (present > 0 && max >= dict.size) throw new Error(`column ${col}: dictionary index ${max} out of range (${dict.size} entries)`);
+}
+
+/** A column computed from an input column by a chain of per-value ops (see plan/pushdown.ts). */
+export interface DerivedSpec {
+  readonly name: string;
+  readonly input: string;
+}
+
+/**
+ * Applies per-value op chains to dictionary-encoded columns once per dictionary entry, then
+ * gathers the results by index (RECom's "do not compute the same thing twice"): a row group of
+ * 100k rows with a 5k-entry dictionary runs the ops 5k times instead of 100k, and the strings are
+ * never expanded. `apply` runs a derived column's ops on a column (the dictionary, with one extra
+ * null slot last, so that ops defined on null, like fillNull, give the null rows' value).
+ *
+ * Returns the derived columns it could compute. One whose input has non-dictionary pages, or
+ * whose ops fail on some entry (bad data), is left out: the caller reads the raw input instead,
+ * and the normal path reports the error with its row.
+ */
+export function decodeDerived(
+  md: FileMetaData, rowGroup: number, derived: readonly DerivedSpec[], types: ReadonlyMap<string, ColumnType>,
+  readAt: ReadAt, zstd: Zstd, apply: (name: string, input: Column) => Column,
+): Map<string, Column> {
+  const out = new Map<string, Column>();
+  const rg = md.row_groups[rowGroup];
+  if (rg === undefined) return out;
+  const rows = Number(rg.num_rows);
+  const byInput = new Map<string, { dict: Column; idx: Int32Array } | null>();
+  for (const d of derived) {
+    let src = byInput.get(d.input);
+    if (src === undefined) {
+      src = null;
+      const type = types.get(d.input);
+      const el = md.schema.find((e, i) => i > 0 && e.name === d.input);
+      const chunk = rg.columns.find((c) => c.meta_data?.path_in_schema.length === 1 && c.meta_data.path_in_schema[0] === d.input);
+      if (type !== undefined && supported(el, type) && chunk?.meta_data !== undefined && !chunk.file_path) {
+        const idx = new Int32Array(rows);
+        try {
+          const { dict } = decodeChunkInto(chunk, el!, type.kind as PrimitiveType, rows, readAt, zstd, idx);
+          src = { dict: dictColumn(dict!), idx };
+        } catch (e) {
+          if (!(e instanceof NotAllDictionary)) throw e;
+        }
+      }
+      byInput.set(d.input, src);
+    }
+    if (src === null) continue;
+    let res: Column;
+    try {
+      res = apply(d.name, src.dict);
+    } catch {
+      continue;
+    }
+    const g = gatherRows(res, src.idx);
+    if (g !== null) out.set(d.name, g);
+  }
+  return out;
+}
+
+/** The dictionary as a column with one extra null slot at the end. */
+function dictColumn(d: Dict): Column {
+  const n = d.size;
+  const valid = new Uint8Array(n + 1).fill(1);
+  valid[n] = 0;
+  if (d.type !== 'utf8') {
+    const values = newArray(d.type, n + 1);
+    (values as Int32Array).set(d.values as Int32Array);
+    return { type: d.type, values, valid } as Column;
+  }
+  const offsets = new Int32Array(n + 2);
+  let total = 0;
+  for (let i = 0; i < n; i++) total += d.lens![i]!;
+  const data = new Uint8Array(total);
+  let end = 0;
+  for (let i = 0; i < n; i++) {
+    offsets[i] = end;
+    data.set(d.data!.subarray(d.starts![i]!, d.starts![i]! + d.lens![i]!), end);
+    end += d.lens![i]!;
+  }
+  offsets[n] = end;
+  offsets[n + 1] = end;
+  return { type: 'utf8', offsets, data, valid };
+}
+
+/** out[i] = c[idx[i]] (value and validity) for a numeric column; null for other column kinds. */
+function gatherRows(c: Column, idx: Int32Array): Column | null {
+  if (c.type !== 'int32' && c.type !== 'int64' && c.type !== 'float32' && c.type !== 'float64') return null;
+  const rows = idx.length;
+  const values = newArray(c.type, rows);
+  gather(c.type, values, c.values, idx, 0, rows, null);
+  let valid: Uint8Array | null = null;
+  if (c.valid !== null) {
+    const v = new Uint8Array(rows);
+    const cv = c.valid;
+    let all = 1;
+    for (let i = 0; i < rows; i++) { const b = cv[idx[i]!]!; v[i] = b; all &= b; }
+    valid = all === 1 ? null : v;
+  }
+  return { type: c.type, values, valid } as Column;
+}
+
+function newArray(type: PrimitiveType, n: number): Int32Array | BigInt64Array | Float32Array | Float64Array {
+  switch (type) {
+    case 'int32': return new Int32Array(n);
+    case 'int64': return new BigInt64Array(n);
+    case 'float32': return new Float32Array(n);
+    default: return new Float64Array(n);
+  }
+}
+
+const WIDTH: Record<string, number> = { int32: 4, int64: 8, float32: 4, float64: 8 };
+
+/** Copies `n` little-endian fixed-width values starting at byte `p` into a fresh aligned array. */
+function plainFixed(page: Uint8Array, p: number, type: PrimitiveType, n: number): Int32Array | BigInt64Array | Float32Array | Float64Array {
+  const w = WIDTH[type]!;
+  if (p + n * w > page.length) throw new Error(`PLAIN values run past the page (${n} values of ${w} bytes)`);
+  // Copy into a fresh buffer for alignment (not page.slice: on a Node Buffer, gunzip's output, that is a view).
+  const copy = new Uint8Array(n * w);
+  copy.set(page.subarray(p, p + n * w));
+  const out = newArray(type, 0);
+  const C = out.constructor as new (b: ArrayBuffer, o: number, l: number) => typeof out;
+  return new C(copy.buffer, 0, n);
+}
+
+function readDict(page: Uint8Array, type: PrimitiveType, n: number): Dict {
+  if (type !== 'utf8') return { type, values: plainFixed(page, 0, type, n), starts: null, lens: null, data: null, size: n };
+  const starts = new Int32Array(n);
+  const lens = new Int32Array(n);
+  const view = new DataView(page.buffer, page.byteOffset, page.byteLength);
+  let p = 0;
+  for (let i = 0; i < n; i++) {
+    if (p + 4 > page.length) throw new Error('dictionary page ends inside a string length');
+    const len = view.getUint32(p, true);
+    starts[i] = p + 4;
+    lens[i] = len;
+    p += 4 + len;
+    if (p > page.length) throw new Error('dictionary string runs past the page');
+  }
+  return { type, values: null, starts, lens, data: page, size: n };
+}
+
+function readValues(
+  page: Uint8Array, p: number, encoding: string, type: PrimitiveType, n: number, present: number, at: number,
+  valid: Uint8Array | null, values: Int32Array | BigInt64Array | Float32Array | Float64Array | null, utf8: Utf8Out | null, dict: Dict | null, col: string,
+): void {
+  if (encoding === 'PLAIN') {
+    if (utf8) return plainUtf8(page, p, n, present, at, valid, utf8, col);
+    const src = plainFixed(page, p, type, present);
+    scatter(src, values!, at, n, valid);
+    return;
+  }
+  if (encoding !== 'RLE_DICTIONARY' && encoding !== 'PLAIN_DICTIONARY') throw new Error(`column ${col}: unsupported encoding ${encoding}`);
+  if (dict === null) throw new Error(`column ${col}: dictionary-encoded page without a dictionary page`);
+  const width = page[p]!;
+  if (width > 32) throw new Error(`column ${col}: dictionary index bit width ${width}`);
+  const idx = new Int32Array(present);
+  rleHybrid(page, p + 1, page.length, width, idx, 0, present);
+  let max = 0;
+  for (let k = 0; k < present; k++) max = Math.max(max, idx[k]! >>> 0);
+  if (present > 0 && max >= dict.size) throw new Error(`column ${col}: dictionary index ${max} out of range (${dict.size} entries)`);
+  if (utf8) return gatherUtf8(utf8, dict, idx, at, n, present, valid);
+  gather(type, values!, dict.values!, idx, at, n, valid);
+}
+
+// One copy per array type, so each loop sees one element kind (a loop over a union of typed
+// arrays runs several times slower in V8).
+function gather(type: PrimitiveType, out: Int32Array | BigInt64Array | Float32Array | Float64Array, dv: Int32Array | BigInt64Array | Float32Array | Float64Array, idx: Int32Array, at: number, n: number, valid: Uint8Array | null): void {
+  switch (type) {
+    case 'int32': return gatherI32(out as Int32Array, dv as Int32Array, idx, at, n, valid);
+    case 'float32': return gatherF32(out as Float32Array, dv as Float32Array, idx, at, n, valid);
+    case 'float64': return gatherF64(out as Float64Array, dv as Float64Array, idx, at, n, valid);
+    default: return gatherI64(out as BigInt64Array, dv as BigInt64Array, idx, at, n, valid);
+  }
+}
+
+function gatherI32(out: Int32Array, dv: Int32Array, idx: Int32Array, at: number, n: number, valid: Uint8Array | null): void {
+  if (valid === null) { for (let i = 0; i < n; i++) out[at + i] = dv[idx[i]!]!; return; }
+  for (let i = 0, k = 0; i < n; i++) if (valid[at + i] !== 0) out[at + i] = dv[idx[k++]!]!;
+}
+function gatherF32(out: Float32Array, dv: Float32Array, idx: Int32Array, at: number, n: number, valid: Uint8Array | null): void {
+  if (valid === null) { for (let i = 0; i < n; i++) out[at + i] = dv[idx[i]!]!; return; }
+  for (let i = 0, k = 0; i < n; i++) if (valid[at + i] !== 0) out[at + i] = dv[idx[k++]!]!;
+}
+function gatherF64(out: Float64Array, dv: Float64Array, idx: Int32Array, at: number, n: number, valid: Uint8Array | null): void {
+  if (valid === null) { for (let i = 0; i < n; i++) out[at + i] = dv[idx[i]!]!; return; }
+  for (let i = 0, k = 0; i < n; i++) if (valid[at + i] !== 0) out[at + i] = dv[idx[k++]!]!;
+}
+function gatherI64(out: BigInt64Array, dv: BigInt64Array, idx: Int32Array, at: number, n: number, valid: Uint8Array | null): void {
+  // Through int32 word views: BigInt element access allocates.
+  const o = new Int32Array(out.buffer, out.byteOffset, out.length * 2);
+  const d = new Int32Array(dv.buffer, dv.byteOffset, dv.length * 2);
+  for (let i = 0, k = 0; i < n; i++) {
+    if (valid !== null && valid[at + i] === 0) continue;
+    const j = idx[k++]! * 2;
+    o[(at + i) * 2] = d[j]!;
+    o[(at + i) * 2 + 1] = d[j + 1]!;
+  }
+}
+
+function gatherUtf8(utf8: Utf8Out, dict: Dict, idx: Int32Array, at: number, n: number, present: number, valid: Uint8Array | null): void {
+  const starts = dict.starts!;
+  const lens = dict.lens!;
+  const src = dict.data!;
+  let need = 0;
+  for (let k = 0; k < present; k++) need += lens[idx[k]!]!;
+  utf8.reserve(need);
+  const o = utf8.offsets;
+  const data = utf8.data;
+  let end = utf8.end;
+  for (let i = 0, k = 0; i < n; i++) {
+    o[at + i] = end;
+    if (valid !== null && valid[at + i] === 0) continue;
+    const j = idx[k++]!;
+    const s = starts[j]!;
+    const len = lens[j]!;
+    // Short strings (hex ids are 8 bytes) copy faster by hand than through set().
+    if (len <= 16) for (let b = 0; b < len; b++) data[end + b] = src[s + b]!;
+    else data.set(src.subarray(s, s + len), end);
+    end += len;
+  }
+  utf8.end = end;
+}
+
+/** Places `present` dense values at the valid slots of rows [at, at + n). */
+function scatter(src: Int32Array | BigInt64Array | Float32Array | Float64Array, out: Int32Array | BigInt64Array | Float32Array | Float64Array, at: number, n: number, valid: Uint8Array | null): void {
+  if (valid === null) { (out as Int32Array).set(src as Int32Array, at); return; }
+  let k = 0;
+  for (let i = 0; i < n; i++) if (valid[at + i] !== 0) out[at + i] = src[k++]!;
+}
+
+function plainUtf8(page: Uint8Array, p: number, n: number, present: number, at: number, valid: Uint8Array | null, utf8: Utf8Out, col: string): void {
+  const view = new DataView(page.buffer, page.byteOffset, page.byteLength);
+  utf8.reserve(page.length - p);
+  const o = utf8.offsets;
+  let end = utf8.end;
+  let k = 0;
+  for (let i = 0; i < n; i++) {
+    o[at + i] = end;
+    if (valid !== null && valid[at + i] === 0) continue;
+    if (p + 4 > page.length) throw new Error(`column ${col}: PLAIN strings run past the page`);
+    const len = view.getUint32(p, true);
+    if (p + 4 + len > page.length) throw new Error(`column ${col}: PLAIN string runs past the page`);
+    utf8.data.set(page.subarray(p + 4, p + 4 + len), end);
+    end += len;
+    p += 4 + len;
+    k++;
+  }
+  if (k !== present) throw new Error(`column ${col}: ${k} strings for ${present} present values`);
+  utf8.end = end;
+}
+
+function count(valid: Uint8Array, at: number, n: number): number {
+  let c = 0;
+  for (let i = at; i < at + n; i++) c += valid[i]!;
+  return c;
+}
+
+function decompress(body: Uint8Array, size: number, codec: string, zstd: Zstd): Uint8Array {
+  let out: Uint8Array;
+  if (codec === 'UNCOMPRESSED') out = body;
+  else if (codec === 'ZSTD') out = zstd(body, size);
+  else if (codec === 'SNAPPY') { out = new Uint8Array(size); snappyUncompress(body, out); }
+  else if (codec === 'GZIP') out = gunzipSync(body);
+  else throw new Error(`unsupported codec ${codec}`);
+  if (out.length !== size) throw new Error(`page decompressed to ${out.length} bytes, header says ${size}`);
+  return out;
+}
+
+/**
+ * Decodes `n` values of the RLE / bit-packed hybrid encoding from bytes [pos, end) into
+ * out[at ..]. Throws when the runs end before `n` values (a truncated or corrupt page).
+ */
+export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number, out: Int32Array, at: number, n: number): number {
+  let seen = 0;
+  const mask = width >= 32 ? -1 : (1 << width) - 1;
+  const bw = (width + 7) >> 3;
+  while (seen < n) {
+    if (pos >= end) throw new Error(`RLE data ends after ${seen} of ${n} values`);
+    let h = 0;
+    let sh = 0;
+    let byte: number;
+    do { byte = b[pos++]!; h += (byte & 0x7f) * 2 ** sh; sh += 7; } while (byte & 0x80 && sh < 35);
+    if (h % 2 === 1) {
+      const groups = Math.floor(h / 2);
+      const stop = Math.min(n, seen + groups * 8);
+      const next = pos + groups * width;
+      if (width === 0) { out.fill(0, at + seen, at + stop); seen = stop; pos = next; continue; }
+      if (width <= 24) {
+        let acc = 0;
+        let have = 0;
+        for (let i = at + seen, e = at + stop; i < e; i++) {
+          while (have < width) { acc |= b[pos++]! << have; have += 8; }
+          out[i] = acc & mask;
+          acc >>>= width;
+          have -= width;
+        }
+      } else {
+        // Wide indices: read each value bit by bit through a float accumulator (rare).
+        let bit = pos * 8;
+        for (let i = at + seen, e = at + stop; i < e; i++) {
+          let v = 0;
+          for (let k = 0; k < width; k++, bit++) if (b[bit >> 3]! & (1 << (bit & 7))) v += 2 ** k;
+          out[i] = v | 0;
+        }
+      }
+      if (pos > end) throw new Error('bit-packed run past the end of its data');
+      pos = next;
+      seen = stop;
+    } else {
+      const runLen = Math.floor(h / 2);
+      if (pos + bw > end) throw new Error('RLE run value past the end of its data');
+      let v = 0;
+      for (let k = 0; k < bw; k++) v += b[pos++]! * 2 ** (8 * k);
+      const stop = Math.min(n, seen + runLen);
+      if (runLen === 0) throw new Error('empty RLE run');
+      out.fill(v | 0, at + seen, at + stop);
+      seen = stop;
+    }
+  }
+  return pos;
+}
+
+/** `rleHybrid` into bytes (definition levels); a separate copy so each stays monomorphic. */
+function rleHybridBytes(b: Uint8Array, pos: number, end: number, width: number, out: Uint8Array, at: number, n: number): number {
+  let seen = 0;
+  const mask = width >= 32 ? -1 : (1 << width) - 1;
+  const bw = (width + 7) >> 3;
+  while (seen < n) {
+    if (pos >= end) throw new Error(`RLE data ends after ${seen} of ${n} values`);
+    let h = 0;
+    let sh = 0;
+    let byte: number;
+    do { byte = b[pos++]!; h += (byte & 0x7f) * 2 ** sh; sh += 7; } while (byte & 0x80 && sh < 35);
+    if (h % 2 === 1) {
+      const groups = Math.floor(h / 2);
+      const stop = Math.min(n, seen + groups * 8);
+      const next = pos + groups * width;
+      if (width === 0) { out.fill(0, at + seen, at + stop); seen = stop; pos = next; continue; }
+      if (width <= 24) {
+        let acc = 0;
+        let have = 0;
+        for (let i = at + seen, e = at + stop; i < e; i++) {
+          while (have < width) { acc |= b[pos++]! << have; have += 8; }
+          out[i] = acc & mask;
+          acc >>>= width;
+          have -= width;
+        }
+      } else {
+        // Wide indices: read each value bit by bit through a float accumulator (rare).
+        let bit = pos * 8;
+        for (let i = at + seen, e = at + stop; i < e; i++) {
+          let v = 0;
+          for (let k = 0; k < width; k++, bit++) if (b[bit >> 3]! & (1 << (bit & 7))) v += 2 ** k;
+          out[i] = v | 0;
+        }
+      }
+      if (pos > end) throw new Error('bit-packed run past the end of its data');
+      pos = next;
+      seen = stop;
+    } else {
+      const runLen = Math.floor(h / 2);
+      if (pos + bw > end) throw new Error('RLE run value past the end of its data');
+      let v = 0;
+      for (let k = 0; k < bw; k++) v += b[pos++]! * 2 ** (8 * k);
+      const stop = Math.min(n, seen + runLen);
+      if (runLen === 0) throw new Error('empty RLE run');
+      out.fill(v | 0, at + seen, at + stop);
+      seen = stop;
+    }
+  }
+  return pos;
+}

@@ -1,0 +1,181 @@
+// The direct decoder (io/fast-parquet.ts) against parquet-wasm, the general reader, on files
+// written every way parquet-wasm can write flat columns; and its RLE / bit-packed decoder on
+// hand-encoded runs.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Float32, Float64, Int32, Int64, Table, Utf8, tableFromIPC, tableToIPC } from 'apache-arrow';
+import * as pw from 'parquet-wasm';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Column, ColumnType } from '../../src/column.js';
+import { columnFromVector } from '../../src/io/arrow.js';
+import { DecoderPool } from '../../src/io/decoder.js';
+import { rleHybrid } from '../../src/io/fast-parquet.js';
+import { pipeline, type Batch, type PlanSpec } from '../../src/index.js';
+import { tempDir, vec } from '../helpers.js';
+
+const dir = tempDir('sluice-fastpq-');
+const N = 3000;
+const ids = Array.from({ length: N }, (_, i) => i);
+const long = (i: number): string => `long-${'x'.repeat(i % 40)}-é${i % 300}`;
+const table = new Table({
+  req: vec(new Int32(), ids.map((i) => (i * 7919) % 1000 - 500)),
+  i32: vec(new Int32(), ids.map((i) => (i % 9 === 0 ? null : i % 4 === 0 ? 2147483647 : -(i % 50)))),
+  i64: vec(new Int64(), ids.map((i) => (i % 13 === 0 ? null : i % 5 === 0 ? -9223372036854775808n : BigInt(i) * 1000000007n))),
+  f32: vec(new Float32(), ids.map((i) => (i % 6 === 0 ? null : i % 10 === 1 ? Number.NaN : i % 10 === 2 ? -0 : Math.fround(i / 7)))),
+  f64: vec(new Float64(), ids.map((i) => (i % 8 === 0 ? null : Math.sin(i) * 1e10))),
+  hex: vec(new Utf8(), ids.map((i) => (i % 11 === 0 ? null : ((i % 97) * 2654435761 % 4294967296).toString(16).padStart(8, '0')))),
+  txt: vec(new Utf8(), ids.map((i) => (i % 17 === 0 ? null : i % 3 === 0 ? '' : long(i)))),
+});
+// `req` must be REQUIRED in the file to cover pages without definition levels.
+const names = table.schema.fields.map((f) => f.name);
+const types = new Map<string, ColumnType>([
+  ['req', { kind: 'int32' }], ['i32', { kind: 'int32' }], ['i64', { kind: 'int64' }], ['f32', { kind: 'float32' }],
+  ['f64', { kind: 'float64' }], ['hex', { kind: 'utf8' }], ['txt', { kind: 'utf8' }],
+]);
+
+interface Variant { name: string; props: () => pw.WriterProperties; direct?: false }
+const builder = (): pw.WriterPropertiesBuilder => new pw.WriterPropertiesBuilder().setMaxRowGroupSize(1000).setDataPageSizeLimit(2048);
+const VARIANTS: Variant[] = [
+  { name: 'zstd, dictionary, v1 pages', props: () => builder().setCompression(pw.Compression.ZSTD).build() },
+  { name: 'snappy, dictionary, v2 pages', props: () => builder().setCompression(pw.Compression.SNAPPY).setWriterVersion(pw.WriterVersion.V2).build() },
+  { name: 'gzip, plain, v1 pages', props: () => builder().setCompression(pw.Compression.GZIP).setDictionaryEnabled(false).build() },
+  { name: 'uncompressed, dictionary, v2 pages', props: () => builder().setCompression(pw.Compression.UNCOMPRESSED).setWriterVersion(pw.WriterVersion.V2).build() },
+  // Without a dictionary, v2 files use DELTA encodings, which the direct decoder leaves to parquet-wasm.
+  { name: 'uncompressed, delta, v2 pages', props: () => builder().setCompression(pw.Compression.UNCOMPRESSED).setDictionaryEnabled(false).setWriterVersion(pw.WriterVersion.V2).build(), direct: false },
+  // A tiny dictionary page limit: columns switch from dictionary to PLAIN pages mid-chunk.
+  { name: 'zstd, dictionary overflowing to plain', props: () => builder().setCompression(pw.Compression.ZSTD).setDictionaryPageSizeLimit(256).build() },
+];
+
+function write(v: Variant): string {
+  const path = join(dir, `${v.name.replace(/[^a-z0-9]+/g, '-')}.parquet`);
+  const wasm = pw.Table.fromIPCStream(tableToIPC(table, 'stream'));
+  writeFileSync(path, pw.writeParquet(wasm, v.props()));
+  return path;
+}
+
+/** Equal values at valid slots and equal validity (floats by bit pattern). */
+function expectSameColumn(got: Column, want: Column, what: string): void {
+  expect(got.type, what).toBe(want.type);
+  const n = want.type === 'utf8' ? want.offsets.length - 1 : (want as { values: ArrayLike<unknown> }).values.length;
+  const valid = (c: Column, i: number): boolean => c.valid === null || c.valid[i] === 1;
+  for (let i = 0; i < n; i++) {
+    expect(valid(got, i), `${what} validity of row ${i}`).toBe(valid(want, i));
+    if (!valid(want, i)) continue;
+    if (want.type === 'utf8' && got.type === 'utf8') {
+      const s = (c: typeof want, r: number): string => Buffer.from(c.data.subarray(c.offsets[r]!, c.offsets[r + 1]!)).toString();
+      expect(s(got, i), `${what} row ${i}`).toBe(s(want, i));
+    } else if (want.type === 'float32' || want.type === 'float64') {
+      const bits = (c: Column, r: number): string => {
+        const x = (c as { values: Float32Array | Float64Array }).values[r]!;
+        return Object.is(x, -0) ? '-0' : Number.isNaN(x) ? 'NaN' : String(x);
+      };
+      expect(bits(got, i), `${what} row ${i}`).toBe(bits(want, i));
+    } else {
+      expect((got as { values: ArrayLike<unknown> }).values[i], `${what} row ${i}`).toBe((want as { values: ArrayLike<unknown> }).values[i]);
+    }
+  }
+}
+
+const pool = new DecoderPool(1);
+afterAll(() => pool.close());
+
+describe('direct Parquet decoder', () => {
+  for (const v of VARIANTS) {
+    it(`decodes every row group like parquet-wasm: ${v.name}`, async () => {
+      const file = write(v);
+      const meta = await pool.open(file);
+      expect(meta.rowGroups.length).toBe(3);
+      for (let rg = 0; rg < meta.rowGroups.length; rg++) {
+        const direct = await pool.readRowGroupColumns(file, rg, names, types);
+        expect(direct instanceof Map, 'whether the direct decoder handled the row group').toBe(v.direct ?? true);
+        const ipc = (await pool.readRowGroup(file, rg, names)).map((b) => tableFromIPC(b));
+        expect(ipc.length).toBe(1);
+        if (!(direct instanceof Map)) continue;
+        for (const n of names) expectSameColumn(direct.get(n)!, columnFromVector(ipc[0]!.getChild(n)!, types.get(n)!), `${v.name}, row group ${rg}, ${n}`);
+      }
+    });
+  }
+
+  it('computes per-value op chains on dictionary entries, and falls back where pages are plain', async () => {
+    const plan = (pushdown: boolean): PlanSpec => ({
+      batchSize: 256,
+      backend: { name: 'cpu', workers: 1, pushdown },
+      features: [
+        { name: 'h', input: 'hex', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'sigridHash', salt: 3, max: 1000 }] },
+        { name: 'd', input: 'i32', kind: 'dense', ops: [{ op: 'fillNull', value: 1 }, { op: 'neg2zero' }, { op: 'log', offset: 1 }] },
+        { name: 'b', input: 'f64', kind: 'sparse', ops: [{ op: 'fillNull', value: 0 }, { op: 'bucketize', borders: [-1e9, 0, 1e9] }] },
+        { name: 'm', input: 'i64', kind: 'sparse', ops: [{ op: 'modulus', m: 977 }] },
+        { name: 'r', input: 'req', kind: 'dense' },
+      ],
+    });
+    for (const v of [VARIANTS[0]!, VARIANTS[2]!, VARIANTS[5]!]) {
+      const file = write(v);
+      const run = async (pushdown: boolean): Promise<{ batches: Batch[]; m: ReturnType<ReturnType<typeof pipeline>['metrics']> }> => {
+        const p = pipeline(plan(pushdown), { input: file });
+        const batches: Batch[] = [];
+        for await (const b of p) batches.push(b);
+        return { batches, m: p.metrics() };
+      };
+      const on = await run(true);
+      const off = await run(false);
+      expect(on.batches.map((b) => [b.dense.data, b.sparse.values])).toEqual(off.batches.map((b) => [b.dense.data, b.sparse.values]));
+      expect(off.m.pushdown).toBeNull();
+      const pd = on.m.pushdown!;
+      expect(pd.derived).toBe(4);
+      if (v === VARIANTS[0]) expect(pd.computedInPipeline, 'every derived column came from the reader').toBe(0);
+      if (v === VARIANTS[2]) expect(pd.computedInReader, 'plain pages: no dictionary to compute on').toBe(0);
+      if (v === VARIANTS[5]) expect(pd.computedInReader > 0 && pd.computedInPipeline > 0, `both paths (${JSON.stringify(pd)})`).toBe(true);
+    }
+  });
+});
+
+/** Encodes values with the RLE / bit-packed hybrid: runs of >= 8 equal values as RLE, the rest bit-packed. */
+function encode(values: number[], width: number): Uint8Array {
+  const out: number[] = [];
+  const varint = (x: number): void => { while (x >= 0x80) { out.push((x & 0x7f) | 0x80); x = Math.floor(x / 128); } out.push(x); };
+  let i = 0;
+  while (i < values.length) {
+    let j = i;
+    while (j < values.length && values[j] === values[i]) j++;
+    if (j - i >= 8) {
+      varint((j - i) * 2);
+      for (let k = 0; k < Math.ceil(width / 8); k++) out.push(Math.floor(values[i]! / 2 ** (8 * k)) & 0xff);
+      i = j;
+      continue;
+    }
+    const groups = Math.ceil(Math.min(values.length - i, 64) / 8);
+    varint(groups * 2 + 1);
+    const bits: number[] = [];
+    for (let k = 0; k < groups * 8; k++) {
+      const x = values[i + k] ?? 0;
+      for (let b = 0; b < width; b++) bits.push(Math.floor(x / 2 ** b) % 2);
+    }
+    for (let b = 0; b < bits.length; b += 8) out.push(bits.slice(b, b + 8).reduce((a, bit, k) => a + bit * 2 ** k, 0));
+    i += groups * 8;
+  }
+  return Uint8Array.from(out);
+}
+
+describe('RLE / bit-packed hybrid', () => {
+  for (const width of [1, 3, 8, 13, 20, 24, 25, 31, 32]) {
+    it(`decodes runs and packed groups of width ${width}`, () => {
+      let x = 12345;
+      const max = 2 ** width;
+      const values = Array.from({ length: 1000 }, (_, i) => {
+        x = (x * 1103515245 + 12345) % 2147483648;
+        return i % 100 < 30 ? (max - 1) : Math.floor((x / 2147483648) * max); // runs of the max value, then noise
+      });
+      const bytes = encode(values, width);
+      const out = new Int32Array(values.length + 5);
+      const end = rleHybrid(bytes, 0, bytes.length, width, out, 5, values.length);
+      expect(end).toBe(bytes.length);
+      expect(Array.from(out.subarray(5), (v) => v >>> 0)).toEqual(values);
+    });
+  }
+
+  it('refuses runs that end before the values do', () => {
+    const bytes = encode([1, 2, 3, 4, 5, 6, 7, 0], 3);
+    expect(() => rleHybrid(bytes, 0, bytes.length, 3, new Int32Array(16), 0, 16)).toThrow(/ends after 8 of 16/);
+    expect(() => rleHybrid(bytes, 0, 2, 3, new Int32Array(8), 0, 8)).toThrow(/past the end/);
+  });
+});
