@@ -226,10 +226,12 @@ async function runWorkload(w: Workload, con: DuckDBConnection): Promise<Workload
     return null;
   }
 
-  const sluice = (workers: number): Contender => ({
-    name: `sluice ${workers} worker${workers > 1 ? 's' : ''}`,
+  // Pushdown (plan/pushdown.ts) is what `cpu` does by default; `bench-cpu` asks for it explicitly.
+  const sluice = (workers: number, pushdown = true): Contender => ({
+    name: `sluice ${workers} worker${workers > 1 ? 's' : ''}${pushdown ? '' : ', no pushdown'}`,
     run: async () => {
-      const p = pipeline(planSpec, { input: data.path, backend: { name: 'bench-cpu', workers }, decoders: workers });
+      probe = { name: 'none (every feature pushed into the reader)', concurrency: 0, inflight: 0, maxInflight: 0 };
+      const p = pipeline(planSpec, { input: data.path, backend: { name: 'bench-cpu', workers, pushdown }, decoders: workers });
       let rows = 0;
       for await (const b of p) rows += b.rows;
       const m = p.metrics();
@@ -270,6 +272,7 @@ async function runWorkload(w: Workload, con: DuckDBConnection): Promise<Workload
   const contenders = [
     sluice(1), sluice(2), decodeOnly(1), decodeOnly(2),
     duck(`duckdb plan (${BUCKETIZE})`, sql.select, sql.setup), duck('duckdb decode-only', rawSql, []),
+    sluice(2, false),
   ];
   const ms = await interleaved(contenders, REPS, w.rows);
   const t = (i: number): number => ms[i]!.best;
@@ -277,6 +280,7 @@ async function runWorkload(w: Workload, con: DuckDBConnection): Promise<Workload
     'sluice2/duckdb': t(4) / t(1),
     'sluice2/decodeOnly': t(3) / t(1),
     'sluice2/sluice1': t(0) / t(1),
+    'sluice2/sluice2NoPushdown': t(6) / t(1),
     'duckdb/duckdbDecodeOnly': t(5) / t(4),
     'decodeOnly2/duckdbDecodeOnly': t(5) / t(3),
   };
@@ -306,6 +310,7 @@ function printWorkload(r: WorkloadResult): void {
     'sluice2/duckdb': 'throughput ratio; > 1 = Sluice faster than DuckDB running the plan',
     'sluice2/decodeOnly': 'fraction of the decode-only limit reached (≤ 1 expected)',
     'sluice2/sluice1': 'speed-up from the second worker',
+    'sluice2/sluice2NoPushdown': 'speed-up from evaluating ops per dictionary entry in the reader',
     'duckdb/duckdbDecodeOnly': 'DuckDB: its plan run vs. its own decode-only (context)',
     'decodeOnly2/duckdbDecodeOnly': "Sluice's decoder vs. DuckDB's reader (context)",
   } as Record<string, string>;

@@ -1,14 +1,16 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { Observable, defer, finalize, from, mergeMap, type Subscription } from 'rxjs';
 import { createBackend } from './backend/registry.js';
+import { planPushdown, type Pushdown } from './plan/pushdown.js';
 import type { Backend, CostReport } from './backend/types.js';
-import type { ColumnType } from './column.js';
+import type { Column, ColumnType } from './column.js';
 import { PlanError, SluiceError } from './errors.js';
 import type { Dataset } from './io/dataset.js';
 import { openInput } from './fit.js';
 import { DecoderPool } from './io/decoder.js';
-import { stateFromJSON, statefulOps, type PlanState } from './plan/execute.js';
+import { runFeature, stateFromJSON, statefulOps, type PlanState } from './plan/execute.js';
 import { loadPlan, type Plan, type TypedPlan } from './plan/load.js';
 import type { BackendSpec, PlanSpec } from './plan/types.js';
 import { batchLayout, type Batch, type BatchLayout, type ProcessedChunk } from './stream/batch.js';
@@ -72,6 +74,12 @@ export interface PipelineMetrics {
   reportTotals: Record<string, number>;
   /** The backend's own summary of the run (`Backend.summary()`), when it has one. */
   backendSummary: Record<string, number | string> | null;
+  /**
+   * Op chains computed per dictionary entry in the reader (plan/pushdown.ts), or null when the
+   * run does not push down: how many derived columns, and per chunk and column, how often the
+   * reader computed one and how often the pipeline had to (non-dictionary pages, bad values).
+   */
+  pushdown: { derived: number; computedInReader: number; computedInPipeline: number } | null;
 }
 
 /** What a run is made of once its files are open. */
@@ -84,7 +92,7 @@ export interface PipelineInfo {
   readonly backend: string;
 }
 
-const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null });
+const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null });
 
 /**
  * A preprocessing pipeline over Parquet files: iterate it with `for await`, or subscribe to
@@ -119,7 +127,8 @@ export class Pipeline implements AsyncIterable<Batch> {
 
   /** Counters of the latest run. */
   metrics(): PipelineMetrics {
-    return { ...this._metrics, reportTotals: { ...this._metrics.reportTotals } };
+    const m = this._metrics;
+    return { ...m, reportTotals: { ...m.reportTotals }, pushdown: m.pushdown && { ...m.pushdown } };
   }
 
   private async open(): Promise<PipelineInfo> {
@@ -131,6 +140,27 @@ export class Pipeline implements AsyncIterable<Batch> {
     } finally {
       await pool.close();
     }
+  }
+
+  /**
+   * The backend spec without the pipeline's own `pushdown` option, and the pushdown plan when it
+   * applies: on by default for the `cpu` backend, for unshuffled reads of local files (the reader
+   * computes per-value op chains on dictionary entries; see plan/pushdown.ts).
+   */
+  private pushdownFor(info: PipelineInfo): { spec: BackendSpec; pushdown: Pushdown | null } {
+    const { pushdown: opt, ...spec } = this.backendSpec();
+    if (opt !== undefined && typeof opt !== 'boolean') throw new PlanError(`backend option "pushdown" must be true or false, got ${JSON.stringify(opt)}`);
+    const want = opt ?? spec.name === 'cpu';
+    if (!want || info.plan.shuffle !== null || info.dataset.files.some((f) => /^https?:\/\//.test(f.source))) return { spec, pushdown: null };
+    return { spec, pushdown: planPushdown(info.plan) };
+  }
+
+  /** The `workers` the backend spec asks for, else one per core but one (the cpu backend's default). */
+  private workersWanted(): number {
+    const w = this.backendSpec().workers;
+    if (w === undefined) return Math.max(1, availableParallelism() - 1);
+    if (!Number.isInteger(w) || (w as number) < 1 || (w as number) > 256) throw new PlanError(`backend ${this.backendSpec().name}: workers must be an integer from 1 to 256, got ${JSON.stringify(w)}`);
+    return w as number;
   }
 
   private backendSpec(): BackendSpec {
@@ -184,20 +214,28 @@ export class Pipeline implements AsyncIterable<Batch> {
   private run(onTaken: ((flow: Flow) => (b: Batch) => void) | null): Observable<Batch> {
     return defer(() => from(this.info())).pipe(
       // A backend finished after the run was cancelled is disposed at once (no stray worker pool).
-      mergeMap((info) => new Observable<{ info: PipelineInfo; backend: Backend }>((sub) => {
+      mergeMap((info) => new Observable<{ info: PipelineInfo; backend: Backend; pushdown: Pushdown | null }>((sub) => {
         let cancelled = false;
-        createBackend(info.plan, this.backendSpec(), this.fit!).then((backend) => {
+        const { spec, pushdown } = this.pushdownFor(info);
+        // Every feature pushed into the reader: no backend work is left, so no worker pool is
+        // started; the in-process backend stands in (it is never called).
+        const target = pushdown !== null && pushdown.plan === null ? { name: 'reference' } : spec;
+        createBackend(pushdown?.plan ?? info.plan, target, this.fit!).then((backend) => {
           if (cancelled) { void backend.dispose(); return; }
-          sub.next({ info, backend });
+          sub.next({ info, backend, pushdown });
           sub.complete();
         }, (e: unknown) => sub.error(e));
         return () => { cancelled = true; };
       })),
-      mergeMap(({ info, backend }) => {
+      mergeMap(({ info, backend, pushdown }) => {
         const plan = info.plan;
+        const fitState = this.fit!;
+        // Null when every feature was pushed down into the reader: the backend is then never called.
+        const backendPlan = pushdown === null ? plan : pushdown.plan;
         // At least `concurrency` chunks must be allowed in flight for a pool to run in parallel.
         const flow = new Flow(Math.max(this.options.prefetch ?? plan.prefetch, backend.concurrency));
-        const pool = new DecoderPool(this.options.decoders ?? Math.min(2, backend.concurrency));
+        // With pushdown the decoders run the pushed ops too, so they get the backend's parallelism.
+        const pool = new DecoderPool(this.options.decoders ?? (pushdown === null ? Math.min(2, backend.concurrency) : pushdown.plan === null ? this.workersWanted() : backend.concurrency));
         const resume = this.options.resume;
         const fp = this.fingerprint(info);
         let start: Cursor = START;
@@ -210,10 +248,14 @@ export class Pipeline implements AsyncIterable<Batch> {
         this._metrics = emptyMetrics();
         this.current = { version: 1, ...start, seq: firstSeq, seed: plan.shuffle?.seed ?? null, fingerprint: fp };
         const m = this._metrics;
-        const columns = new Map<string, ColumnType>(plan.columns.map((c) => [c, info.dataset.schema.get(c)!]));
+        if (pushdown !== null) m.pushdown = { derived: pushdown.derived.length, computedInReader: 0, computedInPipeline: 0 };
+        // With pushdown the reader computes derived columns; it reads only the other columns raw.
+        const readRaw = backendPlan?.columns ?? (plan.label === null ? [] : [plan.label]);
+        const columns = new Map<string, ColumnType>(readRaw.map((c) => [c, info.dataset.schema.get(c)!]));
         const chunks = (): AsyncIterator<Chunk> => {
           const it = readChunks(info.dataset, pool, {
             columns, chunkRows: plan.batchSize, shuffle: plan.shuffle, shard: plan.shard, epochs: plan.epochs, start,
+            ...(pushdown ? { derived: pushdown.derived } : {}),
             ...(this.options.signal ? { signal: this.options.signal } : {}),
           });
           // Time spent waiting on the reader is the source's share of the run.
@@ -229,7 +271,21 @@ export class Pipeline implements AsyncIterable<Batch> {
         };
         const run = async (c: Chunk): Promise<ProcessedChunk> => {
           const t0 = performance.now();
-          const { columns: outputs, report } = await backend.run(c.columns, c.locate);
+          let inputs: ReadonlyMap<string, Column> = c.columns;
+          // A derived column the reader could not compute: the chunk has its raw input, and the
+          // feature's own ops make it here (their errors name the feature, op and row).
+          for (const d of pushdown?.derived ?? []) {
+            if (inputs.has(d.name)) { m.pushdown!.computedInReader++; continue; }
+            m.pushdown!.computedInPipeline++;
+            const copy = new Map(inputs);
+            copy.set(d.name, runFeature(d.feature, inputs.get(d.input)!, new Map(), new Map(), fitState, c.locate));
+            inputs = copy;
+          }
+          // Pushed-down features are done; the backend runs the rest (if any are left).
+          const { columns: outputs, report } = backendPlan !== null
+            ? await backend.run(inputs, c.locate)
+            : { columns: new Map<string, Column>(), report: { wallMs: 0, bytesIn: 0, bytesOut: 0 } };
+          for (const [f, d] of pushdown?.outputs ?? []) outputs.set(f, inputs.get(d)!);
           m.preprocessMs += performance.now() - t0;
           m.bytesIn += report.bytesIn;
           m.bytesOut += report.bytesOut;

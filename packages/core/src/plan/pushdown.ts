@@ -1,0 +1,81 @@
+/**
+ * Pushdown of per-value op chains into the Parquet reader (RECom §4: do not compute the same
+ * thing twice).
+ *
+ * A feature whose every op maps one value to one value (fillNull, cast, neg2zero, clamp, log,
+ * logit, boxCox, bucketize, hex2int, sigridHash, modulus) gives, for row i, f(input[i]). When the
+ * input column is dictionary-encoded in the file, the reader can run f once per dictionary entry
+ * (plus once on null) and gather the results by the row's index: the strings of a hex column are
+ * never expanded, and a 100k-row row group with 5k distinct values runs the ops 5k times.
+ *
+ * The result is a *derived column* per distinct (input, op chain); features that share both share
+ * it, and the derived column is the feature's output: the backend runs only the other features.
+ * Where the reader cannot
+ * push down (a page that is not dictionary-encoded, a codec or type the direct decoder does not
+ * read, a value the ops reject), the chunk carries the raw input instead and the pipeline computes
+ * the derived column from it with the feature's own ops, so errors name the feature, op and row
+ * exactly as without pushdown.
+ */
+import type { ColumnType } from '../column.js';
+import { loadPlan, typeCheckPlan, type TypedFeature, type TypedPlan } from './load.js';
+import type { FeatureSpec } from './types.js';
+
+/** Ops whose output for a row depends only on that row's input value (and that keep no state). */
+export const PER_VALUE_OPS: ReadonlySet<string> = new Set(['fillNull', 'cast', 'neg2zero', 'clamp', 'log', 'logit', 'boxCox', 'bucketize', 'hex2int', 'sigridHash', 'modulus']);
+
+export interface DerivedColumn {
+  /** Column name the backend plan reads (not a name a Parquet file would use). */
+  readonly name: string;
+  /** The raw input column. */
+  readonly input: string;
+  readonly type: ColumnType;
+  /** The op chain, as plan op name and validated params (what the reader runs). */
+  readonly ops: ReadonlyArray<{ readonly op: string; readonly params: unknown }>;
+  /** A feature that computes it, for the pipeline's fallback and its error messages. */
+  readonly feature: TypedFeature;
+}
+
+export interface Pushdown {
+  readonly derived: readonly DerivedColumn[];
+  /** Output feature name -> the derived column that is its value. */
+  readonly outputs: ReadonlyMap<string, string>;
+  /** The plan the backend runs: the features that were not pushed down; null when none are left. */
+  readonly plan: TypedPlan | null;
+}
+
+const isScalar = (t: ColumnType): boolean => t.kind !== 'list' && t.kind !== 'fixed';
+
+/** Splits a typed plan into derived columns for the reader and a plan for the backend, or null when nothing can be pushed. */
+export function planPushdown(plan: TypedPlan): Pushdown | null {
+  const derived: DerivedColumn[] = [];
+  const byKey = new Map<string, DerivedColumn>();
+  const specs: FeatureSpec[] = [];
+  const schema = new Map<string, ColumnType>();
+  // Features that a cross op reads by name stay with the backend, which computes them in order.
+  const crossed = new Set(plan.features.flatMap((f) => f.ops.filter((o) => o.op === 'cross').flatMap((o) => (o.params as { inputs: readonly string[] }).inputs)));
+  const outputs = new Map<string, string>();
+  if (plan.spec.features.length !== plan.features.length) return null;
+  for (const [i, f] of plan.features.entries()) {
+    const pushable = f.ops.length > 0 && isScalar(f.inputType) && isScalar(f.outputType) && f.outputType.kind !== 'utf8'
+      && f.ops.every((o) => PER_VALUE_OPS.has(o.op) && !o.def.stateful)
+      // A feature another feature crosses by name stays with the backend (cross looks it up by name).
+      && !crossed.has(f.name);
+    if (!pushable) {
+      specs.push(plan.spec.features[i]!);
+      schema.set(f.input, f.inputType);
+      continue;
+    }
+    const key = JSON.stringify([f.input, f.ops.map((o) => [o.op, o.params])], (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
+    let d = byKey.get(key);
+    if (d === undefined) {
+      d = { name: `${f.input}\u241f${derived.length}`, input: f.input, type: f.outputType, ops: f.ops.map((o) => ({ op: o.op, params: o.params })), feature: f };
+      byKey.set(key, d);
+      derived.push(d);
+    }
+    outputs.set(f.name, d.name);
+  }
+  if (derived.length === 0) return null;
+  if (plan.label !== null && plan.labelType !== null) schema.set(plan.label, { kind: plan.labelType });
+  const backendPlan = specs.length === 0 ? null : typeCheckPlan(loadPlan({ ...plan.spec, features: specs }), schema);
+  return { derived, outputs, plan: backendPlan };
+}
