@@ -7,6 +7,7 @@ export default defineConfig({
     alias: {
       '@sluice/core': fileURLToPath(new URL('./packages/core/src/index.ts', import.meta.url)),
       '@sluice/backend-cpu': fileURLToPath(new URL('./packages/backend-cpu/src/index.ts', import.meta.url)),
+      '@sluice/backend-webgpu': fileURLToPath(new URL('./packages/backend-webgpu/src/index.ts', import.meta.url)),
     },
   },
   test: {

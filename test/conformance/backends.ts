@@ -1,6 +1,7 @@
 // The backends the shared conformance suite runs against. A backend package adds itself here;
 // one that cannot run on this machine says why, and its tests are skipped with that reason.
 import '@sluice/backend-cpu';
+import { webgpuUnavailable } from '@sluice/backend-webgpu';
 import type { BackendSpec } from '@sluice/core';
 
 export interface BackendUnderTest {
@@ -16,4 +17,6 @@ export const BACKENDS: readonly BackendUnderTest[] = [
   { label: 'cpu, 1 worker', spec: { name: 'cpu', workers: 1 }, unavailable: always },
   { label: 'cpu, 2 workers', spec: { name: 'cpu', workers: 2 }, unavailable: always },
   { label: 'cpu, 2 workers, reference kernels only', spec: { name: 'cpu', workers: 2, fast: false }, unavailable: always },
+  // Dawn on whatever adapter the machine has (llvmpipe in CI); skipped with the apt steps when none.
+  { label: 'webgpu', spec: { name: 'webgpu' }, unavailable: webgpuUnavailable },
 ];

@@ -1,0 +1,54 @@
+// `sluice run --backend webgpu` through the built CLI: same output file as `--backend cpu`, and a
+// clear error (exit 1, the apt packages named) when Vulkan has no driver to offer. Spawns the
+// compiled bin, so `npm run build` first (npm test does).
+import { execFile } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { generateDataset, getPreset } from '@sluice/core';
+import { tempDir } from '../../core/test/helpers.js';
+import { webgpuUnavailable } from '../src/index.js';
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+const BIN = join(ROOT, 'packages', 'core', 'bin', 'sluice.js');
+const dir = tempDir('sluice-webgpu-cli-');
+
+function sluice(args: readonly string[], env: Record<string, string> = {}): Promise<{ status: number; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8' }, (err, _stdout, stderr) => {
+      const code = err === null ? 0 : (err as { code?: unknown }).code;
+      resolve({ status: typeof code === 'number' ? code : -1, stderr });
+    });
+  });
+}
+
+let skip: string | null = null;
+const input = join(dir, 'piper.parquet');
+const plan = join(dir, 'plan.json');
+beforeAll(async () => {
+  skip = await webgpuUnavailable();
+  if (skip) console.warn(`webgpu CLI tests skipped: ${skip}`);
+  await generateDataset({ preset: 'piper-d1', rows: 3000, out: input, seed: 5, rowGroupSize: 1000 });
+  writeFileSync(plan, JSON.stringify({ ...getPreset('piper-d1').defaultPlan(), batchSize: 700 }));
+}, 120_000);
+
+describe('sluice run --backend webgpu', () => {
+  it('writes the same output file as --backend cpu', async (ctx) => {
+    if (skip) ctx.skip();
+    const cpu = await sluice(['run', '--plan', plan, '--input', input, '--output', join(dir, 'cpu.parquet'), '--backend', 'cpu', '--workers', '1']);
+    const gpu = await sluice(['run', '--plan', plan, '--input', input, '--output', join(dir, 'gpu.parquet'), '--backend', 'webgpu']);
+    expect(cpu.status, cpu.stderr).toBe(0);
+    expect(gpu.status, gpu.stderr).toBe(0);
+    expect(readFileSync(join(dir, 'gpu.parquet')).equals(readFileSync(join(dir, 'cpu.parquet')))).toBe(true);
+  });
+
+  it('without a Vulkan driver: exit 1 and a message naming the apt packages, no crash', async (ctx) => {
+    // Dawn uses Vulkan on Linux only; elsewhere the variable hides nothing.
+    if (process.platform !== 'linux') ctx.skip();
+    // An ICD list that names no file hides every Vulkan driver from Dawn, GPU or llvmpipe.
+    const r = await sluice(['run', '--plan', plan, '--input', input, '--output', join(dir, 'none.parquet'), '--backend', 'webgpu'], { VK_ICD_FILENAMES: join(dir, 'no-such-icd.json') });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/sluice run: backend webgpu: .*(no WebGPU adapter|failed to load).*mesa-vulkan-drivers/);
+  });
+});
