@@ -8,6 +8,8 @@ export default defineConfig({
       '@sluice/core': fileURLToPath(new URL('./packages/core/src/index.ts', import.meta.url)),
       '@sluice/backend-cpu': fileURLToPath(new URL('./packages/backend-cpu/src/index.ts', import.meta.url)),
       '@sluice/backend-webgpu': fileURLToPath(new URL('./packages/backend-webgpu/src/index.ts', import.meta.url)),
+      '@sluice/backend-fpga-sim': fileURLToPath(new URL('./packages/backend-fpga-sim/src/index.ts', import.meta.url)),
+      '@sluice/backend-smartssd-sim': fileURLToPath(new URL('./packages/backend-smartssd-sim/src/index.ts', import.meta.url)),
     },
   },
   test: {

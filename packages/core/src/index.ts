@@ -16,6 +16,7 @@ export { packColumns, unpackColumns, type ColumnDesc, type PackedColumns } from 
 export { registerBackend, backendNames, createBackend } from './backend/registry.js';
 export type { Backend, BackendFactory, Capabilities, CostReport } from './backend/types.js';
 export { inlineCpuBackend } from './backend/inline.js';
+export { traceExecution, elementCount, type OpVisit } from './backend/work.js';
 export { DecoderPool, type FileMeta } from './io/decoder.js';
 export { openDataset, checkColumns, resolveInputs, type Dataset, type Unit } from './io/dataset.js';
 export { columnFromVector, arrowColumnType } from './io/arrow.js';

@@ -27,6 +27,8 @@ commands:
                                          preprocess and write one column per feature, in input order
   bench --plan P --input F [--backend B] [--workers N] [--state STATE] [--json]
                                          run to ready batches and report rows/s, stage times and peak RSS
+  reproduce piper-table4|presto [--rows N] [--json]
+                                         rerun a paper's table on the simulated backends (fpga-sim, smartssd-sim)
 
 common options: --debug (stack traces), --help
 --input takes a path, glob or http(s) URL; repeat it for several.`;
@@ -76,6 +78,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'run': return await cmdRun(values);
       case 'bench': return await cmdBench(values);
       case 'demo': return await cmdDemo(values);
+      case 'reproduce': return await cmdReproduce(values, positionals[1]);
       default: throw new UsageError(`unknown command "${cmd}"`);
     }
   } catch (e) {
@@ -258,6 +261,26 @@ async function cmdBench(values: Values): Promise<number> {
     ...Object.entries(m.reportTotals).map(([k, v]) => [`report: ${k} (sum)`, fmtNumber(v)]),
     ...Object.entries(m.backendSummary ?? {}).map(([k, v]) => [k, typeof v === 'number' ? fmtNumber(v) : v]),
   ]) + '\n');
+  return 0;
+}
+
+/** Which simulator package owns each `sluice reproduce` target. */
+const REPRODUCTIONS: Record<string, string> = { 'piper-table4': 'fpga-sim', presto: 'smartssd-sim' };
+
+async function cmdReproduce(values: Values, target: string | undefined): Promise<number> {
+  const backend = target === undefined ? undefined : REPRODUCTIONS[target];
+  if (backend === undefined) throw new UsageError(`reproduce takes one of ${Object.keys(REPRODUCTIONS).join(', ')}${target === undefined ? '' : `, got "${target}"`}`);
+  // Loaded at run time so that core never imports a backend package.
+  let pkg: { reproductions?: Record<string, (o: { rows?: number; json?: boolean }) => Promise<string>> };
+  try {
+    pkg = (await import(`@sluice/backend-${backend}`)) as typeof pkg;
+  } catch (e) {
+    throw new UsageError(`reproduce ${target} needs the package @sluice/backend-${backend} (${(e as Error).message})`);
+  }
+  const run = pkg.reproductions?.[target!];
+  if (run === undefined) throw new UsageError(`@sluice/backend-${backend} has no reproduction "${target}"`);
+  const rows = values.rows === undefined ? undefined : int(values, 'rows');
+  process.stdout.write((await run({ ...(rows !== undefined ? { rows } : {}), json: !!values.json })) + '\n');
   return 0;
 }
 

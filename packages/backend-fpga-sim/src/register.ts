@@ -1,0 +1,4 @@
+import { registerBackend } from '@sluice/core';
+import { fpgaSimBackend } from './backend.js';
+
+registerBackend('fpga-sim', fpgaSimBackend);
