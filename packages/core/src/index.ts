@@ -29,3 +29,4 @@ export { generateDataset, generateBatches, type GenerateOptions, type GenerateRe
 export { ParquetFileWriter, writeParquetTable, type ParquetWriteOptions } from './io/parquet-write.js';
 export { batchToArrow } from './io/batch-arrow.js';
 export { demoDataset, cacheDir, DEMO_ROWS } from './demo.js';
+export * from './transport/index.js';
