@@ -182,7 +182,7 @@ describe.skipIf(noPython !== null)('a client with no Sluice code', () => {
     for (const f of plan.features) {
       const col = table.getChild(f.name)!;
       for (let r = 0; r < b.rows; r++) {
-        const v = col.get(r) as number | { toArray(): Float32Array };
+        const v = col.get(r) as number | { toArray(): Float32Array | BigInt64Array };
         if (b.sparse[f.name] !== undefined) expect(b.sparse[f.name]![r]).toEqual([...(v as { toArray(): BigInt64Array }).toArray()].map(String));
         else if (typeof v === 'number') expect(b.dense[r]![b.names.indexOf(f.name)]).toBe(v);
         else [...v.toArray()].forEach((x, j) => expect(b.dense[r]![b.names.indexOf(`${f.name}:${j}`)]).toBe(x));
