@@ -62,6 +62,11 @@ class SabWire implements Wire {
   private sink: WireSink | null = null;
   private done = false;
   private closing = false;
+  /**
+   * A pending Atomics.waitAsync does not keep Node's event loop alive; without this an idle
+   * endpoint (e.g. a worker waiting for batches) would let its thread exit under it.
+   */
+  private keepAlive: ReturnType<typeof setInterval> | null = setInterval(() => undefined, 1 << 30);
 
   constructor(private readonly port: SabPort) {
     this.txCtrl = new Int32Array(port.tx, 0, 4);
@@ -95,7 +100,13 @@ class SabWire implements Wire {
   private finish(): void {
     if (this.done) return;
     this.done = true;
+    this.release();
     abandonSabPort(this.port);
+  }
+
+  private release(): void {
+    if (this.keepAlive !== null) clearInterval(this.keepAlive);
+    this.keepAlive = null;
   }
 
   private async writeLoop(): Promise<void> {
@@ -136,6 +147,7 @@ class SabWire implements Wire {
       if (avail === 0) {
         if (Atomics.load(c, GONE) === 1 || this.done) {
           if (!this.done) { this.done = true; abandonSabPort(this.port); }
+          this.release();
           this.sink!.lost(new TransportError('the peer went away'));
           return;
         }
