@@ -9,7 +9,7 @@
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import {
-  connectTcp, createBatchServer, encodeBatch, fromTransport, getPreset, inProcessPair, listenTcp, pipeline, sabChannel, sabQueuePair, toTransport, type Batch,
+  createBatchServer, encodeBatch, fromTransport, getPreset, inProcessPair, listenTcp, pipeline, sabChannel, sabQueuePair, toTransport, type Batch,
 } from '@sluice/core';
 import { cachedDataset, emitJson, fmtRatio, log, machine, printTable } from './lib.js';
 
