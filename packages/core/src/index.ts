@@ -30,3 +30,8 @@ export { generateDataset, generateBatches, type GenerateOptions, type GenerateRe
 export { ParquetFileWriter, writeParquetTable, type ParquetWriteOptions } from './io/parquet-write.js';
 export { batchToArrow } from './io/batch-arrow.js';
 export { demoDataset, cacheDir, DEMO_ROWS } from './demo.js';
+export * from './transport/index.js';
+export { createBatchServer, type BatchServer, type ServeOptions } from './serve/server.js';
+export { BatchStore, type BatchStoreOptions } from './serve/store.js';
+export { batchToMsgpack, batchToArrowStream, negotiate, ARROW_STREAM, MSGPACK, type BodyFormat } from './serve/encode.js';
+export { createClient, decodeMsgpackBatch, HttpError, type BatchClient, type ClientBatch, type ClientOptions, type BatchesOptions, type ServerInfo } from './client/client.js';

@@ -12,6 +12,7 @@ import { loadPlan, type Plan } from '../plan/load.js';
 import type { BackendSpec } from '../plan/types.js';
 import { pipeline, type PipelineOptions } from '../pipeline.js';
 import { Progress, formatTable, peakRssMB } from './progress.js';
+import { createBatchServer } from '../serve/server.js';
 
 const USAGE = `sluice — stream preprocessed training data from Parquet
 
@@ -29,6 +30,8 @@ commands:
                                          run to ready batches and report rows/s, stage times and peak RSS
   reproduce piper-table4|presto [--rows N] [--json]
                                          rerun a paper's table on the simulated backends (fpga-sim, smartssd-sim)
+  serve --plan P --input F --port N [--host H] [--token T] [--backend B] [--state STATE]
+                                         serve batches over HTTP: GET /v1/batches/{seq}, /v1/info, /healthz, /metrics
 
 common options: --debug (stack traces), --help
 --input takes a path, glob or http(s) URL; repeat it for several.`;
@@ -51,6 +54,9 @@ const OPTIONS = {
   workers: { type: 'string', short: 'w' },
   state: { type: 'string' },
   quiet: { type: 'boolean', short: 'q' },
+  port: { type: 'string' },
+  host: { type: 'string' },
+  token: { type: 'string' },
 } as const satisfies ParseArgsConfig['options'];
 
 class UsageError extends Error {}
@@ -79,6 +85,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'bench': return await cmdBench(values);
       case 'demo': return await cmdDemo(values);
       case 'reproduce': return await cmdReproduce(values, positionals[1]);
+      case 'serve': return await cmdServe(values);
       default: throw new UsageError(`unknown command "${cmd}"`);
     }
   } catch (e) {
@@ -352,4 +359,21 @@ function minMax(v: BigInt64Array): [string, string] {
   let hi = v[0]!;
   for (const x of v) { if (x < lo) lo = x; if (x > hi) hi = x; }
   return [String(lo), String(hi)];
+}
+
+async function cmdServe(values: Values): Promise<number> {
+  const plan = loadPlan(need(values, 'plan'));
+  const port = int(values, 'port');
+  if (port > 65535) throw new UsageError(`--port must be at most 65535, got ${port}`);
+  const token = (values.token as string | undefined) ?? process.env.SLUICE_TOKEN;
+  const s = await createBatchServer(plan, pipelineOptions(values, plan), token === undefined ? {} : { token });
+  const url = await s.listen(port, (values.host as string | undefined) ?? '127.0.0.1');
+  process.stderr.write(`serving ${s.store.batches} batches of ${plan.batchSize} rows at ${url}/v1/batches/{seq}${token === undefined ? '' : ' (bearer token required)'}\n`);
+  await new Promise<void>((resolve) => {
+    const stop = (): void => { process.off('SIGINT', stop); process.off('SIGTERM', stop); resolve(); };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+  await s.close();
+  return 0;
 }

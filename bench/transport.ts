@@ -1,0 +1,124 @@
+/**
+ * Transport throughput: real RM1 batches of 8192 rows sent to a receiver in another thread over
+ * the SharedArrayBuffer ring, TCP and HTTP (loopback), and in-process, in GB/s of batch bytes
+ * (dense + lengths + offsets + values + labels), side by side with a plain memcpy of the same bytes
+ * in the same run (ARCHITECTURE.md: a figure is a ratio against a peer measured alongside).
+ *
+ *   npm run bench:transport [-- --batches 60 --json]
+ */
+import { parseArgs } from 'node:util';
+import { Worker } from 'node:worker_threads';
+import {
+  createBatchServer, encodeBatch, fromTransport, getPreset, inProcessPair, listenTcp, pipeline, sabChannel, sabQueuePair, toTransport, type Batch,
+} from '@sluice/core';
+import { cachedDataset, emitJson, fmtRatio, log, machine, printTable } from './lib.js';
+
+const { values } = parseArgs({ options: { batches: { type: 'string', default: '60' }, json: { type: 'boolean' } } });
+const N = Number(values.batches);
+const ROWS = 8192;
+const CORE = new URL('../packages/core/dist/index.js', import.meta.url).href;
+
+const ds = await cachedDataset({ preset: 'rm1', rows: ROWS * 4, seed: 1 });
+const plan = { ...getPreset('rm1').defaultPlan(), batchSize: ROWS, backend: { name: 'reference' } };
+const source: Batch[] = [];
+for await (const b of pipeline(plan, { input: ds.path })) source.push(b);
+const batchBytes = (b: Batch): number => b.dense.data.byteLength + b.sparse.lengths.byteLength + b.sparse.offsets.byteLength + b.sparse.values.byteLength + (b.labels?.byteLength ?? 0);
+const perBatch = batchBytes(source[0]!);
+let total = 0;
+for (let i = 0; i < N; i++) total += batchBytes(source[i % source.length]!);
+log(`${N} RM1 batches of ${ROWS} rows, ${(perBatch / 1e6).toFixed(2)} MB each`);
+
+async function* stream(): AsyncGenerator<Batch> {
+  for (let i = 0; i < N; i++) yield source[i % source.length]!;
+}
+
+/**
+ * Runs `body` in a worker thread with core loaded. `ready` resolves once the worker has loaded
+ * and set up (so start-up is not timed); `done` with what the body returns.
+ */
+function inWorker<T>(body: string, data: unknown): { ready: Promise<void>; done: Promise<T> } {
+  const code = `const { parentPort, workerData } = require('node:worker_threads');
+    const ready = () => parentPort.postMessage('ready');
+    import(${JSON.stringify(CORE)}).then(async (core) => { ${body} }).then((r) => parentPort.postMessage({ r }), (e) => { throw e; });`;
+  const w = new Worker(code, { eval: true, workerData: data });
+  let ok!: () => void;
+  const ready = new Promise<void>((r) => { ok = r; });
+  const done = new Promise<T>((resolve, reject) => {
+    w.on('message', (m: 'ready' | { r: T }) => { if (m === 'ready') ok(); else resolve(m.r); });
+    w.once('error', reject);
+    w.once('exit', (c) => reject(new Error(`worker exited (${c})`)));
+  });
+  done.catch(() => undefined);
+  return { ready, done };
+}
+
+const RECEIVE = `ready(); let bytes = 0; let n = 0;
+  for await (const b of core.fromTransport(qp, { maxBatchBytes: 8 << 20, slots: 4 })) { bytes += b.dense.data.byteLength + b.sparse.lengths.byteLength + b.sparse.offsets.byteLength + b.sparse.values.byteLength + (b.labels ? b.labels.byteLength : 0); n++; }
+  qp.close(); return { bytes, n };`;
+
+const results: Array<{ transport: string; seconds: number }> = [];
+async function measure(transport: string, run: (start: () => void) => Promise<void>): Promise<void> {
+  let t0 = performance.now();
+  await run(() => { t0 = performance.now(); });
+  results.push({ transport, seconds: (performance.now() - t0) / 1000 });
+  log(`  ${transport}: ${((total / results.at(-1)!.seconds) / 1e9).toFixed(2)} GB/s`);
+}
+
+// memcpy: gather-copy each batch's arrays into one buffer, once per batch.
+const dst = new Uint8Array(perBatch + 4096);
+await measure('memcpy (same bytes)', async () => {
+  for (let i = 0; i < N; i++) {
+    let o = 0;
+    for (const seg of encodeBatch(source[i % source.length]!)) { dst.set(seg, o); o += seg.byteLength; }
+  }
+});
+
+await measure('in-process', async () => {
+  const [a, b] = inProcessPair();
+  const recv = (async () => { let n = 0; for await (const _ of fromTransport(b, { maxBatchBytes: 8 << 20 })) n++; return n; })();
+  await toTransport(a, stream());
+  if ((await recv) !== N) throw new Error('in-process: lost batches');
+});
+
+await measure('SharedArrayBuffer ring (worker)', async (start) => {
+  const [mine, theirs] = sabChannel(16 << 20);
+  const qp = sabQueuePair(mine);
+  const recv = inWorker<{ n: number }>(`const qp = core.sabQueuePair(workerData); ${RECEIVE}`, theirs);
+  await recv.ready;
+  start();
+  await toTransport(qp, stream());
+  if ((await recv.done).n !== N) throw new Error('sab: lost batches');
+  qp.close();
+});
+
+await measure('TCP loopback (worker)', async (start) => {
+  const l = await listenTcp({ port: 0 });
+  const recv = inWorker<{ n: number }>(`const qp = await core.connectTcp({ port: workerData }); ${RECEIVE}`, l.port);
+  const qp = await l.accept();
+  await recv.ready;
+  start();
+  await toTransport(qp, stream());
+  if ((await recv.done).n !== N) throw new Error('tcp: lost batches');
+  qp.close();
+  await l.close();
+});
+
+// HTTP: the server holds the 4 distinct batches (warmed once); a client in a worker fetches and decodes N of them.
+const srv = await createBatchServer(plan, { input: ds.path }, { cacheBatches: 8, prefetch: 0 });
+const url = await srv.listen(0);
+for (let s = 0; s < source.length; s++) await fetch(`${url}/v1/batches/${s}`, { headers: { accept: 'application/msgpack' } }).then((r) => r.arrayBuffer());
+await measure('HTTP loopback, msgpack (worker client)', async (start) => {
+  const w = inWorker<{ n: number }>(`const c = core.createClient(workerData.url); await c.batch(0); ready(); let n = 0;
+    for (let i = 0; i < workerData.n; i++) { const b = await c.batch(i % workerData.k); if (b.rows !== ${ROWS}) throw new Error('short'); n++; }
+    await c.close(); return { n };`, { url, n: N, k: source.length });
+  await w.ready;
+  start();
+  const r = await w.done;
+  if (r.n !== N) throw new Error('http: lost batches');
+});
+await srv.close();
+
+const memcpy = results[0]!.seconds;
+const rows = results.map((r) => [r.transport, ((total / r.seconds) / 1e9).toFixed(2), fmtRatio(memcpy / r.seconds)]);
+if (values.json) emitJson({ bench: 'transport', batches: N, rowsPerBatch: ROWS, bytesPerBatch: perBatch, results: results.map((r) => ({ ...r, gbPerSecond: total / r.seconds / 1e9, vsMemcpy: memcpy / r.seconds })), machine: machine() });
+else printTable(`Transport throughput: ${N} RM1 batches of ${ROWS} rows (${(perBatch / 1e6).toFixed(2)} MB each)`, ['transport', 'GB/s', 'vs memcpy'], rows);

@@ -1,0 +1,130 @@
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { Endpoint, type Frame, type Wire, type WireSink } from './engine.js';
+import { FrameParser, encodeFrame } from './frames.js';
+import { TransportError } from './types.js';
+
+class TcpWire implements Wire {
+  private gone = false;
+
+  constructor(private readonly socket: Socket) {
+    socket.setNoDelay(true);
+  }
+
+  start(sink: WireSink): void {
+    const parser = new FrameParser(sink);
+    this.socket.on('data', (chunk: Buffer) => parser.push(chunk));
+    const lost = (e?: Error): void => {
+      if (this.gone) return;
+      this.gone = true;
+      sink.lost(new TransportError(`the peer went away${e ? ` (${e.message})` : ''}`, {}, { cause: e }));
+    };
+    this.socket.on('error', lost);
+    this.socket.on('close', () => lost());
+  }
+
+  send(f: Frame): void {
+    if (this.gone || this.socket.destroyed) return;
+    const parts = encodeFrame(f);
+    this.socket.cork();
+    for (const p of parts) this.socket.write(p);
+    this.socket.uncork();
+  }
+
+  close(): void {
+    this.gone = true;
+    this.socket.end();
+  }
+
+  abort(): void {
+    this.gone = true;
+    this.socket.destroy();
+  }
+}
+
+/** A queue pair over an already connected socket. */
+export function tcpQueuePair(socket: Socket): Endpoint {
+  return new Endpoint(new TcpWire(socket));
+}
+
+/** A TCP listener whose connections become queue pairs. */
+export interface TcpListener {
+  readonly port: number;
+  readonly host: string;
+  /** The next incoming connection. */
+  accept(signal?: AbortSignal): Promise<Endpoint>;
+  close(): Promise<void>;
+}
+
+/**
+ * Listens for queue-pair connections (127.0.0.1 unless `host` says otherwise; port 0 picks one).
+ *
+ * @example
+ * const l = await listenTcp({ port: 0 });
+ * const qp = await l.accept();
+ */
+export async function listenTcp(options: { port?: number; host?: string } = {}): Promise<TcpListener> {
+  const host = options.host ?? '127.0.0.1';
+  const ready: Endpoint[] = [];
+  const waiters: Array<(e: Endpoint) => void> = [];
+  const server: Server = createServer((socket) => {
+    const qp = tcpQueuePair(socket);
+    const w = waiters.shift();
+    if (w) w(qp); else ready.push(qp);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (e) => reject(new TransportError(`cannot listen on ${host}:${options.port ?? 0}: ${e.message}`, {}, { cause: e })));
+    server.listen(options.port ?? 0, host, resolve);
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    host,
+    accept(signal?: AbortSignal): Promise<Endpoint> {
+      const qp = ready.shift();
+      if (qp) return Promise.resolve(qp);
+      return new Promise((resolve, reject) => {
+        waiters.push(resolve);
+        signal?.addEventListener('abort', () => { waiters.splice(waiters.indexOf(resolve), 1); reject(signal.reason); }, { once: true });
+      });
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+export interface ConnectOptions {
+  host?: string;
+  port: number;
+  /** Attempts after the first failure (default 20). */
+  retries?: number;
+  /** First wait between attempts, doubled each time up to 2 s (default 50 ms). */
+  retryDelayMs?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Connects to a `listenTcp` peer, retrying while it is not up yet (refused, reset, unreachable),
+ * with exponential back-off. A connection that later drops flushes the queue pair like any lost
+ * peer; connect again and resume from the last batch received.
+ */
+export async function connectTcp(options: ConnectOptions): Promise<Endpoint> {
+  const host = options.host ?? '127.0.0.1';
+  const retries = options.retries ?? 20;
+  let delay = options.retryDelayMs ?? 50;
+  for (let attempt = 0; ; attempt++) {
+    options.signal?.throwIfAborted();
+    try {
+      const socket = await new Promise<Socket>((resolve, reject) => {
+        const s = connect({ host, port: options.port });
+        s.once('connect', () => { s.removeListener('error', reject); resolve(s); });
+        s.once('error', reject);
+      });
+      return tcpQueuePair(socket);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      const transient = code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'ETIMEDOUT';
+      if (!transient || attempt >= retries) throw new TransportError(`cannot connect to ${host}:${options.port}: ${(e as Error).message}`, {}, { cause: e });
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 2000);
+    }
+  }
+}
+

@@ -1,0 +1,196 @@
+// HTTP serving: every batch a client gets equals the pipeline's own batch of that seq, whatever
+// the order asked in; status codes for auth, bad seq and the end; the typed client; and a client
+// with no Sluice code (Python) against `sluice run`.
+import { execFile, execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { tableFromIPC } from 'apache-arrow';
+import * as pw from 'parquet-wasm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBatchServer, createClient, generateDataset, getPreset, pipeline, type Batch, type BatchServer, type ClientBatch, type PlanSpec } from '@sluice/core';
+import { tempDir } from '../helpers.js';
+
+const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+const dir = tempDir('sluice-serve-test-');
+const data = join(dir, 'rm1.parquet');
+// 1000 rows in batches of 128: 7 full batches and one of 104.
+// The in-process reference backend: each pipeline run starts no worker pool.
+const plan: PlanSpec = { ...getPreset('rm1').defaultPlan(), batchSize: 128, backend: { name: 'reference' } };
+const TOKEN = 'sekret';
+let oracle: Batch[] = [];
+let srv: BatchServer;
+let url = '';
+
+beforeAll(async () => {
+  await generateDataset({ preset: 'rm1', rows: 1000, out: data, seed: 7, rowGroupSize: 300 });
+  oracle = [];
+  for await (const b of pipeline(plan, { input: data })) oracle.push(b);
+  // A tiny cache and frequent resume points, so that out-of-order reads must re-make batches.
+  srv = await createBatchServer(plan, { input: data }, { token: TOKEN, cacheBatches: 2, prefetch: 1, maxRuns: 2, checkpointEvery: 2 });
+  url = await srv.listen(0);
+});
+
+afterAll(async () => { await srv?.close(); });
+
+const get = (path: string, headers: Record<string, string> = { authorization: `Bearer ${TOKEN}` }): Promise<Response> => fetch(url + path, { headers });
+
+function expectSame(got: ClientBatch, want: Batch): void {
+  expect(got.seq).toBe(want.seq);
+  expect(got.rows).toBe(want.rows);
+  expect(got.dense.names).toEqual(want.dense.names);
+  expect(got.dense.data).toEqual(want.dense.data);
+  expect(got.sparse.keys).toEqual(want.sparse.keys);
+  expect(got.sparse.lengths).toEqual(want.sparse.lengths);
+  expect(got.sparse.offsets).toEqual(want.sparse.offsets);
+  expect(got.sparse.values).toEqual(want.sparse.values);
+  expect(got.labels).toEqual(want.labels);
+}
+
+describe('sluice serve (HTTP)', () => {
+  it('serves the deterministic sequence in any order with bounded memory', async () => {
+    expect(oracle.map((b) => b.rows)).toEqual([128, 128, 128, 128, 128, 128, 128, 104]);
+    const c = createClient(url, { token: TOKEN });
+    try {
+      for (const seq of [5, 0, 7, 1, 6, 2, 2, 3, 0, 4]) {
+        expectSame((await c.batch(seq))!, oracle[seq]!);
+        expect(srv.store.cached).toBeLessThanOrEqual(2);
+        expect(srv.store.activeRuns).toBeLessThanOrEqual(2);
+      }
+      expect(await c.batch(8)).toBeNull();
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('answers 401 without the token, 400 for a malformed seq, 404 past the end', async () => {
+    expect((await get('/v1/batches/0', {})).status).toBe(401);
+    expect((await get('/v1/batches/0', { authorization: 'Bearer wrong' })).status).toBe(401);
+    expect((await get('/v1/info', {})).status).toBe(401);
+    for (const bad of ['abc', '-1', '01', '1.5', '1e3', '', '99999999999999999999']) {
+      const r = await get(`/v1/batches/${bad}`);
+      expect(r.status, bad).toBe(400);
+      expect(((await r.json()) as { error: string }).error).toMatch(/non-negative integer/);
+    }
+    const end = await get('/v1/batches/8');
+    expect(end.status).toBe(404);
+    expect(await end.json()).toEqual({ end: true, batches: 8 });
+    expect((await get('/v1/batches/0', { authorization: `Bearer ${TOKEN}`, accept: 'text/html' })).status).toBe(406);
+    expect((await fetch(url + '/v1/batches/0', { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(405);
+    expect((await get('/v1/' + 'x'.repeat(300))).status).toBe(414);
+    expect((await get('/healthz', {})).status).toBe(200);
+  });
+
+  it('sends Arrow by default with one column per feature, and reports metrics', async () => {
+    const r = await get('/v1/batches/1');
+    expect(r.headers.get('content-type')).toBe('application/vnd.apache.arrow.stream');
+    const t = tableFromIPC(new Uint8Array(await r.arrayBuffer()));
+    expect(t.numRows).toBe(128);
+    expect(t.schema.fields.map((f) => f.name)).toEqual([...plan.features.map((f) => f.name), plan.label]);
+    const b = oracle[1]!;
+    const k = b.sparse.keys.indexOf('C1');
+    const first = t.getChild('C1')!.get(0) as { toArray(): BigInt64Array };
+    expect([...first.toArray()]).toEqual([...b.sparse.values.subarray(b.sparse.offsets[k]!, b.sparse.offsets[k]! + b.sparse.lengths[k * b.rows]!)]);
+    const info = await (await get('/v1/info')).json() as { batches: number; batchSize: number; sparse: { keys: string[] } };
+    expect(info).toMatchObject({ batches: 8, batchSize: 128, sparse: { keys: b.sparse.keys } });
+    const metrics = await (await get('/metrics', {})).text();
+    expect(metrics).toMatch(/sluice_batches_served_total\{format="arrow"\} [1-9]/);
+    expect(metrics).toMatch(/sluice_request_duration_seconds_bucket/);
+    expect(metrics).toMatch(/sluice_queue_depth 0/);
+  });
+
+  it('the typed client splits the stream by rank and resumes from a cursor', async () => {
+    const c = createClient(url, { token: TOKEN });
+    try {
+      const rank1: number[] = [];
+      for await (const b of c.batches({ start: 1, step: 3 })) { expectSame(b, oracle[b.seq]!); rank1.push(b.seq); }
+      expect(rank1).toEqual([1, 4, 7]);
+      const it = c.batches({ start: 0 });
+      const seen: number[] = [];
+      for await (const b of it) { seen.push(b.seq); if (b.seq === 2) break; }
+      const again: number[] = [];
+      for await (const b of c.batches({ start: it.cursor })) again.push(b.seq);
+      expect([...seen, ...again]).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+      await expect(createClient(url).batch(0)).rejects.toMatchObject({ status: 401 });
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('the client retries a body cut off mid-way and gets the whole batch', async () => {
+    // A proxy that cuts its first batch response in half, then passes requests through.
+    let cut = 0;
+    const proxy: Server = createServer((req, res) => {
+      const up = httpRequest(url + req.url!, { headers: req.headers }, (r) => {
+        if (cut++ === 0) {
+          res.writeHead(r.statusCode!, r.headers);
+          r.once('data', (chunk: Buffer) => { res.write(chunk.subarray(0, chunk.length >> 1)); res.socket?.destroy(); r.destroy(); });
+          return;
+        }
+        res.writeHead(r.statusCode!, r.headers);
+        r.pipe(res);
+      });
+      up.end();
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const c = createClient(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, { token: TOKEN, retryDelayMs: 5 });
+    try {
+      expectSame((await c.batch(3))!, oracle[3]!);
+      expect(cut).toBe(2);
+    } finally {
+      await c.close();
+      proxy.closeAllConnections();
+      await new Promise((r) => proxy.close(r));
+    }
+  });
+});
+
+/** The first Python with msgpack and numpy ($PYTHON, python3 on PATH, the system one), or why there is none. */
+function findPython(): { python: string } | { missing: string } {
+  const tried: string[] = [];
+  for (const py of [process.env.PYTHON, 'python3', '/usr/bin/python3'].filter((p): p is string => !!p)) {
+    try {
+      execFileSync(py, ['-c', 'import msgpack, numpy'], { stdio: 'pipe' });
+      return { python: py };
+    } catch (e) {
+      tried.push(`${py}: ${String((e as Error).message).split('\n').find((l) => /Error|ENOENT/.test(l)) ?? 'failed'}`);
+    }
+  }
+  return { missing: `no python3 with msgpack and numpy (${tried.join('; ')}); apt-get install python3-msgpack python3-numpy` };
+}
+const py = findPython();
+const noPython = 'missing' in py ? py.missing : null;
+const PYTHON = 'python' in py ? py.python : 'python3';
+if (noPython) console.warn(`skipping the Python client test: ${noPython}`);
+
+describe.skipIf(noPython !== null)('a client with no Sluice code', () => {
+  it('Python (urllib + msgpack + numpy) gets batch 0 equal to the first rows of `sluice run`', async () => {
+    const planFile = join(dir, 'plan.json');
+    const out = join(dir, 'run.parquet');
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(planFile, JSON.stringify(plan));
+    execFileSync(process.execPath, [join(ROOT, 'packages/core/bin/sluice.js'), 'run', '--plan', planFile, '--input', data, '--output', out, '--quiet'], { cwd: ROOT, stdio: 'pipe' });
+    const table = tableFromIPC(pw.readParquet(readFileSync(out)).intoIPCStream());
+    const py = await new Promise<string>((resolve, reject) => {
+      execFile(PYTHON, [join(ROOT, 'examples/python-client/client.py'), url, '--token', TOKEN, '--seq', '0', '--json'], { maxBuffer: 64 << 20 }, (err, stdout, stderr) => (err ? reject(new Error(stderr || err.message)) : resolve(stdout)));
+    });
+    const b = JSON.parse(py) as { rows: number; names: string[]; dense: number[][]; sparse: Record<string, string[][]>; labels: number[] };
+    expect(b.rows).toBe(128);
+    let checked = 0;
+    for (const f of plan.features) {
+      const col = table.getChild(f.name)!;
+      for (let r = 0; r < b.rows; r++) {
+        const v = col.get(r) as number | { toArray(): Float32Array | BigInt64Array };
+        if (b.sparse[f.name] !== undefined) expect(b.sparse[f.name]![r]).toEqual([...(v as { toArray(): BigInt64Array }).toArray()].map(String));
+        else if (typeof v === 'number') expect(b.dense[r]![b.names.indexOf(f.name)]).toBe(v);
+        else [...v.toArray()].forEach((x, j) => expect(b.dense[r]![b.names.indexOf(`${f.name}:${j}`)]).toBe(x));
+        checked++;
+      }
+    }
+    expect(checked).toBe(128 * plan.features.length);
+    const labels = table.getChild(plan.label!)!;
+    expect(b.labels).toEqual(Array.from({ length: 128 }, (_, r) => labels.get(r) as number));
+  });
+});

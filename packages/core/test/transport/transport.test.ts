@@ -1,0 +1,231 @@
+// One suite, three transports: in-process, SharedArrayBuffer rings, TCP. Every test states a
+// rule of the queue-pair contract and checks it on each implementation alike.
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  Endpoint, TransportError, connectTcp, fromTransport, inProcessPair, listenTcp, sabChannel, sabQueuePair, toTransport,
+  type Batch, type Completion, type CompletionQueue,
+} from '@sluice/core';
+
+interface Pair { a: Endpoint; b: Endpoint; cleanup(): Promise<void> }
+
+const IMPLS: Array<[string, () => Promise<Pair>]> = [
+  ['in-process', async () => { const [a, b] = inProcessPair(); return { a, b, cleanup: async () => undefined }; }],
+  // A small ring so that messages wrap around it and the writer has to wait for room.
+  ['shared-memory ring', async () => { const [pa, pb] = sabChannel(1 << 12); return { a: sabQueuePair(pa), b: sabQueuePair(pb), cleanup: async () => undefined }; }],
+  ['tcp', async () => {
+    const l = await listenTcp({ port: 0 });
+    const [a, b] = await Promise.all([connectTcp({ port: l.port }), l.accept()]);
+    return { a, b, cleanup: () => l.close() };
+  }],
+];
+
+async function take(cq: CompletionQueue, n: number): Promise<Completion[]> {
+  const out: Completion[] = [];
+  while (out.length < n) out.push(await cq.next(AbortSignal.timeout(5000)));
+  return out;
+}
+
+/** Lets queued frames move (a few turns of the event loop and the network). */
+const settle = (ms = 30): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+const bytes = (...xs: number[]): Uint8Array => Uint8Array.from(xs);
+const payload = (c: Completion): number[] => {
+  const all: number[] = [];
+  for (const d of c.data ?? []) all.push(...d);
+  return all;
+};
+
+function batch(seq: number, rows: number): Batch {
+  const dim = 3;
+  const keys = ['c1', 'c2'];
+  const lengths = Int32Array.from({ length: keys.length * rows }, (_, i) => (i + seq) % 3);
+  const offsets = new Int32Array(keys.length + 1);
+  for (let k = 0; k < keys.length; k++) offsets[k + 1] = offsets[k]! + lengths.subarray(k * rows, (k + 1) * rows).reduce((a, x) => a + x, 0);
+  return {
+    seq, epoch: 0, rows,
+    dense: { names: ['a', 'b', 'c'], features: [{ name: 'a', offset: 0, width: 1, vector: false }, { name: 'b', offset: 1, width: 2, vector: true }], dim, data: Float32Array.from({ length: rows * dim }, (_, i) => i * 0.5 + seq) },
+    sparse: { keys, lengths, offsets, values: BigInt64Array.from({ length: offsets[keys.length]! }, (_, i) => BigInt(i) * 1_000_000_007n - BigInt(seq)) },
+    labels: Float32Array.from({ length: rows }, (_, i) => (i + seq) % 2),
+    end: { epoch: 0, window: 0, offset: (seq + 1) * rows },
+  };
+}
+
+async function* batches(n: number, rows: number): AsyncGenerator<Batch> {
+  for (let s = 0; s < n; s++) yield batch(s, rows);
+}
+
+describe.each(IMPLS)('transport: %s', (_name, open) => {
+  let pair: Pair;
+  afterEach(async () => {
+    pair.a.close();
+    pair.b.close();
+    await pair.cleanup();
+  });
+
+  it('delivers a gather list into the posted receive, with its immediate, and completes both sides', async () => {
+    pair = await open();
+    const { a, b } = pair;
+    const mr = b.registerMemory(64);
+    b.postRecv(10, mr, 8, 16);
+    a.postSend(1, [bytes(1, 2), bytes(3), bytes(4, 5, 6)], { imm: 0xdeadbeef });
+    const [r] = await take(b.cq, 1);
+    expect(r).toMatchObject({ wrId: 10, opcode: 'recv', status: 'success', byteLength: 6, imm: 0xdeadbeef });
+    expect(payload(r!)).toEqual([1, 2, 3, 4, 5, 6]);
+    const [s] = await take(a.cq, 1);
+    expect(s).toMatchObject({ wrId: 1, opcode: 'send', status: 'success', byteLength: 6 });
+  });
+
+  it('never overruns the receiver: sends beyond the posted receives wait for credit, in order', async () => {
+    pair = await open();
+    const { a, b } = pair;
+    const mr = b.registerMemory(5 * 8);
+    b.postRecv(0, mr, 0, 8);
+    b.postRecv(1, mr, 8, 8);
+    for (let i = 0; i < 5; i++) a.postSend(100 + i, bytes(i, i, i));
+    const first = await take(b.cq, 2);
+    await settle();
+    expect(first.map((c) => [c.wrId, payload(c)[0]])).toEqual([[0, 0], [1, 1]]);
+    expect(b.cq.poll()).toEqual([]); // the third send had no credit
+    expect(a.credits).toBe(0);
+    expect(a.queuedSends).toBe(3);
+    expect((await take(a.cq, 2)).map((c) => c.wrId)).toEqual([100, 101]);
+    for (let i = 2; i < 5; i++) b.postRecv(i, mr, i * 8, 8);
+    const rest = await take(b.cq, 3);
+    expect(rest.map((c) => [c.wrId, payload(c)[0]])).toEqual([[2, 2], [3, 3], [4, 4]]);
+    expect((await take(a.cq, 3)).map((c) => c.wrId)).toEqual([102, 103, 104]);
+    expect(a.queuedSends).toBe(0);
+  });
+
+  it('fails a send bigger than the receive it would use, and keeps the credit for the next', async () => {
+    pair = await open();
+    const { a, b } = pair;
+    const mr = b.registerMemory(4);
+    b.postRecv(7, mr);
+    await settle();
+    a.postSend(1, new Uint8Array(8));
+    const [e] = await take(a.cq, 1);
+    expect(e).toMatchObject({ wrId: 1, status: 'length-error', byteLength: 0 });
+    expect(a.credits).toBe(1);
+    a.postSend(2, bytes(9, 8, 7));
+    expect(payload((await take(b.cq, 1))[0]!)).toEqual([9, 8, 7]);
+  });
+
+  it('completes out of posting order: a write overtakes a send waiting for credit', async () => {
+    pair = await open();
+    const { a, b } = pair;
+    const target = b.registerMemory(16, { remoteWrite: true });
+    a.postSend(1, bytes(42)); // no receive posted yet: waits
+    a.postWrite(2, [bytes(1, 2), bytes(3, 4)], { key: target.key, offset: 4 });
+    a.postWrite(3, bytes(1), { key: target.key + 99, offset: 0 }); // no such region
+    a.postWrite(4, bytes(1, 2), { key: target.key, offset: 15 }); // past the end
+    const early = await take(a.cq, 3);
+    expect(early.map((c) => [c.wrId, c.opcode, c.status])).toEqual([[2, 'write', 'success'], [3, 'write', 'remote-access-error'], [4, 'write', 'remote-access-error']]);
+    expect([...target.bytes]).toEqual([0, 0, 0, 0, 1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0]);
+    expect(a.queuedSends).toBe(1);
+    b.postRecv(5, b.registerMemory(8));
+    expect((await take(a.cq, 1))[0]).toMatchObject({ wrId: 1, opcode: 'send', status: 'success' });
+    expect(payload((await take(b.cq, 1))[0]!)).toEqual([42]);
+  });
+
+  it('a write with an immediate consumes a posted receive and announces itself there', async () => {
+    pair = await open();
+    const { a, b } = pair;
+    const target = b.registerMemory(8, { remoteWrite: true });
+    b.postRecv(3, b.registerMemory(0));
+    a.postWrite(9, bytes(5, 6), { key: target.key, offset: 2 }, { imm: 77 });
+    expect((await take(b.cq, 1))[0]).toMatchObject({ wrId: 3, opcode: 'write-imm', status: 'success', byteLength: 2, imm: 77 });
+    expect([...target.bytes.subarray(2, 4)]).toEqual([5, 6]);
+    expect((await take(a.cq, 1))[0]).toMatchObject({ wrId: 9, opcode: 'write', status: 'success' });
+  });
+
+  it('when the peer goes away, unfinished work on the survivor completes flushed and new work is refused', async () => {
+    pair = await open();
+    const { a, b } = pair;
+    const mr = b.registerMemory(8);
+    b.postRecv(0, mr);
+    for (let i = 1; i <= 3; i++) a.postSend(i, bytes(i));
+    a.postRecv(50, a.registerMemory(8));
+    expect((await take(b.cq, 1))[0]!.wrId).toBe(0);
+    expect((await take(a.cq, 1))[0]).toMatchObject({ wrId: 1, status: 'success' });
+    b.abandon(); // no goodbye: a crash
+    const flushed = await take(a.cq, 3);
+    expect(flushed.map((c) => [c.wrId, c.opcode, c.status])).toEqual([[2, 'send', 'flushed'], [3, 'send', 'flushed'], [50, 'recv', 'flushed']]);
+    expect(a.state).toBe('error');
+    expect(() => a.postSend(4, bytes(4))).toThrow(TransportError);
+    await expect(a.cq.next()).rejects.toThrow(/went away/);
+  });
+
+  it('a graceful close flushes the peer\'s posted receives', async () => {
+    pair = await open();
+    const { a, b } = pair;
+    b.postRecv(1, b.registerMemory(8));
+    await settle();
+    a.close();
+    expect((await take(b.cq, 1))[0]).toMatchObject({ wrId: 1, opcode: 'recv', status: 'flushed' });
+    expect(b.state).toBe('error');
+    expect(() => a.postRecv(2, a.registerMemory(1))).toThrow(/closed/);
+  });
+
+  it('rejects receives outside their region and regions of another queue pair', async () => {
+    pair = await open();
+    const { a, b } = pair;
+    const mr = b.registerMemory(8);
+    expect(() => b.postRecv(1, mr, 4, 8)).toThrow(/outside region/);
+    expect(() => b.postRecv(1, a.registerMemory(8))).toThrow(/not registered/);
+  });
+
+  it('toTransport / fromTransport carry pipeline batches intact and end cleanly', async () => {
+    pair = await open();
+    const { a, b } = pair;
+    const sending = toTransport(a, batches(7, 50), { window: 2 });
+    const got: Batch[] = [];
+    for await (const x of fromTransport(b, { slots: 2, maxBatchBytes: 8192, copy: true })) got.push(x);
+    expect(await sending).toMatchObject({ batches: 7 });
+    expect(got.map((x) => x.seq)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    for (const x of got) {
+      const want = batch(x.seq, 50);
+      expect(x.rows).toBe(50);
+      expect([...x.dense.data]).toEqual([...want.dense.data]);
+      expect([...x.sparse.lengths]).toEqual([...want.sparse.lengths]);
+      expect([...x.sparse.offsets]).toEqual([...want.sparse.offsets]);
+      expect([...x.sparse.values]).toEqual([...want.sparse.values]);
+      expect([...x.labels!]).toEqual([...want.labels!]);
+      expect(x.dense.features).toEqual(want.dense.features);
+      expect(x.end).toEqual(want.end);
+    }
+  });
+
+  it('a batch larger than the trainer\'s buffers fails the sender with a clear error', async () => {
+    pair = await open();
+    const { a, b } = pair;
+    const recv = (async () => { for await (const _ of fromTransport(b, { slots: 1, maxBatchBytes: 1024 })) { /* none */ } })();
+    await expect(toTransport(a, batches(1, 500))).rejects.toThrow(/batch 0 is larger than the receive buffers/);
+    a.close();
+    await expect(recv).rejects.toThrow(/sender went away/);
+  });
+
+  it('fromTransport fails when the sender dies mid-stream, naming the last batch it got', async () => {
+    pair = await open();
+    const { a, b } = pair;
+    async function* dying(): AsyncGenerator<Batch> { yield batch(0, 10); yield batch(1, 10); await settle(); a.abandon(); }
+    const sending = toTransport(a, dying()).catch((e: unknown) => e);
+    const seen: number[] = [];
+    await expect((async () => { for await (const x of fromTransport(b, { maxBatchBytes: 4096 })) seen.push(x.seq); })()).rejects.toThrow(/last batch received: 1/);
+    expect(seen).toEqual([0, 1]);
+    expect(await sending).toBeInstanceOf(Error);
+  });
+});
+
+describe('transport: in-process hand-off', () => {
+  it('gives the trainer the sender\'s own arrays (zero copy)', async () => {
+    const [a, b] = inProcessPair();
+    const sent = batch(3, 20);
+    async function* one(): AsyncGenerator<Batch> { yield sent; }
+    const sending = toTransport(a, one());
+    for await (const x of fromTransport(b, { slots: 1, maxBatchBytes: 4096 })) {
+      expect(x.dense.data.buffer).toBe(sent.dense.data.buffer);
+      expect(x.sparse.values.buffer).toBe(sent.sparse.values.buffer);
+    }
+    await sending;
+  });
+});
