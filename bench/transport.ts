@@ -106,11 +106,26 @@ await measure('TCP loopback (worker)', async (start) => {
 // HTTP: the server holds the 4 distinct batches (warmed once); a client in a worker fetches and decodes N of them.
 const srv = await createBatchServer(plan, { input: ds.path }, { cacheBatches: 8, prefetch: 0 });
 const url = await srv.listen(0);
-for (let s = 0; s < source.length; s++) await fetch(`${url}/v1/batches/${s}`, { headers: { accept: 'application/msgpack' } }).then((r) => r.arrayBuffer());
+for (let s = 0; s < source.length; s++) {
+  for (const accept of ['application/msgpack', 'application/vnd.apache.arrow.stream']) await fetch(`${url}/v1/batches/${s}`, { headers: { accept } }).then((r) => r.arrayBuffer());
+}
 await measure('HTTP loopback, msgpack (worker client)', async (start) => {
   const w = inWorker<{ n: number }>(`const c = core.createClient(workerData.url); await c.batch(0); ready(); let n = 0;
     for (let i = 0; i < workerData.n; i++) { const b = await c.batch(i % workerData.k); if (b.rows !== ${ROWS}) throw new Error('short'); n++; }
     await c.close(); return { n };`, { url, n: N, k: source.length });
+  await w.ready;
+  start();
+  const r = await w.done;
+  if (r.n !== N) throw new Error('http: lost batches');
+});
+// The default body: an Arrow IPC stream, read with undici and decoded by apache-arrow (zero-copy columns).
+await measure('HTTP loopback, Arrow (worker client)', async (start) => {
+  const w = inWorker<{ n: number }>(`const { request, Agent } = require('undici'); const { tableFromIPC } = require('apache-arrow');
+    const agent = new Agent({ connections: 1, pipelining: 1 });
+    const get = async (s) => { const r = await request(workerData.url + '/v1/batches/' + s, { dispatcher: agent }); return tableFromIPC(new Uint8Array(await r.body.arrayBuffer())); };
+    await get(0); ready(); let n = 0;
+    for (let i = 0; i < workerData.n; i++) { const t = await get(i % workerData.k); if (t.numRows !== ${ROWS}) throw new Error('short'); n++; }
+    await agent.close(); return { n };`, { url, n: N, k: source.length });
   await w.ready;
   start();
   const r = await w.done;
