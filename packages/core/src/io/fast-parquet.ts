@@ -196,21 +196,14 @@ function indices(page: Uint8Array, p: number, encoding: string, n: number, prese
   if (width > 32) throw new Error(`column ${col}: dictionary index bit width ${width}`);
   if (valid === null) {
     rleHybrid(page, p + 1, page.length, width, rowIdx, at, n);
-    let max = 0;
-    for (let i = at; i < at + n; i++) max = Math.max(max, rowIdx[i]! >>> 0);
-    if (n > 0 && max >= dict.size) throw new Error(`column ${col}: dictionary index ${max} out of range (${dict.size} entries)`);
+    if (n > 0 && rleMax >= dict.size) throw new Error(`column ${col}: dictionary index ${rleMax} out of range (${dict.size} entries)`);
     return;
   }
   const idx = new Int32Array(present);
   rleHybrid(page, p + 1, page.length, width, idx, 0, present);
-  let max = 0;
-  for (let i = 0, k = 0; i < n; i++) {
-    if (valid[at + i] === 0) { rowIdx[at + i] = dict.size; continue; }
-    const j = idx[k++]!;
-    max = Math.max(max, j >>> 0);
-    rowIdx[at + i] = j;
-  }
-  if (present > 0 && max >= dict.size) throw new Error(`column ${col}: dictionary index ${max} out of range (${dict.size} entries)`);
+  if (present > 0 && rleMax >= dict.size) throw new Error(`column ${col}: dictionary index ${rleMax} out of range (${dict.size} entries)`);
+  const nul = dict.size;
+  for (let i = 0, k = 0; i < n; i++) rowIdx[at + i] = valid[at + i] === 0 ? nul : idx[k++]!;
 }
 
 /** A column computed from an input column by a chain of per-value ops (see plan/pushdown.ts). */
@@ -299,6 +292,7 @@ function dictColumn(d: Dict): Column {
 function gatherRows(c: Column, idx: Int32Array): Column | null {
   if (c.type !== 'int32' && c.type !== 'int64' && c.type !== 'float32' && c.type !== 'float64') return null;
   const rows = idx.length;
+  if (c.type === 'int64' && c.valid !== null) return gatherRowsI64(c.values, c.valid, idx);
   const values = newArray(c.type, rows);
   gather(c.type, values, c.values, idx, 0, rows, null);
   let valid: Uint8Array | null = null;
@@ -310,6 +304,25 @@ function gatherRows(c: Column, idx: Int32Array): Column | null {
     valid = all === 1 ? null : v;
   }
   return { type: c.type, values, valid } as Column;
+}
+
+/** gatherRows for int64 with validity, in one pass (the sparse-id case). */
+function gatherRowsI64(src: BigInt64Array, cv: Uint8Array, idx: Int32Array): Column {
+  const rows = idx.length;
+  const values = new BigInt64Array(rows);
+  const o = new Int32Array(values.buffer);
+  const d = new Int32Array(src.buffer, src.byteOffset, src.length * 2);
+  const v = new Uint8Array(rows);
+  let all = 1;
+  for (let i = 0; i < rows; i++) {
+    const j = idx[i]!;
+    o[2 * i] = d[2 * j]!;
+    o[2 * i + 1] = d[2 * j + 1]!;
+    const b = cv[j]!;
+    v[i] = b;
+    all &= b;
+  }
+  return { type: 'int64', values, valid: all === 1 ? null : v };
 }
 
 function newArray(type: PrimitiveType, n: number): Int32Array | BigInt64Array | Float32Array | Float64Array {
@@ -368,9 +381,7 @@ function readValues(
   if (width > 32) throw new Error(`column ${col}: dictionary index bit width ${width}`);
   const idx = new Int32Array(present);
   rleHybrid(page, p + 1, page.length, width, idx, 0, present);
-  let max = 0;
-  for (let k = 0; k < present; k++) max = Math.max(max, idx[k]! >>> 0);
-  if (present > 0 && max >= dict.size) throw new Error(`column ${col}: dictionary index ${max} out of range (${dict.size} entries)`);
+  if (present > 0 && rleMax >= dict.size) throw new Error(`column ${col}: dictionary index ${rleMax} out of range (${dict.size} entries)`);
   if (utf8) return gatherUtf8(utf8, dict, idx, at, n, present, valid);
   gather(type, values!, dict.values!, idx, at, n, valid);
 }
@@ -479,12 +490,16 @@ function decompress(body: Uint8Array, size: number, codec: string, zstd: Zstd): 
   return out;
 }
 
+/** The largest value (unsigned) the last `rleHybrid` call decoded, for dictionary bounds checks. */
+let rleMax = 0;
+
 /**
  * Decodes `n` values of the RLE / bit-packed hybrid encoding from bytes [pos, end) into
  * out[at ..]. Throws when the runs end before `n` values (a truncated or corrupt page).
  */
 export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number, out: Int32Array, at: number, n: number): number {
   let seen = 0;
+  let max = 0;
   const mask = width >= 32 ? -1 : (1 << width) - 1;
   const bw = (width + 7) >> 3;
   while (seen < n) {
@@ -503,7 +518,9 @@ export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number
         let have = 0;
         for (let i = at + seen, e = at + stop; i < e; i++) {
           while (have < width) { acc |= b[pos++]! << have; have += 8; }
-          out[i] = acc & mask;
+          const x = acc & mask;
+          out[i] = x;
+          if (x > max) max = x;
           acc >>>= width;
           have -= width;
         }
@@ -514,6 +531,7 @@ export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number
           let v = 0;
           for (let k = 0; k < width; k++, bit++) if (b[bit >> 3]! & (1 << (bit & 7))) v += 2 ** k;
           out[i] = v | 0;
+          if (v > max) max = v;
         }
       }
       if (pos > end) throw new Error('bit-packed run past the end of its data');
@@ -527,9 +545,11 @@ export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number
       const stop = Math.min(n, seen + runLen);
       if (runLen === 0) throw new Error('empty RLE run');
       out.fill(v | 0, at + seen, at + stop);
+      if (v > max) max = v;
       seen = stop;
     }
   }
+  rleMax = max;
   return pos;
 }
 
