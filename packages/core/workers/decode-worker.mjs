@@ -4,10 +4,10 @@
 //
 // Protocol (parentPort messages):
 //   in  {id, kind: 'open', source}                                    -> {id, ok, meta}
-//   in  {id, kind: 'read', source, rowGroup, columns, batchSize, types?}
-//       -> {id, columns: [[name, Column], ...]} (buffers transferred) when `types` is given and the
-//          direct decoder (../dist/io/fast-parquet.js) handles every column of a local file;
-//       -> else {id, ipc} per record batch (transferred), then {id, done}
+//   in  {id, kind: 'read', source, rowGroup, columns, batchSize, types?, derived?}
+//       -> {id, ipc} per record batch (transferred) of the columns parquet-wasm reads, then
+//          {id, done, columns?: [[name, Column], ...]} with the columns (and derived columns) the
+//          direct decoder (../dist/io/fast-parquet.js) read, when `types` is given and the file is local
 //   out {id, error} on a catchable failure.
 import { parentPort } from 'node:worker_threads';
 import fs from 'node:fs';
@@ -56,8 +56,8 @@ function readDirect(msg) {
     const got = derived.length > 0 ? decodeDerived(md, msg.rowGroup, derived, types, readAt, zstd, (name, col) => applyOps(ops.get(name), col)) : new Map();
     // Raw columns: the ones asked for, and the inputs of derived columns not computed above.
     const raw = [...new Set([...msg.columns, ...derived.filter((d) => !got.has(d.name)).map((d) => d.input)])];
-    const cols = decodeFlatRowGroup(md, msg.rowGroup, raw, types, readAt, zstd);
-    return cols === null ? null : [...cols, ...got];
+    const { columns, rest } = decodeFlatRowGroup(md, msg.rowGroup, raw, types, readAt, zstd);
+    return { columns: [...columns, ...got], rest };
   } catch {
     // A page this decoder refuses (corrupt, or a shape it does not know) goes to parquet-wasm,
     // which either reads it or fails in a way the main thread reports with the row group.
@@ -111,13 +111,14 @@ parentPort.on('message', async (msg) => {
       parentPort.postMessage({ id, meta }, [meta.schemaIpc.buffer]);
     } else if (msg.kind === 'read') {
       const direct = readDirect(msg);
-      if (direct !== null) {
-        parentPort.postMessage({ id, columns: direct }, buffersOf(direct));
+      // What the direct decoder left (all of it when it does not apply) goes to parquet-wasm,
+      // which returns raw columns: the derived columns' inputs as well.
+      const columns = direct !== null ? direct.rest : [...new Set([...msg.columns, ...(msg.derived ?? []).map((d) => d.input)])];
+      if (columns.length === 0) {
+        parentPort.postMessage({ id, done: true, columns: direct.columns }, buffersOf(direct.columns));
         return;
       }
       const f = await open(msg.source);
-      // The general reader returns raw columns: the derived columns' inputs as well.
-      const columns = [...new Set([...msg.columns, ...(msg.derived ?? []).map((d) => d.input)])];
       const stream = await f.stream({ batchSize: msg.batchSize, rowGroups: [msg.rowGroup], columns });
       const reader = stream.getReader();
       for (;;) {
@@ -126,7 +127,8 @@ parentPort.on('message', async (msg) => {
         const ipc = value.intoIPCStream();
         parentPort.postMessage({ id, ipc }, [ipc.buffer]);
       }
-      parentPort.postMessage({ id, done: true });
+      if (direct !== null) parentPort.postMessage({ id, done: true, columns: direct.columns }, buffersOf(direct.columns));
+      else parentPort.postMessage({ id, done: true });
     } else if (msg.kind === 'close') {
       const f = files.get(msg.source);
       if (f) { files.delete(msg.source); f.free(); }

@@ -70,20 +70,20 @@ export class DecoderPool {
 
   /**
    * Decodes one row group's projected columns. Flat columns of local files come back as Sluice
-   * columns from the direct decoder (io/fast-parquet.ts); otherwise as Arrow IPC buffers, as
+   * columns from the direct decoder (io/fast-parquet.ts); the others as Arrow IPC buffers, as
    * `readRowGroup` returns them. `derived` columns are computed on dictionary entries where the
    * direct decoder can; for each one it cannot, the result holds its raw input instead (the IPC
    * form always holds the raw inputs).
    */
   async readRowGroupColumns(
     source: string, rowGroup: number, columns: readonly string[], types: ReadonlyMap<string, ColumnType>, batchSize = 65536, derived: readonly DerivedColumn[] = [],
-  ): Promise<Map<string, Column> | Uint8Array[]> {
+  ): Promise<{ columns: Map<string, Column>; ipc: Uint8Array[] }> {
     const inputs = new Set([...columns, ...derived.map((d) => d.input)]);
     const r = await this.submit({
       kind: 'read', source, rowGroup, columns: [...columns], batchSize, types: [...types].filter(([n]) => inputs.has(n)),
       derived: derived.map((d) => ({ name: d.name, input: d.input, ops: d.ops })),
     }, { source, rowGroup });
-    return Array.isArray(r) ? (r as Uint8Array[]) : (r as Map<string, Column>);
+    return Array.isArray(r) ? { columns: new Map(), ipc: r as Uint8Array[] } : (r as { columns: Map<string, Column>; ipc: Uint8Array[] });
   }
 
   /** Stops every worker; pending work is rejected. */
@@ -128,7 +128,7 @@ export class DecoderPool {
       if (m.ipc !== undefined) { p.chunks.push(m.ipc); return; }
       slot.busy.delete(m.id);
       if (m.error !== undefined) p.reject(describeFailure(p.what, m.error));
-      else p.resolve(m.columns !== undefined ? new Map(m.columns) : m.meta ?? p.chunks);
+      else p.resolve(m.columns !== undefined ? { columns: new Map(m.columns), ipc: p.chunks } : m.meta ?? p.chunks);
       if (slot.busy.size === 0) worker.unref();
       this.pump();
     });

@@ -11,8 +11,8 @@
  *  - PLAIN, PLAIN_DICTIONARY and RLE_DICTIONARY values; RLE/bit-packed definition levels;
  *  - data pages v1 and v2; UNCOMPRESSED, SNAPPY, ZSTD and GZIP.
  *
- * Anything else (lists, other encodings or codecs, logical types that change the Arrow type)
- * makes `decodeFlatRowGroup` return null and the caller uses parquet-wasm. Page headers and the
+ * Anything else (lists, other encodings or codecs, logical types that change the Arrow type) is
+ * left to parquet-wasm, column by column (`decodeFlatRowGroup` returns them in `rest`). Page headers and the
  * footer are parsed with hyparquet (thrift compact protocol), ZSTD with zstddec (zstd's own C
  * decoder in WebAssembly); the value decoding is here because it writes typed arrays directly,
  * with no per-value objects.
@@ -47,12 +47,13 @@ function supported(el: SchemaElement | undefined, type: ColumnType): boolean {
 }
 
 /**
- * Decodes the named columns of one row group, or returns null when any of them needs the general
- * reader (see the file comment). `types` are the Sluice types the dataset's Arrow schema gave.
+ * Decodes the named columns of one row group that this decoder handles; `rest` lists the ones
+ * that need the general reader (see the file comment). `types` are the Sluice types the dataset's
+ * Arrow schema gave.
  */
 export function decodeFlatRowGroup(
   md: FileMetaData, rowGroup: number, names: readonly string[], types: ReadonlyMap<string, ColumnType>, readAt: ReadAt, zstd: Zstd,
-): Map<string, Column> | null {
+): { columns: Map<string, Column>; rest: string[] } {
   const rg = md.row_groups[rowGroup];
   if (rg === undefined) throw new Error(`row group ${rowGroup} does not exist (the file has ${md.row_groups.length})`);
   const top = new Map<string, SchemaElement>();
@@ -63,21 +64,20 @@ export function decodeFlatRowGroup(
     top.set(el.name, el);
     skip = el.num_children ?? 0;
   }
-  const plans: { name: string; chunk: ColumnChunk; el: SchemaElement; type: PrimitiveType }[] = [];
+  const rows = Number(rg.num_rows);
+  const columns = new Map<string, Column>();
+  const rest: string[] = [];
   for (const name of names) {
     const type = types.get(name);
     const el = top.get(name);
-    if (type === undefined || !supported(el, type)) return null;
     const chunk = rg.columns.find((c) => c.meta_data?.path_in_schema.length === 1 && c.meta_data.path_in_schema[0] === name);
-    if (chunk?.meta_data === undefined || chunk.file_path) return null;
-    if (!['UNCOMPRESSED', 'SNAPPY', 'ZSTD', 'GZIP'].includes(chunk.meta_data.codec)) return null;
-    if (!chunk.meta_data.encodings.every((e) => e === 'PLAIN' || e === 'RLE' || e === 'RLE_DICTIONARY' || e === 'PLAIN_DICTIONARY' || e === 'BIT_PACKED')) return null;
-    plans.push({ name, chunk, el: el!, type: type.kind as PrimitiveType });
+    const ok = type !== undefined && supported(el, type) && chunk?.meta_data !== undefined && !chunk.file_path
+      && ['UNCOMPRESSED', 'SNAPPY', 'ZSTD', 'GZIP'].includes(chunk.meta_data.codec)
+      && chunk.meta_data.encodings.every((e) => e === 'PLAIN' || e === 'RLE' || e === 'RLE_DICTIONARY' || e === 'PLAIN_DICTIONARY' || e === 'BIT_PACKED');
+    if (ok) columns.set(name, decodeChunk(chunk!, el!, type.kind as PrimitiveType, rows, readAt, zstd));
+    else rest.push(name);
   }
-  const rows = Number(rg.num_rows);
-  const out = new Map<string, Column>();
-  for (const p of plans) out.set(p.name, decodeChunk(p.chunk, p.el, p.type, rows, readAt, zstd));
-  return out;
+  return { columns, rest };
 }
 
 /** A dictionary page: fixed-width values, or strings as byte ranges [starts[i], starts[i] + lens[i]) of `data`. */

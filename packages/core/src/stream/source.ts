@@ -197,33 +197,34 @@ async function readUnit(ds: Dataset, pool: DecoderPool, unit: Unit, names: strin
   const where = { file: source, rowGroup: unit.rowGroup };
   const check = (n: string, c: Column | undefined): Column => {
     if (c === undefined) throw new InputError(`column "${n}" is missing`, where);
+    // The direct decoder checked every page against the row group's row count; this is a guard.
     if (columnLength(c) !== unit.rows) throw new InputError(`expected ${unit.rows} rows in column "${n}", decoded ${columnLength(c)}`, where);
     return c;
   };
-  const got = await pool.readRowGroupColumns(source, unit.rowGroup, names, types, Math.max(1, Math.min(batchRows, unit.rows)), derived);
-  if (got instanceof Map) {
-    // The direct decoder checked every page against the row group's row count. A derived column
-    // it could not compute comes back as its raw input.
-    const out = new Map<string, Column>();
-    for (const n of names) out.set(n, check(n, got.get(n)));
-    for (const d of derived) {
-      if (got.has(d.name)) out.set(d.name, check(d.name, got.get(d.name)));
-      else out.set(d.input, check(d.input, got.get(d.input)));
-    }
-    return out;
+  const { columns: direct, ipc } = await pool.readRowGroupColumns(source, unit.rowGroup, names, types, Math.max(1, Math.min(batchRows, unit.rows)), derived);
+  // Columns the direct decoder did not read came as Arrow record batches from parquet-wasm.
+  const parts = ipc.map((b) => tableFromIPC(b));
+  if (parts.length > 0) {
+    const rows = parts.reduce((a, t) => a + t.numRows, 0);
+    if (rows !== unit.rows) throw new InputError(`expected ${unit.rows} rows, decoded ${rows} (truncated file?)`, where);
   }
-  const parts = got.map((b) => tableFromIPC(b));
-  const rows = parts.reduce((a, t) => a + t.numRows, 0);
-  if (rows !== unit.rows) throw new InputError(`expected ${unit.rows} rows, decoded ${rows} (truncated file?)`, where);
-  const out = new Map<string, Column>();
-  for (const n of [...names, ...derived.map((d) => d.input)]) {
-    if (out.has(n)) continue;
+  const column = (n: string): Column => {
+    const d = direct.get(n);
+    if (d !== undefined) return check(n, d);
+    if (parts.length === 0) throw new InputError(`column "${n}" is missing`, where);
     const pieces = parts.map((t) => {
       const v = t.getChild(n);
       if (v === null) throw new InputError(`column "${n}" is missing`, where);
       return columnFromVector(v, types.get(n)!);
     });
-    out.set(n, pieces.length === 1 ? pieces[0]! : concatColumns(pieces));
+    return pieces.length === 1 ? pieces[0]! : concatColumns(pieces);
+  };
+  const out = new Map<string, Column>();
+  for (const n of names) out.set(n, column(n));
+  // A derived column the reader could not compute comes back as its raw input.
+  for (const d of derived) {
+    if (direct.has(d.name)) out.set(d.name, check(d.name, direct.get(d.name)));
+    else if (!out.has(d.input)) out.set(d.input, column(d.input));
   }
   return out;
 }
