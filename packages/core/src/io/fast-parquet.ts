@@ -56,28 +56,44 @@ export function decodeFlatRowGroup(
 ): { columns: Map<string, Column>; rest: string[] } {
   const rg = md.row_groups[rowGroup];
   if (rg === undefined) throw new Error(`row group ${rowGroup} does not exist (the file has ${md.row_groups.length})`);
-  const top = new Map<string, SchemaElement>();
-  // Top-level children of the root, in order; a group's descendants are skipped.
-  for (let i = 1, skip = 0; i < md.schema.length; i++) {
-    const el = md.schema[i]!;
-    if (skip > 0) { skip += (el.num_children ?? 0) - 1; continue; }
-    top.set(el.name, el);
-    skip = el.num_children ?? 0;
-  }
   const rows = Number(rg.num_rows);
   const columns = new Map<string, Column>();
   const rest: string[] = [];
   for (const name of names) {
-    const type = types.get(name);
-    const el = top.get(name);
-    const chunk = rg.columns.find((c) => c.meta_data?.path_in_schema.length === 1 && c.meta_data.path_in_schema[0] === name);
-    const ok = type !== undefined && supported(el, type) && chunk?.meta_data !== undefined && !chunk.file_path
-      && ['UNCOMPRESSED', 'SNAPPY', 'ZSTD', 'GZIP'].includes(chunk.meta_data.codec)
-      && chunk.meta_data.encodings.every((e) => e === 'PLAIN' || e === 'RLE' || e === 'RLE_DICTIONARY' || e === 'PLAIN_DICTIONARY' || e === 'BIT_PACKED');
-    if (ok) columns.set(name, decodeChunk(chunk!, el!, type.kind as PrimitiveType, rows, readAt, zstd));
+    const c = readable(md, rg, name, types);
+    if (c !== null) columns.set(name, decodeChunk(c.chunk, c.el, c.type, rows, readAt, zstd));
     else rest.push(name);
   }
   return { columns, rest };
+}
+
+const topLevel = new WeakMap<FileMetaData, Map<string, SchemaElement>>();
+
+/** The top-level columns of a file's schema by name (a group's descendants skipped), cached per footer. */
+function topLevelColumns(md: FileMetaData): Map<string, SchemaElement> {
+  let top = topLevel.get(md);
+  if (top === undefined) {
+    top = new Map();
+    for (let i = 1, skip = 0; i < md.schema.length; i++) {
+      const el = md.schema[i]!;
+      if (skip > 0) { skip += (el.num_children ?? 0) - 1; continue; }
+      top.set(el.name, el);
+      skip = el.num_children ?? 0;
+    }
+    topLevel.set(md, top);
+  }
+  return top;
+}
+
+/** A column chunk this decoder reads (flat, supported type, codec and encodings), or null. */
+function readable(md: FileMetaData, rg: FileMetaData['row_groups'][number], name: string, types: ReadonlyMap<string, ColumnType>): { chunk: ColumnChunk; el: SchemaElement; type: PrimitiveType } | null {
+  const type = types.get(name);
+  const el = topLevelColumns(md).get(name);
+  const chunk = rg.columns.find((c) => c.meta_data?.path_in_schema.length === 1 && c.meta_data.path_in_schema[0] === name);
+  const ok = type !== undefined && supported(el, type) && chunk?.meta_data !== undefined && !chunk.file_path
+    && ['UNCOMPRESSED', 'SNAPPY', 'ZSTD', 'GZIP'].includes(chunk.meta_data.codec)
+    && chunk.meta_data.encodings.every((e) => e === 'PLAIN' || e === 'RLE' || e === 'RLE_DICTIONARY' || e === 'PLAIN_DICTIONARY' || e === 'BIT_PACKED');
+  return ok ? { chunk: chunk!, el: el!, type: type.kind as PrimitiveType } : null;
 }
 
 /** A dictionary page: fixed-width values, or strings as byte ranges [starts[i], starts[i] + lens[i]) of `data`. */
@@ -236,13 +252,11 @@ export function decodeDerived(
     let src = byInput.get(d.input);
     if (src === undefined) {
       src = null;
-      const type = types.get(d.input);
-      const el = md.schema.find((e, i) => i > 0 && e.name === d.input);
-      const chunk = rg.columns.find((c) => c.meta_data?.path_in_schema.length === 1 && c.meta_data.path_in_schema[0] === d.input);
-      if (type !== undefined && supported(el, type) && chunk?.meta_data !== undefined && !chunk.file_path) {
+      const c = readable(md, rg, d.input, types);
+      if (c !== null) {
         const idx = new Int32Array(rows);
         try {
-          const { dict } = decodeChunkInto(chunk, el!, type.kind as PrimitiveType, rows, readAt, zstd, idx);
+          const { dict } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx);
           src = { dict: dictColumn(dict!), idx };
         } catch (e) {
           if (!(e instanceof NotAllDictionary)) throw e;
