@@ -7,25 +7,20 @@
  * come down in one; buffers are pooled per in-flight chunk.
  */
 import {
-  DataError,
-  OpDataError,
-  OpPlanError,
   PlanError,
   SluiceError,
   columnBytes,
   columnLength,
   int64Words,
-  stateKey,
+  runOps,
   type Backend,
   type BackendSpec,
   type Column,
   type ColumnType,
   type ListColumn,
-  type OpContext,
   type PlanState,
   type PrimitiveColumn,
   type RowLocator,
-  type TypedFeature,
   type TypedPlan,
 } from '@sluice/core';
 import { MAP_READ, USAGE, openDevice } from './device.js';
@@ -65,24 +60,6 @@ interface Gpu {
 }
 
 const alignPow2 = (n: number): number => 2 ** Math.ceil(Math.log2(Math.max(n, 1024)));
-
-/** Runs ops [from, to) of a feature with core's reference kernels, naming feature, op and row on failure. */
-function runOps(f: TypedFeature, col: Column, from: number, to: number, features: ReadonlyMap<string, Column>, types: ReadonlyMap<string, ColumnType>, state: PlanState, locate: RowLocator): Column {
-  for (let k = from; k < to; k++) {
-    const o = f.ops[k]!;
-    const ctx: OpContext = { features, featureTypes: types, column: f.input, state: o.def.stateful ? state.get(stateKey(f.name, k)) : undefined };
-    try {
-      col = o.def.apply(col, o.params, ctx);
-    } catch (e) {
-      const opName = `${o.op} (#${k + 1})`;
-      if (e instanceof OpDataError) throw new DataError(e.message, { ...locate(e.row), column: f.input, feature: f.name, op: opName }, { cause: e });
-      if (e instanceof OpPlanError) throw new PlanError(e.message, { feature: f.name, op: opName }, { cause: e });
-      if (e instanceof SluiceError) throw e;
-      throw new SluiceError(`op failed: ${(e as Error).message}`, { ...locate(0), feature: f.name, op: opName }, { cause: e });
-    }
-  }
-  return col;
-}
 
 /** The scalar column the GPU works on: the column itself, or a list's child. */
 const elements = (c: Column): PrimitiveColumn => (c.type === 'list' ? c.child : (c as PrimitiveColumn));

@@ -11,7 +11,7 @@ export { OPS } from './ops/index.js';
 export { OpDataError, OpPlanError, type OpContext, type OpDef, type StatefulOpDef } from './ops/types.js';
 export type { BackendSpec, FeatureSpec, OpSpec, PlanSpec, ShuffleSpec } from './plan/types.js';
 export { loadPlan, typeCheckPlan, DEFAULT_BATCH_SIZE, DEFAULT_PREFETCH, type Plan, type PlanFeature, type PlanOp, type TypedFeature, type TypedPlan } from './plan/load.js';
-export { executePlan, fitPlan, runFeature, stateFromJSON, stateToJSON, statefulOps, stateKey, type KernelOverride, type KernelOverrides, type PlanState, type RowLocator } from './plan/execute.js';
+export { executePlan, fitPlan, runFeature, runOps, stateFromJSON, stateToJSON, statefulOps, stateKey, type KernelOverride, type KernelOverrides, type PlanState, type RowLocator } from './plan/execute.js';
 export { packColumns, unpackColumns, type ColumnDesc, type PackedColumns } from './io/pack.js';
 export { registerBackend, backendNames, createBackend } from './backend/registry.js';
 export type { Backend, BackendFactory, Capabilities, CostReport } from './backend/types.js';

@@ -21,19 +21,23 @@ export type KernelOverrides = ReadonlyMap<string, KernelOverride>;
 
 const noLocation: RowLocator = (row) => ({ row });
 
-/** Runs one feature's op chain on its input column, stopping before op `stop` (default: all ops). */
-export function runFeature(
+/**
+ * Runs ops [from, to) of a feature on `col` with core's kernels (or `overrides`), turning a kernel
+ * failure into an error that names the feature, op, column and (for bad data) the row. Backends
+ * that run part of a chain elsewhere (a GPU) run the rest with this.
+ */
+export function runOps(
   f: TypedFeature,
-  input: Column,
+  col: Column,
+  from: number,
+  to: number,
   features: ReadonlyMap<string, Column>,
   featureTypes: ReadonlyMap<string, ColumnType>,
   state: PlanState,
   locate: RowLocator = noLocation,
-  stop = f.ops.length,
   overrides?: KernelOverrides,
 ): Column {
-  let col = input;
-  for (let k = 0; k < stop; k++) {
+  for (let k = from; k < to; k++) {
     const o = f.ops[k]!;
     const ctx: OpContext = { features, featureTypes, column: f.input, state: o.def.stateful ? state.get(stateKey(f.name, k)) : undefined };
     try {
@@ -47,6 +51,20 @@ export function runFeature(
     }
   }
   return col;
+}
+
+/** Runs one feature's op chain on its input column, stopping before op `stop` (default: all ops). */
+export function runFeature(
+  f: TypedFeature,
+  input: Column,
+  features: ReadonlyMap<string, Column>,
+  featureTypes: ReadonlyMap<string, ColumnType>,
+  state: PlanState,
+  locate: RowLocator = noLocation,
+  stop = f.ops.length,
+  overrides?: KernelOverrides,
+): Column {
+  return runOps(f, input, 0, stop, features, featureTypes, state, locate, overrides);
 }
 
 /**
