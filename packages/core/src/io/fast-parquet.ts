@@ -167,7 +167,7 @@ function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveT
         const len = page[0]! | page[1]! << 8 | page[2]! << 16 | page[3]! << 24;
         p = 4 + len;
         if (p > page.length) throw new Error(`column ${m.path_in_schema[0]}: definition levels run past the page`);
-        rleHybridBytes(page, 4, p, 1, valid!, at, n);
+        defLevels(page, 4, p, valid!, at, n);
         present = count(valid!, at, n);
       }
       if (rowIdx !== null) indices(page, p, d.encoding, n, present, at, valid, rowIdx, dict, m.path_in_schema[0]!);
@@ -181,7 +181,7 @@ function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveT
       const levels = d.repetition_levels_byte_length + d.definition_levels_byte_length;
       let present = n;
       if (optional) {
-        rleHybridBytes(body, d.repetition_levels_byte_length, levels, 1, valid!, at, n);
+        defLevels(body, d.repetition_levels_byte_length, levels, valid!, at, n);
         present = count(valid!, at, n);
       }
       const rest = body.subarray(levels);
@@ -567,53 +567,36 @@ export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number
   return pos;
 }
 
-/** `rleHybrid` into bytes (definition levels); a separate copy so each stays monomorphic. */
-function rleHybridBytes(b: Uint8Array, pos: number, end: number, width: number, out: Uint8Array, at: number, n: number): number {
+/**
+ * Definition levels of a flat OPTIONAL column: the RLE / bit-packed hybrid at bit width 1, into
+ * validity bytes (1 = present). Its own function rather than `rleHybrid` with a byte output, which
+ * would make that hot loop polymorphic.
+ */
+function defLevels(b: Uint8Array, pos: number, end: number, out: Uint8Array, at: number, n: number): void {
   let seen = 0;
-  const mask = width >= 32 ? -1 : (1 << width) - 1;
-  const bw = (width + 7) >> 3;
   while (seen < n) {
-    if (pos >= end) throw new Error(`RLE data ends after ${seen} of ${n} values`);
+    if (pos >= end) throw new Error(`definition levels end after ${seen} of ${n} values`);
     let h = 0;
     let sh = 0;
     let byte: number;
     do { byte = b[pos++]!; h += (byte & 0x7f) * 2 ** sh; sh += 7; } while (byte & 0x80 && sh < 35);
     if (h % 2 === 1) {
+      // Bit-packed: one byte holds 8 levels, least significant bit first.
       const groups = Math.floor(h / 2);
       const stop = Math.min(n, seen + groups * 8);
-      const next = pos + groups * width;
-      if (width === 0) { out.fill(0, at + seen, at + stop); seen = stop; pos = next; continue; }
-      if (width <= 24) {
-        let acc = 0;
-        let have = 0;
-        for (let i = at + seen, e = at + stop; i < e; i++) {
-          while (have < width) { acc |= b[pos++]! << have; have += 8; }
-          out[i] = acc & mask;
-          acc >>>= width;
-          have -= width;
-        }
-      } else {
-        // Wide indices: read each value bit by bit through a float accumulator (rare).
-        let bit = pos * 8;
-        for (let i = at + seen, e = at + stop; i < e; i++) {
-          let v = 0;
-          for (let k = 0; k < width; k++, bit++) if (b[bit >> 3]! & (1 << (bit & 7))) v += 2 ** k;
-          out[i] = v | 0;
-        }
-      }
-      if (pos > end) throw new Error('bit-packed run past the end of its data');
-      pos = next;
+      if (pos + Math.ceil((stop - seen) / 8) > end) throw new Error('bit-packed definition levels past the end of their data');
+      for (let i = at + seen, e = at + stop, bit = 0; i < e; i++, bit++) out[i] = (b[pos + (bit >> 3)]! >> (bit & 7)) & 1;
+      pos += groups;
       seen = stop;
     } else {
       const runLen = Math.floor(h / 2);
-      if (pos + bw > end) throw new Error('RLE run value past the end of its data');
-      let v = 0;
-      for (let k = 0; k < bw; k++) v += b[pos++]! * 2 ** (8 * k);
-      const stop = Math.min(n, seen + runLen);
       if (runLen === 0) throw new Error('empty RLE run');
-      out.fill(v | 0, at + seen, at + stop);
+      if (pos >= end) throw new Error('RLE run value past the end of its data');
+      const v = b[pos++]!;
+      if (v > 1) throw new Error(`definition level ${v} in a flat column (at most 1)`);
+      const stop = Math.min(n, seen + runLen);
+      out.fill(v, at + seen, at + stop);
       seen = stop;
     }
   }
-  return pos;
 }
