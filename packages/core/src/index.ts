@@ -21,7 +21,7 @@ export { DecoderPool, type FileMeta } from './io/decoder.js';
 export { openDataset, checkColumns, resolveInputs, type Dataset, type Unit } from './io/dataset.js';
 export { columnFromVector, arrowColumnType } from './io/arrow.js';
 export { readChunks, epochWindows, START, type Chunk, type Cursor, type SourceOptions } from './stream/source.js';
-export { assembleBatch, batchLayout, type Batch, type BatchLayout, type ProcessedChunk, type Segment } from './stream/batch.js';
+export { assembleBatch, batchLayout, mergePacks, packRows, type Batch, type BatchLayout, type Pack, type ProcessedChunk, type Segment } from './stream/batch.js';
 export { Flow, source, preprocess, batch, prefetch, cursorAfter, type BatchOptions } from './stream/operators.js';
 export { fit, openInput } from './fit.js';
 export { pipeline, Pipeline, type IteratorState, type PipelineInfo, type PipelineMetrics, type PipelineOptions } from './pipeline.js';

@@ -49,6 +49,11 @@ export interface PipelineOptions {
   decoders?: number;
   /** Aborting stops the run: iteration throws the abort reason and resources are released. */
   signal?: AbortSignal;
+  /**
+   * When the reader computes every feature (pushdown), let the decode workers lay batches out too
+   * (default true); false assembles them on this thread. The batches are the same either way.
+   */
+  pack?: boolean;
 }
 
 /** Counters of a run, for `sluice bench` and metrics endpoints. */
@@ -80,6 +85,8 @@ export interface PipelineMetrics {
    * reader computed one and how often the pipeline had to (non-dictionary pages, bad values).
    */
   pushdown: { derived: number; computedInReader: number; computedInPipeline: number } | null;
+  /** Chunks that arrived laid out as batch arrays by a decode worker (`PipelineOptions.pack`). */
+  packedChunks: number;
 }
 
 /** What a run is made of once its files are open. */
@@ -92,7 +99,7 @@ export interface PipelineInfo {
   readonly backend: string;
 }
 
-const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null });
+const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null, packedChunks: 0 });
 
 /**
  * A preprocessing pipeline over Parquet files: iterate it with `for await`, or subscribe to
@@ -256,6 +263,10 @@ export class Pipeline implements AsyncIterable<Batch> {
           const it = readChunks(info.dataset, pool, {
             columns, chunkRows: plan.batchSize, shuffle: plan.shuffle, shard: plan.shard, epochs: plan.epochs, start,
             ...(pushdown ? { derived: pushdown.derived } : {}),
+            // Nothing left for the backend: the decoders lay the batches out themselves, and this
+            // thread only hands their arrays on.
+            ...(pushdown !== null && pushdown.plan === null && this.options.pack !== false
+              ? { pack: { layout: info.layout, outputs: [...pushdown.outputs], label: plan.label } } : {}),
             ...(this.options.signal ? { signal: this.options.signal } : {}),
           });
           // Time spent waiting on the reader is the source's share of the run.
@@ -270,6 +281,12 @@ export class Pipeline implements AsyncIterable<Batch> {
           };
         };
         const run = async (c: Chunk): Promise<ProcessedChunk> => {
+          if (c.packed !== undefined) {
+            m.pushdown!.computedInReader += pushdown!.derived.length;
+            m.packedChunks++;
+            m.rows += c.rows;
+            return { outputs: new Map(), label: null, rows: c.rows, at: c.at, windowRows: c.windowRows, lastInEpoch: c.lastInEpoch, locate: c.locate, packed: c.packed };
+          }
           const t0 = performance.now();
           let inputs: ReadonlyMap<string, Column> = c.columns;
           // A derived column the reader could not compute: the chunk has its raw input, and the

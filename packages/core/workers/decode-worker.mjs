@@ -8,6 +8,10 @@
 //       -> {id, ipc} per record batch (transferred) of the columns parquet-wasm reads, then
 //          {id, done, columns?: [[name, Column], ...]} with the columns (and derived columns) the
 //          direct decoder (../dist/io/fast-parquet.js) read, when `types` is given and the file is local
+//   in  ... with pack: {layout, outputs: [[feature, column], ...], label, cuts}
+//       -> {id, done, packs: [Pack, ...]} (buffers transferred): rows [cuts[i], cuts[i+1]) laid out
+//          as batch arrays (../dist/stream/batch.js packRows), when the direct decoder produced
+//          every feature's column and a label without nulls; otherwise the reply above
 //   out {id, error} on a catchable failure.
 import { parentPort } from 'node:worker_threads';
 import fs from 'node:fs';
@@ -16,6 +20,7 @@ import { parquetMetadata } from 'hyparquet';
 import { ZSTDDecoder } from 'zstddec';
 import { decodeDerived, decodeFlatRowGroup } from '../dist/io/fast-parquet.js';
 import { OPS } from '../dist/ops/index.js';
+import { packRows } from '../dist/stream/batch.js';
 
 const files = new Map();
 const footers = new Map();
@@ -74,6 +79,36 @@ function applyOps(chain, col) {
   return col;
 }
 
+/**
+ * Lays the row group out as batch arrays, one pack per chunk cut, or returns null when a feature's
+ * column or the label is missing, or the label has a null (the main thread then assembles the
+ * batch and reports the null with its row).
+ */
+function packChunks(pack, columns) {
+  const byName = new Map(columns);
+  const outputs = new Map();
+  for (const [feature, column] of pack.outputs) {
+    const c = byName.get(column);
+    if (c === undefined) return null;
+    outputs.set(feature, c);
+  }
+  let label = null;
+  if (pack.label !== null) {
+    label = byName.get(pack.label);
+    if (label === undefined || (label.valid !== null && label.valid.includes(0))) return null;
+  }
+  const chunk = { outputs, label, locate: () => { throw new Error('no row to locate'); } };
+  const packs = [];
+  for (let i = 0; i + 1 < pack.cuts.length; i++) packs.push(packRows(pack.layout, [{ chunk, from: pack.cuts[i], to: pack.cuts[i + 1] }]));
+  return packs;
+}
+
+function packBuffers(packs) {
+  const set = new Set();
+  for (const p of packs) for (const a of [p.dense, p.lengths, p.offsets, p.values, p.labels]) if (a) set.add(a.buffer);
+  return [...set];
+}
+
 function buffersOf(columns) {
   const set = new Set();
   const walk = (c) => {
@@ -115,6 +150,11 @@ parentPort.on('message', async (msg) => {
       // which returns raw columns: the derived columns' inputs as well.
       const columns = direct !== null ? direct.rest : [...new Set([...msg.columns, ...(msg.derived ?? []).map((d) => d.input)])];
       if (columns.length === 0) {
+        const packs = msg.pack ? packChunks(msg.pack, direct.columns) : null;
+        if (packs !== null) {
+          parentPort.postMessage({ id, done: true, packs }, packBuffers(packs));
+          return;
+        }
         parentPort.postMessage({ id, done: true, columns: direct.columns }, buffersOf(direct.columns));
         return;
       }

@@ -3,6 +3,8 @@ import { tableFromIPC, type Schema } from 'apache-arrow';
 import { InputError } from '../errors.js';
 import type { Column, ColumnType } from '../column.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
+import type { Pack } from '../stream/batch.js';
+import type { PackRequest } from '../stream/source.js';
 
 /** What the footer of a Parquet file tells us. */
 export interface FileMeta {
@@ -74,16 +76,24 @@ export class DecoderPool {
    * `readRowGroup` returns them. `derived` columns are computed on dictionary entries where the
    * direct decoder can; for each one it cannot, the result holds its raw input instead (the IPC
    * form always holds the raw inputs).
+   *
+   * With `pack`, a worker that has every feature's output and the label lays rows
+   * [cuts[i], cuts[i+1]) out as batch arrays itself and returns those `packs` (and no columns);
+   * otherwise `packs` is null.
    */
   async readRowGroupColumns(
     source: string, rowGroup: number, columns: readonly string[], types: ReadonlyMap<string, ColumnType>, batchSize = 65536, derived: readonly DerivedColumn[] = [],
-  ): Promise<{ columns: Map<string, Column>; ipc: Uint8Array[] }> {
+    pack?: PackRequest & { readonly cuts: readonly number[] },
+  ): Promise<{ columns: Map<string, Column>; ipc: Uint8Array[]; packs: Pack[] | null }> {
     const inputs = new Set([...columns, ...derived.map((d) => d.input)]);
     const r = await this.submit({
       kind: 'read', source, rowGroup, columns: [...columns], batchSize, types: [...types].filter(([n]) => inputs.has(n)),
       derived: derived.map((d) => ({ name: d.name, input: d.input, ops: d.ops })),
+      ...(pack !== undefined ? { pack: { layout: pack.layout, outputs: pack.outputs, label: pack.label, cuts: pack.cuts } } : {}),
     }, { source, rowGroup });
-    return Array.isArray(r) ? { columns: new Map(), ipc: r as Uint8Array[] } : (r as { columns: Map<string, Column>; ipc: Uint8Array[] });
+    if (Array.isArray(r)) return { columns: new Map(), ipc: r as Uint8Array[], packs: null };
+    const x = r as { columns: Map<string, Column>; ipc: Uint8Array[]; packs?: Pack[] };
+    return { columns: x.columns, ipc: x.ipc, packs: x.packs ?? null };
   }
 
   /** Stops every worker; pending work is rejected. */
@@ -122,12 +132,13 @@ export class DecoderPool {
   private spawn(): Slot {
     const worker = new Worker(WORKER_URL);
     const slot: Slot = { worker, busy: new Map() };
-    worker.on('message', (m: { id: number; ipc?: Uint8Array; meta?: unknown; columns?: [string, Column][]; done?: boolean; error?: string }) => {
+    worker.on('message', (m: { id: number; ipc?: Uint8Array; meta?: unknown; columns?: [string, Column][]; packs?: Pack[]; done?: boolean; error?: string }) => {
       const p = slot.busy.get(m.id);
       if (p === undefined) return;
       if (m.ipc !== undefined) { p.chunks.push(m.ipc); return; }
       slot.busy.delete(m.id);
       if (m.error !== undefined) p.reject(describeFailure(p.what, m.error));
+      else if (m.packs !== undefined) p.resolve({ columns: new Map(), ipc: [], packs: m.packs });
       else p.resolve(m.columns !== undefined ? { columns: new Map(m.columns), ipc: p.chunks } : m.meta ?? p.chunks);
       if (slot.busy.size === 0) worker.unref();
       this.pump();

@@ -40,6 +40,7 @@ export interface Batch {
 
 /** A chunk after preprocessing: output columns by feature name, plus the label column. */
 export interface ProcessedChunk {
+  /** Output columns by feature name (empty when the chunk is `packed`). */
   readonly outputs: ReadonlyMap<string, Column>;
   readonly label: Column | null;
   readonly rows: number;
@@ -47,6 +48,8 @@ export interface ProcessedChunk {
   readonly windowRows: number;
   readonly lastInEpoch: boolean;
   readonly locate: RowLocator;
+  /** The chunk's rows already laid out as batch arrays (by a decode worker); `outputs` is then empty. */
+  readonly packed?: Pack;
 }
 
 /** A run of rows [from, to) of a processed chunk. */
@@ -91,7 +94,7 @@ function numberReader(c: Column): (i: number) => number {
   }
 }
 
-function writeDense(c: Column, seg: Segment, out: Float32Array, row0: number, dim: number, offset: number, width: number): void {
+function writeDense(c: Column, seg: { readonly from: number; readonly to: number }, out: Float32Array, row0: number, dim: number, offset: number, width: number): void {
   const { from, to } = seg;
   const valid = c.valid;
   if (c.type === 'fixed') {
@@ -206,10 +209,31 @@ function scalarsNarrow(src: Int32Array, rowValid: Uint8Array | null, elValid: Ui
 }
 
 /**
- * Builds one batch from segments of processed chunks (in order). Pure: the caller decides when a
- * batch is full and what its sequence number and end cursor are.
+ * The arrays of a batch for a run of rows: what `assembleBatch` builds, and what a decode worker
+ * builds for a chunk when it computes every feature itself (then the main thread only hands the
+ * arrays on, or concatenates two at a row-group boundary). Same layout as `Batch`.
  */
-export function assembleBatch(layout: BatchLayout, segments: readonly Segment[], seq: number, end: Cursor): Batch {
+export interface Pack {
+  readonly rows: number;
+  readonly dense: Float32Array;
+  readonly lengths: Int32Array;
+  readonly offsets: Int32Array;
+  readonly values: BigInt64Array;
+  readonly labels: Float32Array | null;
+}
+
+/** Where a chunk's output columns are, for `packRows`. */
+export interface PackSource {
+  readonly outputs: ReadonlyMap<string, Column>;
+  readonly label: Column | null;
+  readonly locate: RowLocator;
+}
+
+/**
+ * Lays out rows [from, to) of several sources (in order) as batch arrays. Pure, and free of
+ * anything that needs the main thread: decode workers call it too.
+ */
+export function packRows(layout: BatchLayout, segments: ReadonlyArray<{ readonly chunk: PackSource; readonly from: number; readonly to: number }>): Pack {
   const rows = segments.reduce((a, s) => a + s.to - s.from, 0);
   const dim = layout.dim;
   const data = new Float32Array(rows * dim);
@@ -248,13 +272,88 @@ export function assembleBatch(layout: BatchLayout, segments: readonly Segment[],
       }
     }
   }
+  return { rows, dense: data, lengths, offsets, values, labels };
+}
+
+/** Concatenates rows [from, to) of packs (in order) into one pack. */
+export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly pack: Pack; readonly from: number; readonly to: number }>): Pack {
+  const rows = parts.reduce((a, s) => a + s.to - s.from, 0);
+  const dim = layout.dim;
+  const K = layout.sparseKeys.length;
+  const dense = new Float32Array(rows * dim);
+  const lengths = new Int32Array(K * rows);
+  const offsets = new Int32Array(K + 1);
+  // Each part's first value index per key: its pack's key offset plus the lengths of the rows before `from`.
+  const starts = parts.map(({ pack, from }) => {
+    const st = new Int32Array(K + 1);
+    for (let k = 0; k <= K; k++) {
+      let s = pack.offsets[k]!;
+      if (k < K) for (let r = 0; r < from; r++) s += pack.lengths[k * pack.rows + r]!;
+      st[k] = s;
+    }
+    return st;
+  });
+  const ends = parts.map(({ pack, to }, i) => {
+    const en = new Int32Array(K);
+    for (let k = 0; k < K; k++) {
+      let s = starts[i]![k]!;
+      for (let r = parts[i]!.from; r < to; r++) s += pack.lengths[k * pack.rows + r]!;
+      en[k] = s;
+    }
+    return en;
+  });
+  for (let k = 0; k < K; k++) {
+    let n = 0;
+    for (let i = 0; i < parts.length; i++) n += ends[i]![k]! - starts[i]![k]!;
+    offsets[k + 1] = offsets[k]! + n;
+  }
+  const values = new BigInt64Array(offsets[K]!);
+  const labels = layout.label ? new Float32Array(rows) : null;
+  let row0 = 0;
+  const at = offsets.slice(0, K);
+  parts.forEach(({ pack, from, to }, i) => {
+    const n = to - from;
+    dense.set(pack.dense.subarray(from * dim, to * dim), row0 * dim);
+    for (let k = 0; k < K; k++) {
+      lengths.set(pack.lengths.subarray(k * pack.rows + from, k * pack.rows + to), k * rows + row0);
+      const s = starts[i]![k]!;
+      const e = ends[i]![k]!;
+      values.set(pack.values.subarray(s, e), at[k]!);
+      at[k] = at[k]! + e - s;
+    }
+    if (labels !== null) labels.set(pack.labels!.subarray(from, to), row0);
+    row0 += n;
+  });
+  return { rows, dense, lengths, offsets, values, labels };
+}
+
+/**
+ * Builds one batch from segments of processed chunks (in order). Pure: the caller decides when a
+ * batch is full and what its sequence number and end cursor are. Segments of chunks that arrive
+ * packed (laid out by a decode worker) are handed on as they are when one covers the whole batch,
+ * and concatenated otherwise.
+ */
+export function assembleBatch(layout: BatchLayout, segments: readonly Segment[], seq: number, end: Cursor): Batch {
+  let pack: Pack;
+  if (!segments.some((s) => s.chunk.packed !== undefined)) {
+    pack = packRows(layout, segments);
+  } else {
+    const whole = segments.length === 1 && segments[0]!.from === 0 && segments[0]!.to === segments[0]!.chunk.packed?.rows;
+    if (whole) pack = segments[0]!.chunk.packed!;
+    else {
+      // A batch across a row-group boundary, or a mix of packed and unpacked chunks.
+      pack = mergePacks(layout, segments.map((s) => (s.chunk.packed !== undefined
+        ? { pack: s.chunk.packed, from: s.from, to: s.to }
+        : { pack: packRows(layout, [s]), from: 0, to: s.to - s.from })));
+    }
+  }
   return {
     seq,
     epoch: segments[0]?.chunk.at.epoch ?? end.epoch,
-    rows,
-    dense: { names: layout.denseNames, features: layout.dense, dim, data },
-    sparse: { keys: layout.sparseKeys, lengths, offsets, values },
-    labels,
+    rows: pack.rows,
+    dense: { names: layout.denseNames, features: layout.dense, dim: layout.dim, data: pack.dense },
+    sparse: { keys: layout.sparseKeys, lengths: pack.lengths, offsets: pack.offsets, values: pack.values },
+    labels: pack.labels,
     end,
   };
 }

@@ -7,6 +7,7 @@ import type { Dataset, Unit } from '../io/dataset.js';
 import type { DecoderPool } from '../io/decoder.js';
 import type { RowLocator } from '../plan/execute.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
+import type { BatchLayout, Pack } from './batch.js';
 import { permutation } from '../util/rng.js';
 
 /**
@@ -33,6 +34,20 @@ export interface Chunk {
   readonly lastInEpoch: boolean;
   /** Maps a chunk row to file, row group and file row, for error messages. */
   readonly locate: RowLocator;
+  /** The chunk's rows laid out as batch arrays by the decode worker (`SourceOptions.pack`); `columns` is then empty. */
+  readonly packed?: Pack;
+}
+
+/**
+ * Asks the decode workers to lay chunks out as batch arrays themselves (every feature's output is
+ * a derived column they compute). A row group they cannot pack (a column they could not read or
+ * compute, a null label) comes back as columns, as without this option.
+ */
+export interface PackRequest {
+  readonly layout: BatchLayout;
+  /** Feature name -> the derived column that is its output. */
+  readonly outputs: ReadonlyArray<readonly [string, string]>;
+  readonly label: string | null;
 }
 
 export interface SourceOptions {
@@ -58,6 +73,23 @@ export interface SourceOptions {
    * could not compute it.
    */
   readonly derived?: readonly DerivedColumn[];
+  /** Unshuffled reads with `derived` only. */
+  readonly pack?: PackRequest;
+}
+
+/**
+ * Chunk boundaries for rows [from, rows) of a row group: [from, b1, ..., rows], cut where the count
+ * of rows emitted so far this epoch (`emitted` before this row group) reaches a multiple of
+ * `chunkRows`. Chunks then line up with batches, so most batches are one chunk, which a packed
+ * chunk turns into a batch without copying.
+ */
+export function chunkCuts(from: number, rows: number, emitted: number, chunkRows: number): number[] {
+  const cuts = [from];
+  for (let r = from; r < rows;) {
+    r = Math.min(rows, r + chunkRows - ((emitted + r - from) % chunkRows));
+    cuts.push(r);
+  }
+  return cuts;
 }
 
 export interface Window {
@@ -120,44 +152,66 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
   for (let epoch = start.epoch; epoch < opts.epochs; epoch++) {
     const windows = epochWindows(ds, epoch, opts);
     const firstWindow = epoch === start.epoch ? start.window : 0;
-    // Row-group reads in flight, in consumption order, so decoding overlaps with the ops.
-    const plan: Array<{ w: number; u: number }> = [];
-    for (let w = firstWindow; w < windows.length; w++) windows[w]!.units.forEach((_, u) => plan.push({ w, u }));
-    const inflight: Array<Promise<Map<string, Column>>> = [];
+    // Row-group reads in flight, in consumption order. Unshuffled, each row group's chunk cuts
+    // are known up front (the workers need them to pack chunks); skipped rows of a resumed window
+    // give no chunks.
+    const shuffled = opts.shuffle !== null;
+    const plan: Array<{ w: number; u: number; cuts: number[] | null }> = [];
+    let emitted = 0;
+    for (let w = firstWindow; w < windows.length; w++) {
+      const skip = epoch === start.epoch && w === start.window ? start.offset : 0;
+      let at = 0;
+      windows[w]!.units.forEach((unit, u) => {
+        let cuts: number[] | null = null;
+        if (!shuffled && at + unit.rows > skip) {
+          cuts = chunkCuts(Math.max(0, skip - at), unit.rows, emitted, opts.chunkRows);
+          emitted += unit.rows - cuts[0]!;
+        }
+        plan.push({ w, u, cuts });
+        at += unit.rows;
+      });
+    }
+    const inflight: Array<Promise<UnitRead>> = [];
     let next = 0;
     // The row group being consumed plus `readAhead` more are decoding at any time.
     const issue = (): void => {
       while (inflight.length < readAhead + 1 && next < plan.length) {
-        const { w, u } = plan[next++]!;
-        const p = readUnit(ds, pool, windows[w]!.units[u]!, names, types, decodeRows, derived);
+        const { w, u, cuts } = plan[next++]!;
+        const pack = opts.pack !== undefined && cuts !== null ? { ...opts.pack, cuts } : undefined;
+        const p = readUnit(ds, pool, windows[w]!.units[u]!, names, types, decodeRows, derived, pack);
         p.catch(() => undefined); // surfaced when awaited, in order
         inflight.push(p);
       }
     };
 
+    let entry = 0;
+    let emittedShuffled = 0;
     for (let w = firstWindow; w < windows.length; w++) {
       const win = windows[w]!;
       let skip = epoch === start.epoch && w === start.window ? start.offset : 0;
       const lastWindow = w === windows.length - 1;
-      const shuffled = opts.shuffle !== null;
       const unitCols: Map<string, Column>[] = [];
       let at = 0;
       for (let u = 0; u < win.units.length; u++) {
         issue();
         throwIfAborted(opts.signal);
-        const cols = await inflight.shift()!;
+        const { columns: cols, packs } = await inflight.shift()!;
+        const cuts = plan[entry++]!.cuts;
         throwIfAborted(opts.signal);
         if (shuffled) { unitCols.push(cols); continue; }
-        // Unshuffled: stream the row group as it is, slicing chunks.
+        // Unshuffled: stream the row group as it is, in the chunks cut above.
         const unit = win.units[u]!;
         const rows = unit.rows;
-        for (let r = 0; r < rows; r += opts.chunkRows) {
-          const end = Math.min(rows, r + opts.chunkRows);
-          if (at + end <= skip) continue;
-          const from = Math.max(r, skip - at);
-          yield makeChunk([...cols.keys()], [...cols.values()], from, end, { epoch, window: w, offset: at + from }, win.rows,
-            lastWindow && u === win.units.length - 1 && end === rows,
-            (row) => ({ file: ds.files[unit.file]!.source, rowGroup: unit.rowGroup, row: unit.firstRow + from + row }));
+        if (cuts !== null) {
+          for (let i = 0; i + 1 < cuts.length; i++) {
+            const from = cuts[i]!;
+            const end = cuts[i + 1]!;
+            const at0 = { epoch, window: w, offset: at + from };
+            const last = lastWindow && u === win.units.length - 1 && end === rows;
+            const locate: RowLocator = (row) => ({ file: ds.files[unit.file]!.source, rowGroup: unit.rowGroup, row: unit.firstRow + from + row });
+            if (packs !== null) yield { columns: new Map(), rows: end - from, at: at0, windowRows: win.rows, lastInEpoch: last, locate, packed: packs[i]! };
+            else yield makeChunk([...cols.keys()], [...cols.values()], from, end, at0, win.rows, last, locate);
+          }
         }
         at += rows;
       }
@@ -166,8 +220,11 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       const merged = names.map((n) => concatColumns(unitCols.map((uc) => uc.get(n)!)));
       const perm = permutation(win.rows, opts.shuffle!.seed, epoch, w);
       const starts = win.units.map((_, i) => win.units.slice(0, i).reduce((a, x) => a + x.rows, 0));
-      for (let r = skip; r < win.rows; r += opts.chunkRows) {
-        const end = Math.min(win.rows, r + opts.chunkRows);
+      const cuts = chunkCuts(skip, win.rows, emittedShuffled, opts.chunkRows);
+      emittedShuffled += win.rows - skip;
+      for (let i = 0; i + 1 < cuts.length; i++) {
+        const r = cuts[i]!;
+        const end = cuts[i + 1]!;
         const idx = perm.subarray(r, end);
         const cols = merged.map((m) => gatherColumn(m, idx));
         const locate: RowLocator = (row) => {
@@ -191,8 +248,17 @@ function makeChunk(names: string[], cols: Column[], from: number, to: number, at
   return { columns, rows: to - from, at, windowRows, lastInEpoch, locate };
 }
 
-/** Decodes one row group into one column per requested name (record batches concatenated). */
-async function readUnit(ds: Dataset, pool: DecoderPool, unit: Unit, names: string[], types: ReadonlyMap<string, ColumnType>, batchRows: number, derived: readonly DerivedColumn[] = []): Promise<Map<string, Column>> {
+interface UnitRead {
+  readonly columns: Map<string, Column>;
+  /** One pack per chunk cut, when the decoder packed the row group. */
+  readonly packs: Pack[] | null;
+}
+
+/** Decodes one row group into one column per requested name (record batches concatenated), or into packed chunks. */
+async function readUnit(
+  ds: Dataset, pool: DecoderPool, unit: Unit, names: string[], types: ReadonlyMap<string, ColumnType>, batchRows: number,
+  derived: readonly DerivedColumn[] = [], pack?: PackRequest & { readonly cuts: readonly number[] },
+): Promise<UnitRead> {
   const source = ds.files[unit.file]!.source;
   const where = { file: source, rowGroup: unit.rowGroup };
   const check = (n: string, c: Column | undefined): Column => {
@@ -201,7 +267,13 @@ async function readUnit(ds: Dataset, pool: DecoderPool, unit: Unit, names: strin
     if (columnLength(c) !== unit.rows) throw new InputError(`expected ${unit.rows} rows in column "${n}", decoded ${columnLength(c)}`, where);
     return c;
   };
-  const { columns: direct, ipc } = await pool.readRowGroupColumns(source, unit.rowGroup, names, types, Math.max(1, Math.min(batchRows, unit.rows)), derived);
+  const { columns: direct, ipc, packs } = await pool.readRowGroupColumns(source, unit.rowGroup, names, types, Math.max(1, Math.min(batchRows, unit.rows)), derived, pack);
+  if (packs !== null) {
+    if (pack === undefined || packs.length !== pack.cuts.length - 1 || packs.some((p, i) => p.rows !== pack.cuts[i + 1]! - pack.cuts[i]!)) {
+      throw new InputError('decoder returned packed chunks that do not match the requested cuts', where);
+    }
+    return { columns: new Map(), packs };
+  }
   // Columns the direct decoder did not read came as Arrow record batches from parquet-wasm.
   const parts = ipc.map((b) => tableFromIPC(b));
   if (parts.length > 0) {
@@ -226,5 +298,5 @@ async function readUnit(ds: Dataset, pool: DecoderPool, unit: Unit, names: strin
     if (direct.has(d.name)) out.set(d.name, check(d.name, direct.get(d.name)));
     else if (!out.has(d.input)) out.set(d.input, column(d.input));
   }
-  return out;
+  return { columns: out, packs: null };
 }

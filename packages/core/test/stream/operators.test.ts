@@ -3,7 +3,8 @@ import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { int32Column, int64Column, type Column } from '../../src/column.js';
 import { DataError } from '../../src/errors.js';
-import type { BatchLayout, ProcessedChunk } from '../../src/stream/batch.js';
+import { mergePacks, packRows, type BatchLayout, type ProcessedChunk } from '../../src/stream/batch.js';
+import { chunkCuts } from '../../src/stream/source.js';
 import { Flow, batch, cursorAfter, preprocess, source } from '../../src/stream/operators.js';
 
 // Chunks of a one-window, one-epoch stream: dense `x` = row number, sparse `k` = row number.
@@ -166,5 +167,72 @@ describe('preprocess with concurrency: errors keep their place (marbles)', () =>
       );
       expectObservable(out).toBe('----(xy|)', { x: 'a', y: 'E:file f.parquet, row group 0, row 1: preprocessing failed: b failed' });
     });
+  });
+});
+
+describe('packed chunks', () => {
+  // Lists with nulls at both levels, int32 and int64 ids, a 2-wide vector and a label: every path of packRows.
+  const wide: BatchLayout = {
+    dense: [{ name: 'x', offset: 0, width: 1, vector: false }, { name: 'v', offset: 1, width: 2, vector: true }],
+    denseNames: ['x', 'v:0', 'v:1'], dim: 3, sparseKeys: ['k', 'l'], label: true,
+  };
+  function rich(first: number, rows: number): ProcessedChunk {
+    const at = (i: number): number => first + i;
+    const offsets = new Int32Array(rows + 1);
+    for (let i = 0; i < rows; i++) offsets[i + 1] = offsets[i]! + (at(i) % 4);
+    const n = offsets[rows]!;
+    const child: Column = { type: 'int32', values: Int32Array.from({ length: n }, (_, j) => j * 7 - first), valid: Uint8Array.from({ length: n }, (_, j) => (j % 5 === 3 ? 0 : 1)) };
+    const outputs = new Map<string, Column>([
+      ['x', { type: 'float32', values: Float32Array.from({ length: rows }, (_, i) => at(i) / 3), valid: Uint8Array.from({ length: rows }, (_, i) => (at(i) % 6 === 0 ? 0 : 1)) }],
+      ['v', { type: 'fixed', size: 2, values: Float32Array.from({ length: 2 * rows }, (_, j) => first + j), valid: Uint8Array.from({ length: rows }, (_, i) => (at(i) % 10 === 4 ? 0 : 1)) }],
+      ['k', { type: 'int64', values: BigInt64Array.from({ length: rows }, (_, i) => BigInt(at(i)) * -3n), valid: Uint8Array.from({ length: rows }, (_, i) => (at(i) % 7 === 0 ? 0 : 1)) }],
+      ['l', { type: 'list', offsets, child, valid: Uint8Array.from({ length: rows }, (_, i) => (at(i) % 9 === 0 ? 0 : 1)) } as Column],
+    ]);
+    return { outputs, label: int32Column(Int32Array.from({ length: rows }, (_, i) => at(i) % 2)), rows, at: { epoch: 0, window: 0, offset: first }, windowRows: 1000, lastInEpoch: false, locate: (row) => ({ file: 'f', rowGroup: 0, row: first + row }) };
+  }
+  const parts = (b: { rows: number; dense: Float32Array; lengths: Int32Array; offsets: Int32Array; values: BigInt64Array; labels: Float32Array | null }): unknown[] =>
+    [b.rows, Array.from(b.dense), Array.from(b.lengths), Array.from(b.offsets), Array.from(b.values), b.labels && Array.from(b.labels)];
+
+  it('mergePacks of row ranges of packs equals packRows of the same ranges', () => {
+    const a = rich(0, 37);
+    const b = rich(37, 29);
+    const c = rich(66, 41);
+    const pa = packRows(wide, [{ chunk: a, from: 0, to: 37 }]);
+    const pb = packRows(wide, [{ chunk: b, from: 0, to: 29 }]);
+    const pc = packRows(wide, [{ chunk: c, from: 0, to: 41 }]);
+    for (const [fa, fb, tc] of [[0, 0, 41], [5, 3, 17], [36, 28, 1], [11, 0, 0]] as const) {
+      const want = packRows(wide, [{ chunk: a, from: fa, to: 37 }, { chunk: b, from: fb, to: 29 }, { chunk: c, from: 0, to: tc }]);
+      const got = mergePacks(wide, [{ pack: pa, from: fa, to: 37 }, { pack: pb, from: fb, to: 29 }, { pack: pc, from: 0, to: tc }]);
+      expect(parts(got), `from ${fa}, ${fb}, to ${tc}`).toEqual(parts(want));
+    }
+  });
+
+  it('the batch operator hands a whole packed chunk on as it is, and merges packed with unpacked chunks', () => {
+    const a = rich(0, 8);
+    const b = rich(8, 8);
+    const packedA: ProcessedChunk = { ...a, outputs: new Map(), label: null, packed: packRows(wide, [{ chunk: a, from: 0, to: 8 }]) };
+    const got4: unknown[] = [];
+    of(packedA, b).pipe(batch({ layout: wide, batchSize: 4, dropLast: false })).subscribe((x) => got4.push(parts({ rows: x.rows, dense: x.dense.data, ...x.sparse, labels: x.labels })));
+    const want = (ch: ProcessedChunk, from: number): unknown[] => parts(packRows(wide, [{ chunk: ch, from, to: from + 4 }]));
+    expect(got4).toEqual([want(a, 0), want(a, 4), want(b, 0), want(b, 4)]);
+    // Zero copy for a batch that is exactly one packed chunk.
+    let got: Float32Array | null = null;
+    of({ ...packedA, rows: 8 }).pipe(batch({ layout: wide, batchSize: 8, dropLast: false })).subscribe((x) => { got = x.dense.data; });
+    expect(got).toBe(packedA.packed!.dense);
+    // A batch made of a packed tail and an unpacked head.
+    let mixed: unknown[] = [];
+    of(packedA, b).pipe(batch({ layout: wide, batchSize: 12, dropLast: false })).subscribe((x) => { if (x.seq === 0) mixed = parts({ rows: x.rows, dense: x.dense.data, ...x.sparse, labels: x.labels }); });
+    expect(mixed).toEqual(parts(packRows(wide, [{ chunk: a, from: 0, to: 8 }, { chunk: b, from: 0, to: 4 }])));
+  });
+});
+
+describe('chunkCuts', () => {
+  it('cuts where the epoch row count reaches a multiple of the chunk size', () => {
+    expect(chunkCuts(0, 10, 0, 4)).toEqual([0, 4, 8, 10]);
+    // 10 rows already emitted: the next batch needs 2 more.
+    expect(chunkCuts(0, 10, 10, 4)).toEqual([0, 2, 6, 10]);
+    // A resumed row group starting at row 3.
+    expect(chunkCuts(3, 10, 0, 4)).toEqual([3, 7, 10]);
+    expect(chunkCuts(5, 5, 0, 4)).toEqual([5]);
   });
 });
