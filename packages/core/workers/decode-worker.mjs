@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import * as pw from 'parquet-wasm';
 import { parquetMetadata } from 'hyparquet';
 import { ZSTDDecoder } from 'zstddec';
-import { decodeDerived, decodeFlatRowGroup } from '../dist/io/fast-parquet.js';
+import { decodeDerivedIndexed, decodeFlatRowGroup, gatherIndexed } from '../dist/io/fast-parquet.js';
 import { OPS } from '../dist/ops/index.js';
 import { packRows } from '../dist/stream/batch.js';
 
@@ -58,11 +58,15 @@ function readDirect(msg) {
     const types = new Map(msg.types);
     const derived = msg.derived ?? [];
     const ops = new Map(derived.map((d) => [d.name, d.ops]));
-    const got = derived.length > 0 ? decodeDerived(md, msg.rowGroup, derived, types, readAt, zstd, (name, col) => applyOps(ops.get(name), col)) : new Map();
+    // Derived columns stay indexed (ops' results per dictionary entry + row indices) until they
+    // are either packed straight into batch arrays or gathered into columns.
+    const indexed = derived.length > 0 ? decodeDerivedIndexed(md, msg.rowGroup, derived, types, readAt, zstd, (name, col) => applyOps(ops.get(name), col)) : new Map();
     // Raw columns: the ones asked for, and the inputs of derived columns not computed above.
-    const raw = [...new Set([...msg.columns, ...derived.filter((d) => !got.has(d.name)).map((d) => d.input)])];
+    const raw = [...new Set([...msg.columns, ...derived.filter((d) => !indexed.has(d.name)).map((d) => d.input)])];
     const { columns, rest } = decodeFlatRowGroup(md, msg.rowGroup, raw, types, readAt, zstd);
-    return { columns: [...columns, ...got], rest };
+    const packs = msg.pack && rest.length === 0 ? packChunks(msg.pack, columns, indexed) : null;
+    if (packs !== null) return { packs, rest };
+    return { columns: [...columns, ...[...indexed].map(([name, d]) => [name, gatherIndexed(d)])], rest };
   } catch {
     // A page this decoder refuses (corrupt, or a shape it does not know) goes to parquet-wasm,
     // which either reads it or fails in a way the main thread reports with the row group.
@@ -84,10 +88,13 @@ function applyOps(chain, col) {
  * column or the label is missing, or the label has a null (the main thread then assembles the
  * batch and reports the null with its row).
  */
-function packChunks(pack, columns) {
+function packChunks(pack, columns, indexed) {
   const byName = new Map(columns);
   const outputs = new Map();
+  const byFeature = new Map();
   for (const [feature, column] of pack.outputs) {
+    const ix = indexed.get(column);
+    if (ix !== undefined) { byFeature.set(feature, ix); continue; }
     const c = byName.get(column);
     if (c === undefined) return null;
     outputs.set(feature, c);
@@ -97,7 +104,7 @@ function packChunks(pack, columns) {
     label = byName.get(pack.label);
     if (label === undefined || (label.valid !== null && label.valid.includes(0))) return null;
   }
-  const chunk = { outputs, label, locate: () => { throw new Error('no row to locate'); } };
+  const chunk = { outputs, label, indexed: byFeature, locate: () => { throw new Error('no row to locate'); } };
   const packs = [];
   for (let i = 0; i + 1 < pack.cuts.length; i++) packs.push(packRows(pack.layout, [{ chunk, from: pack.cuts[i], to: pack.cuts[i + 1] }]));
   return packs;
@@ -149,12 +156,11 @@ parentPort.on('message', async (msg) => {
       // What the direct decoder left (all of it when it does not apply) goes to parquet-wasm,
       // which returns raw columns: the derived columns' inputs as well.
       const columns = direct !== null ? direct.rest : [...new Set([...msg.columns, ...(msg.derived ?? []).map((d) => d.input)])];
+      if (direct !== null && direct.packs) {
+        parentPort.postMessage({ id, done: true, packs: direct.packs }, packBuffers(direct.packs));
+        return;
+      }
       if (columns.length === 0) {
-        const packs = msg.pack ? packChunks(msg.pack, direct.columns) : null;
-        if (packs !== null) {
-          parentPort.postMessage({ id, done: true, packs }, packBuffers(packs));
-          return;
-        }
         parentPort.postMessage({ id, done: true, columns: direct.columns }, buffersOf(direct.columns));
         return;
       }

@@ -244,6 +244,25 @@ export function decodeDerived(
   readAt: ReadAt, zstd: Zstd, apply: (name: string, input: Column) => Column,
 ): Map<string, Column> {
   const out = new Map<string, Column>();
+  for (const [name, d] of decodeDerivedIndexed(md, rowGroup, derived, types, readAt, zstd, apply)) out.set(name, gatherIndexed(d));
+  return out;
+}
+
+/**
+ * A derived column before the gather: the ops' results per dictionary entry (plus the null slot
+ * last) and each row's index into them. Row i's value is dict[idx[i]].
+ */
+export interface IndexedColumn {
+  readonly dict: Column;
+  readonly idx: Int32Array;
+}
+
+/** decodeDerived without the final gather, for a consumer that gathers on its own (packing a batch). */
+export function decodeDerivedIndexed(
+  md: FileMetaData, rowGroup: number, derived: readonly DerivedSpec[], types: ReadonlyMap<string, ColumnType>,
+  readAt: ReadAt, zstd: Zstd, apply: (name: string, input: Column) => Column,
+): Map<string, IndexedColumn> {
+  const out = new Map<string, IndexedColumn>();
   const rg = md.row_groups[rowGroup];
   if (rg === undefined) return out;
   const rows = Number(rg.num_rows);
@@ -271,10 +290,14 @@ export function decodeDerived(
     } catch {
       continue;
     }
-    const g = gatherRows(res, src.idx);
-    if (g !== null) out.set(d.name, g);
+    if (res.type === 'int32' || res.type === 'int64' || res.type === 'float32' || res.type === 'float64') out.set(d.name, { dict: res, idx: src.idx });
   }
   return out;
+}
+
+/** The rows of an indexed column as a plain column. */
+export function gatherIndexed(d: IndexedColumn): Column {
+  return gatherRows(d.dict, d.idx)!;
 }
 
 /** The dictionary as a column with one extra null slot at the end. */

@@ -208,6 +208,65 @@ function scalarsNarrow(src: Int32Array, rowValid: Uint8Array | null, elValid: Ui
   return at;
 }
 
+// ---- indexed columns: row r is dict[idx[r]] (one pass from the dictionary to the batch) ------
+
+function writeDenseIndexed(c: Column, idx: Int32Array, from: number, to: number, out: Float32Array, o: number, dim: number): void {
+  const valid = c.valid;
+  if (c.type === 'float32') return denseIdxF32(c.values, valid, idx, from, to, out, o, dim);
+  if (c.type === 'int32') return denseIdxI32(c.values, valid, idx, from, to, out, o, dim);
+  if (c.type === 'float64') return denseIdxF64(c.values, valid, idx, from, to, out, o, dim);
+  const read = numberReader(c);
+  for (let r = from; r < to; r++, o += dim) { const j = idx[r]!; out[o] = valid === null || valid[j] === 1 ? read(j) : 0; }
+}
+
+function denseIdxF32(v: Float32Array, valid: Uint8Array | null, idx: Int32Array, from: number, to: number, out: Float32Array, o: number, dim: number): void {
+  if (valid === null) for (let r = from; r < to; r++, o += dim) out[o] = v[idx[r]!]!;
+  else for (let r = from; r < to; r++, o += dim) { const j = idx[r]!; out[o] = valid[j] === 1 ? v[j]! : 0; }
+}
+function denseIdxI32(v: Int32Array, valid: Uint8Array | null, idx: Int32Array, from: number, to: number, out: Float32Array, o: number, dim: number): void {
+  if (valid === null) for (let r = from; r < to; r++, o += dim) out[o] = v[idx[r]!]!;
+  else for (let r = from; r < to; r++, o += dim) { const j = idx[r]!; out[o] = valid[j] === 1 ? v[j]! : 0; }
+}
+function denseIdxF64(v: Float64Array, valid: Uint8Array | null, idx: Int32Array, from: number, to: number, out: Float32Array, o: number, dim: number): void {
+  if (valid === null) for (let r = from; r < to; r++, o += dim) out[o] = v[idx[r]!]!;
+  else for (let r = from; r < to; r++, o += dim) { const j = idx[r]!; out[o] = valid[j] === 1 ? v[j]! : 0; }
+}
+
+function writeLengthsIndexed(c: Column, idx: Int32Array, from: number, to: number, out: Int32Array, at: number): void {
+  const valid = c.valid;
+  if (valid === null) out.fill(1, at, at + to - from);
+  else for (let r = from, o = at; r < to; r++, o++) out[o] = valid[idx[r]!]!;
+}
+
+function writeSparseIndexed(c: Column, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
+  if (c.type === 'int64') return sparseIdxWide(int64Words(c.values), c.valid, idx, from, to, dst, at);
+  if (c.type === 'int32') return sparseIdxNarrow(c.values, c.valid, idx, from, to, dst, at);
+  throw new TypeError(`sparse output must be integer, got ${c.type}`);
+}
+
+function sparseIdxWide(src: Uint32Array, valid: Uint8Array | null, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
+  for (let r = from; r < to; r++) {
+    const j = idx[r]!;
+    if (valid !== null && valid[j] === 0) continue;
+    dst[2 * at] = src[2 * j]!;
+    dst[2 * at + 1] = src[2 * j + 1]!;
+    at++;
+  }
+  return at;
+}
+
+function sparseIdxNarrow(src: Int32Array, valid: Uint8Array | null, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
+  for (let r = from; r < to; r++) {
+    const j = idx[r]!;
+    if (valid !== null && valid[j] === 0) continue;
+    const x = src[j]!;
+    dst[2 * at] = x >>> 0;
+    dst[2 * at + 1] = x < 0 ? 0xffffffff : 0;
+    at++;
+  }
+  return at;
+}
+
 /**
  * The arrays of a batch for a run of rows: what `assembleBatch` builds, and what a decode worker
  * builds for a chunk when it computes every feature itself (then the main thread only hands the
@@ -227,6 +286,11 @@ export interface PackSource {
   readonly outputs: ReadonlyMap<string, Column>;
   readonly label: Column | null;
   readonly locate: RowLocator;
+  /**
+   * Outputs not gathered yet (a decode worker's derived columns, io/fast-parquet.ts): row r of the
+   * feature is dict[idx[r]]. Scalar numeric dicts only; a name here takes precedence over `outputs`.
+   */
+  readonly indexed?: ReadonlyMap<string, { readonly dict: Column; readonly idx: Int32Array }>;
 }
 
 /**
@@ -243,8 +307,17 @@ export function packRows(layout: BatchLayout, segments: ReadonlyArray<{ readonly
 
   let row0 = 0;
   for (const seg of segments) {
-    for (const f of layout.dense) writeDense(seg.chunk.outputs.get(f.name)!, seg, data, row0, dim, f.offset, f.width);
-    layout.sparseKeys.forEach((key, k) => writeLengths(seg.chunk.outputs.get(key)!, seg.from, seg.to, lengths, k * rows + row0));
+    const ixs = seg.chunk.indexed;
+    for (const f of layout.dense) {
+      const ix = ixs?.get(f.name);
+      if (ix !== undefined) writeDenseIndexed(ix.dict, ix.idx, seg.from, seg.to, data, row0 * dim + f.offset, dim);
+      else writeDense(seg.chunk.outputs.get(f.name)!, seg, data, row0, dim, f.offset, f.width);
+    }
+    layout.sparseKeys.forEach((key, k) => {
+      const ix = ixs?.get(key);
+      if (ix !== undefined) writeLengthsIndexed(ix.dict, ix.idx, seg.from, seg.to, lengths, k * rows + row0);
+      else writeLengths(seg.chunk.outputs.get(key)!, seg.from, seg.to, lengths, k * rows + row0);
+    });
     row0 += seg.to - seg.from;
   }
   for (let k = 0; k < K; k++) {
@@ -256,7 +329,10 @@ export function packRows(layout: BatchLayout, segments: ReadonlyArray<{ readonly
   const words = int64Words(values);
   layout.sparseKeys.forEach((key, k) => {
     let at = offsets[k]!;
-    for (const seg of segments) at = writeSparse(seg.chunk.outputs.get(key)!, seg.from, seg.to, words, at);
+    for (const seg of segments) {
+      const ix = seg.chunk.indexed?.get(key);
+      at = ix !== undefined ? writeSparseIndexed(ix.dict, ix.idx, seg.from, seg.to, words, at) : writeSparse(seg.chunk.outputs.get(key)!, seg.from, seg.to, words, at);
+    }
   });
 
   let labels: Float32Array | null = null;

@@ -207,6 +207,38 @@ describe('packed chunks', () => {
     }
   });
 
+  it('packRows of indexed columns (row r = dict[idx[r]]) equals packRows of the gathered columns', () => {
+    const flat: BatchLayout = {
+      dense: ['f32', 'i32', 'f64', 'i64'].map((name, offset) => ({ name, offset, width: 1, vector: false })),
+      denseNames: ['f32', 'i32', 'f64', 'i64'], dim: 4, sparseKeys: ['s64', 's32'], label: false,
+    };
+    const D = 11;
+    const valid = Uint8Array.from({ length: D }, (_, j) => (j % 4 === 3 ? 0 : 1));
+    const dicts = new Map<string, Column>([
+      ['f32', { type: 'float32', values: Float32Array.from({ length: D }, (_, j) => j / 3), valid }],
+      ['i32', { type: 'int32', values: Int32Array.from({ length: D }, (_, j) => j * 1000 - 5), valid: null }],
+      ['f64', { type: 'float64', values: Float64Array.from({ length: D }, (_, j) => Math.sin(j)), valid }],
+      ['i64', { type: 'int64', values: BigInt64Array.from({ length: D }, (_, j) => BigInt(j) * 12345678901n), valid }],
+      ['s64', { type: 'int64', values: BigInt64Array.from({ length: D }, (_, j) => -BigInt(j) * 98765432109n), valid }],
+      ['s32', { type: 'int32', values: Int32Array.from({ length: D }, (_, j) => j - 6), valid: null }],
+    ]);
+    const rows = 50;
+    const idx = Int32Array.from({ length: rows }, (_, r) => (r * 7) % D);
+    const gathered = new Map<string, Column>([...dicts].map(([n, c]) => {
+      const src = (c as { values: Int32Array }).values;
+      const v = new (src.constructor as Int32ArrayConstructor)(rows);
+      for (let r = 0; r < rows; r++) v[r] = src[idx[r]!]!;
+      return [n, { ...c, values: v, valid: c.valid && Uint8Array.from(idx, (j) => c.valid![j]!) } as Column];
+    }));
+    const locate = (row: number) => ({ file: 'f', rowGroup: 0, row });
+    const indexed = new Map([...dicts].map(([n, dict]) => [n, { dict, idx }]));
+    for (const [from, to] of [[0, rows], [7, 31]] as const) {
+      const want = packRows(flat, [{ chunk: { outputs: gathered, label: null, locate }, from, to }]);
+      const got = packRows(flat, [{ chunk: { outputs: new Map(), label: null, locate, indexed }, from, to }]);
+      expect(parts(got)).toEqual(parts(want));
+    }
+  });
+
   it('the batch operator hands a whole packed chunk on as it is, and merges packed with unpacked chunks', () => {
     const a = rich(0, 8);
     const b = rich(8, 8);
