@@ -204,6 +204,9 @@ function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveT
   return { column: { type, values, valid: validOut } as Column };
 }
 
+/** Scratch for a page's indices of present values (reused: pages are decoded one at a time per thread). */
+let scratchIdx = new Int32Array(0);
+
 /** Indices mode of a data page: row -> dictionary index; a null row gets dict.size (one past the last entry). */
 function indices(page: Uint8Array, p: number, encoding: string, n: number, present: number, at: number, valid: Uint8Array | null, rowIdx: Int32Array, dict: Dict | null, col: string): void {
   if (encoding !== 'RLE_DICTIONARY' && encoding !== 'PLAIN_DICTIONARY') throw new NotAllDictionary();
@@ -215,7 +218,8 @@ function indices(page: Uint8Array, p: number, encoding: string, n: number, prese
     if (n > 0 && rleMax >= dict.size) throw new Error(`column ${col}: dictionary index ${rleMax} out of range (${dict.size} entries)`);
     return;
   }
-  const idx = new Int32Array(present);
+  if (scratchIdx.length < present) scratchIdx = new Int32Array(Math.max(present, 2 * scratchIdx.length));
+  const idx = scratchIdx;
   rleHybrid(page, p + 1, page.length, width, idx, 0, present);
   if (present > 0 && rleMax >= dict.size) throw new Error(`column ${col}: dictionary index ${rleMax} out of range (${dict.size} entries)`);
   const nul = dict.size;
@@ -416,7 +420,8 @@ function readValues(
   if (dict === null) throw new Error(`column ${col}: dictionary-encoded page without a dictionary page`);
   const width = page[p]!;
   if (width > 32) throw new Error(`column ${col}: dictionary index bit width ${width}`);
-  const idx = new Int32Array(present);
+  if (scratchIdx.length < present) scratchIdx = new Int32Array(Math.max(present, 2 * scratchIdx.length));
+  const idx = scratchIdx;
   rleHybrid(page, p + 1, page.length, width, idx, 0, present);
   if (present > 0 && rleMax >= dict.size) throw new Error(`column ${col}: dictionary index ${rleMax} out of range (${dict.size} entries)`);
   if (utf8) return gatherUtf8(utf8, dict, idx, at, n, present, valid);
@@ -539,6 +544,7 @@ export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number
   let max = 0;
   const mask = width >= 32 ? -1 : (1 << width) - 1;
   const bw = (width + 7) >> 3;
+  let dv: DataView | undefined;
   while (seen < n) {
     if (pos >= end) throw new Error(`RLE data ends after ${seen} of ${n} values`);
     let h = 0;
@@ -550,11 +556,29 @@ export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number
       const stop = Math.min(n, seen + groups * 8);
       const next = pos + groups * width;
       if (width === 0) { out.fill(0, at + seen, at + stop); seen = stop; pos = next; continue; }
-      if (width <= 24) {
+      if (pos + Math.ceil(((stop - seen) * width) / 8) > end) throw new Error('bit-packed run past the end of its data');
+      if (width <= 25) {
+        // Value k of the run starts at bit k * width; a little-endian 32-bit read at its byte
+        // holds all of it (bit offset <= 7, width <= 25). Values whose 4-byte window would pass the
+        // end of the buffer take the byte-at-a-time loop below.
+        const count = stop - seen;
+        const lim = b.length - 4 - pos;
+        const fast = lim < 0 ? 0 : Math.min(count, Math.floor(((lim + 1) * 8 - 1) / width) + 1);
+        if (fast > 0) {
+          dv ??= new DataView(b.buffer, b.byteOffset, b.byteLength);
+          for (let i = at + seen, e = i + fast, bit = 0; i < e; i++, bit += width) {
+            const x = (dv.getUint32(pos + (bit >>> 3), true) >>> (bit & 7)) & mask;
+            out[i] = x;
+            if (x > max) max = x;
+          }
+        }
+        const bit0 = fast * width;
+        let p = pos + (bit0 >>> 3);
         let acc = 0;
         let have = 0;
-        for (let i = at + seen, e = at + stop; i < e; i++) {
-          while (have < width) { acc |= b[pos++]! << have; have += 8; }
+        if (fast < count && (bit0 & 7) !== 0) { acc = b[p++]! >>> (bit0 & 7); have = 8 - (bit0 & 7); }
+        for (let i = at + seen + fast, e = at + stop; i < e; i++) {
+          while (have < width) { acc |= b[p++]! << have; have += 8; }
           const x = acc & mask;
           out[i] = x;
           if (x > max) max = x;
@@ -571,7 +595,6 @@ export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number
           if (v > max) max = v;
         }
       }
-      if (pos > end) throw new Error('bit-packed run past the end of its data');
       pos = next;
       seen = stop;
     } else {
@@ -595,7 +618,7 @@ export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number
  * validity bytes (1 = present). Its own function rather than `rleHybrid` with a byte output, which
  * would make that hot loop polymorphic.
  */
-function defLevels(b: Uint8Array, pos: number, end: number, out: Uint8Array, at: number, n: number): void {
+export function defLevels(b: Uint8Array, pos: number, end: number, out: Uint8Array, at: number, n: number): void {
   let seen = 0;
   while (seen < n) {
     if (pos >= end) throw new Error(`definition levels end after ${seen} of ${n} values`);
@@ -608,7 +631,15 @@ function defLevels(b: Uint8Array, pos: number, end: number, out: Uint8Array, at:
       const groups = Math.floor(h / 2);
       const stop = Math.min(n, seen + groups * 8);
       if (pos + Math.ceil((stop - seen) / 8) > end) throw new Error('bit-packed definition levels past the end of their data');
-      for (let i = at + seen, e = at + stop, bit = 0; i < e; i++, bit++) out[i] = (b[pos + (bit >> 3)]! >> (bit & 7)) & 1;
+      let i = at + seen;
+      const e = at + stop;
+      let q = pos;
+      for (; i + 8 <= e; i += 8) {
+        const v = b[q++]!;
+        out[i] = v & 1; out[i + 1] = (v >> 1) & 1; out[i + 2] = (v >> 2) & 1; out[i + 3] = (v >> 3) & 1;
+        out[i + 4] = (v >> 4) & 1; out[i + 5] = (v >> 5) & 1; out[i + 6] = (v >> 6) & 1; out[i + 7] = v >> 7;
+      }
+      for (let bit = 0; i < e; i++, bit++) out[i] = (b[q]! >> bit) & 1;
       pos += groups;
       seen = stop;
     } else {

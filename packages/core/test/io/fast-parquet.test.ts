@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { Column, ColumnType } from '../../src/column.js';
 import { columnFromVector } from '../../src/io/arrow.js';
 import { DecoderPool } from '../../src/io/decoder.js';
-import { rleHybrid } from '../../src/io/fast-parquet.js';
+import { defLevels, rleHybrid } from '../../src/io/fast-parquet.js';
 import { pipeline, type Batch, type PlanSpec } from '../../src/index.js';
 import { tempDir, vec } from '../helpers.js';
 
@@ -236,6 +236,21 @@ describe('RLE / bit-packed hybrid', () => {
       const end = rleHybrid(bytes, 0, bytes.length, width, out, 5, values.length);
       expect(end).toBe(bytes.length);
       expect(Array.from(out.subarray(5), (v) => v >>> 0)).toEqual(values);
+    });
+  }
+
+  for (const n of [1, 7, 8, 13, 64, 999]) {
+    it(`decodes ${n} definition levels (width 1) into validity bytes`, () => {
+      let x = 777;
+      const values = Array.from({ length: n }, (_, i) => {
+        x = (x * 1103515245 + 12345) % 2147483648;
+        return i % 50 < 10 ? 1 : x % 3 === 0 ? 0 : 1; // runs of 1, then noise
+      });
+      const bytes = encode(values, 1);
+      const out = new Uint8Array(n + 3).fill(9);
+      defLevels(bytes, 0, bytes.length, out, 3, n);
+      expect(Array.from(out.subarray(3))).toEqual(values);
+      expect(Array.from(out.subarray(0, 3))).toEqual([9, 9, 9]);
     });
   }
 
