@@ -93,137 +93,128 @@ export interface StepHints {
 /** Initial slots per table; grows by doubling. */
 const INITIAL_SLOTS = 1 << 12;
 
+/** Slot states (word 3 of a slot). */
+const EMPTY = 0;
+/** In the window, not prefetched yet. */
+const WAITING = 1;
+const CACHED = 2;
+/** Deleted; keeps its id so that the id coming back reuses the slot. */
+const TOMBSTONE = 3;
+
 /**
- * Slot of a key: a murmur3-style finalizer over both halves, so that sequential ids (hex2int of
- * Criteo's hashed categoricals, vocab indices) do not cluster under linear probing.
+ * Slot of a key in a table of 2^(32 − shift) slots: multiplicative (Fibonacci) hashing of both
+ * halves, top bits. Two multiplies per id: this runs ~85M times a second (class comment), and
+ * sequential ids (vocab indices) and Criteo's already-hashed ids both spread well under it.
  */
-function home(lo: number, hi: number): number {
-  let h = Math.imul(lo ^ Math.imul(hi, 0x9e3779b1), 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return h ^ (h >>> 16);
+function home(lo: number, hi: number, shift: number): number {
+  return Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
 }
 
 /**
  * One table's ids in the window or in the cache: BAGPIPE's LatestTracker and InCache (Algorithm 1
- * lines 2–3) in one open-addressing table. Slot s is words [4s, 4s + 4): id low half, id high half,
- * entry + 1 (0 = empty slot), and the last step that uses the id (the TTL). An entry index is stable
- * while its id is present (slots move on deletion; `slotOf` follows them), so the ring buffer can
- * hold entry indices and popping a batch needs no second hash lookup.
+ * lines 2–3) in one open-addressing table with linear probing. Slot s is words [4s, 4s + 4): id low
+ * half, id high half, the last step that uses the id (its TTL), and the slot's state.
+ *
+ * Deletion leaves a tombstone instead of shifting later slots back, so a slot index is stable until
+ * the next rehash: the ring buffer holds slot indices and popping a batch reads each distinct id's
+ * slot directly, with no second hash lookup (one cache miss per id instead of three with an
+ * entry-index indirection). A rehash returns the old → new slot map so the buffered batches can be
+ * renumbered.
  */
 class TableState {
   tab: Int32Array = new Int32Array(4 * INITIAL_SLOTS);
   mask = INITIAL_SLOTS - 1;
-  /** Entry → its slot. */
-  slotOf: Int32Array = new Int32Array(INITIAL_SLOTS);
-  /** Entry → 1 once prefetched (InCache). */
-  cached: Uint8Array = new Uint8Array(INITIAL_SLOTS);
-  /** Freed entries, reused first. */
-  free: Int32Array = new Int32Array(INITIAL_SLOTS);
-  nFree = 0;
-  /** Entries ever handed out (the next new one when `free` is empty). */
-  highWater = 0;
-  /** Ids present: used in the window or cached. */
+  shift = 32 - Math.log2(INITIAL_SLOTS);
+  /** Ids present (in the window or cached). */
   live = 0;
+  tombstones = 0;
   /** Ids cached. */
   inCache = 0;
 
-  /** Makes room for `n` more ids without growing inside the hot loop (load factor stays <= 1/2). */
-  reserve(n: number): void {
-    let slots = this.mask + 1;
-    if (2 * (this.live + n) > slots) {
-      while (2 * (this.live + n) > slots) slots *= 2;
-      this.rehash(slots);
-    }
-    const need = this.highWater + n;
-    if (need > this.slotOf.length) {
-      let cap = this.slotOf.length;
-      while (cap < need) cap *= 2;
-      const slotOf = new Int32Array(cap);
-      slotOf.set(this.slotOf);
-      const cached = new Uint8Array(cap);
-      cached.set(this.cached);
-      const free = new Int32Array(cap);
-      free.set(this.free.subarray(0, this.nFree));
-      this.slotOf = slotOf;
-      this.cached = cached;
-      this.free = free;
-    }
+  /**
+   * Makes room for `n` more ids with at most half the slots used (live + tombstones), so the hot
+   * loop never grows the table. Returns the old → new slot map when it rehashed, else null.
+   */
+  reserve(n: number): Int32Array | null {
+    const slots = this.mask + 1;
+    if (2 * (this.live + this.tombstones + n) <= slots) return null;
+    // Rehash to a load of at most 1/4 for the live ids and the batch, so that the next rehash is
+    // at least as many insertions and deletions away as there are live ids (amortized O(1)).
+    let bits = Math.log2(INITIAL_SLOTS);
+    while (1 << bits < 4 * (this.live + n)) bits++;
+    return this.rehash(bits);
   }
 
-  private rehash(slots: number): void {
+  private rehash(bits: number): Int32Array {
+    const slots = 1 << bits;
+    const shift = 32 - bits;
     const old = this.tab;
+    const remap = new Int32Array(old.length >>> 2).fill(-1);
     const tab = new Int32Array(4 * slots);
     const mask = slots - 1;
-    const slotOf = this.slotOf;
-    for (let p = 0; p < old.length; p += 4) {
-      const e1 = old[p + 2]!;
-      if (e1 === 0) continue;
+    for (let p = 0, o = 0; p < old.length; p += 4, o++) {
+      const state = old[p + 3]!;
+      if (state === EMPTY || state === TOMBSTONE) continue;
       const lo = old[p]!;
       const hi = old[p + 1]!;
-      let s = home(lo, hi) & mask;
-      while (tab[(s << 2) + 2] !== 0) s = (s + 1) & mask;
+      let s = home(lo, hi, shift);
+      while (tab[(s << 2) + 3] !== EMPTY) s = (s + 1) & mask;
       const q = s << 2;
       tab[q] = lo;
       tab[q + 1] = hi;
-      tab[q + 2] = e1;
-      tab[q + 3] = old[p + 3]!;
-      slotOf[e1 - 1] = s;
+      tab[q + 2] = old[p + 2]!;
+      tab[q + 3] = state;
+      remap[o] = s;
     }
     this.tab = tab;
     this.mask = mask;
+    this.shift = shift;
+    this.tombstones = 0;
+    return remap;
   }
 
   /**
    * Records that batch `step` uses ids (lo, hi) = (words[2i], words[2i + 1]), i < n (Algorithm 1
-   * lines 8–9), and writes the entries of its distinct ids to `list` in first-occurrence order.
+   * lines 8–9), and writes the slots of its distinct ids to `list` in first-occurrence order.
    * Returns how many. The caller has called `reserve(n)`.
    */
   ingestWide(words: Int32Array, n: number, step: number, list: Int32Array): number {
     const tab = this.tab;
     const mask = this.mask;
-    const slotOf = this.slotOf;
-    const cached = this.cached;
-    const free = this.free;
-    let nFree = this.nFree;
-    let highWater = this.highWater;
+    const shift = this.shift;
     let added = 0;
+    let revived = 0;
     let u = 0;
     for (let i = 0, end = 2 * n; i < end; i += 2) {
       const lo = words[i]!;
       const hi = words[i + 1]!;
-      let h = Math.imul(lo ^ Math.imul(hi, 0x9e3779b1), 0x85ebca6b);
-      h ^= h >>> 13;
-      h = Math.imul(h, 0xc2b2ae35);
-      let s = (h ^ (h >>> 16)) & mask;
+      let s = Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
       for (;;) {
         const p = s << 2;
-        const e1 = tab[p + 2]!;
-        if (e1 === 0) {
-          const e = nFree > 0 ? free[--nFree]! : highWater++;
+        const state = tab[p + 3]!;
+        if (state === EMPTY) {
           tab[p] = lo;
           tab[p + 1] = hi;
-          tab[p + 2] = e + 1;
-          tab[p + 3] = step;
-          slotOf[e] = s;
-          cached[e] = 0;
-          list[u++] = e;
+          tab[p + 2] = step;
+          tab[p + 3] = WAITING;
+          list[u++] = s;
           added++;
           break;
         }
         if (tab[p] === lo && tab[p + 1] === hi) {
-          if (tab[p + 3] !== step) {
-            tab[p + 3] = step;
-            list[u++] = e1 - 1;
+          if (tab[p + 2] !== step || state === TOMBSTONE) {
+            // A tombstone of this id is its only slot in the table: revive it.
+            if (state === TOMBSTONE) { tab[p + 3] = WAITING; revived++; }
+            tab[p + 2] = step;
+            list[u++] = s;
           }
           break;
         }
         s = (s + 1) & mask;
       }
     }
-    this.nFree = nFree;
-    this.highWater = highWater;
-    this.live += added;
+    this.live += added + revived;
+    this.tombstones -= revived;
     return u;
   }
 
@@ -231,60 +222,49 @@ class TableState {
   ingestNarrow(ids: Int32Array, n: number, step: number, list: Int32Array): number {
     const tab = this.tab;
     const mask = this.mask;
-    const slotOf = this.slotOf;
-    const cached = this.cached;
-    const free = this.free;
-    let nFree = this.nFree;
-    let highWater = this.highWater;
+    const shift = this.shift;
     let added = 0;
+    let revived = 0;
     let u = 0;
     for (let i = 0; i < n; i++) {
       const lo = ids[i]!;
       const hi = lo >> 31;
-      let h = Math.imul(lo ^ Math.imul(hi, 0x9e3779b1), 0x85ebca6b);
-      h ^= h >>> 13;
-      h = Math.imul(h, 0xc2b2ae35);
-      let s = (h ^ (h >>> 16)) & mask;
+      let s = Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
       for (;;) {
         const p = s << 2;
-        const e1 = tab[p + 2]!;
-        if (e1 === 0) {
-          const e = nFree > 0 ? free[--nFree]! : highWater++;
+        const state = tab[p + 3]!;
+        if (state === EMPTY) {
           tab[p] = lo;
           tab[p + 1] = hi;
-          tab[p + 2] = e + 1;
-          tab[p + 3] = step;
-          slotOf[e] = s;
-          cached[e] = 0;
-          list[u++] = e;
+          tab[p + 2] = step;
+          tab[p + 3] = WAITING;
+          list[u++] = s;
           added++;
           break;
         }
         if (tab[p] === lo && tab[p + 1] === hi) {
-          if (tab[p + 3] !== step) {
-            tab[p + 3] = step;
-            list[u++] = e1 - 1;
+          if (tab[p + 2] !== step || state === TOMBSTONE) {
+            if (state === TOMBSTONE) { tab[p + 3] = WAITING; revived++; }
+            tab[p + 2] = step;
+            list[u++] = s;
           }
           break;
         }
         s = (s + 1) & mask;
       }
     }
-    this.nFree = nFree;
-    this.highWater = highWater;
-    this.live += added;
+    this.live += added + revived;
+    this.tombstones -= revived;
     return u;
   }
 
   /**
-   * Pops batch `step` whose distinct entries are list[0, u) (Algorithm 1 lines 13–22). Writes the
-   * id words of prefetches to out[0, 2u), of keeps to out[2u, 4u), of evictions to out[4u, 6u)
+   * Pops batch `step` whose distinct ids are in slots list[0, u) (Algorithm 1 lines 13–22). Writes
+   * the id words of prefetches to out[0, 2u), of keeps to out[2u, 4u), of evictions to out[4u, 6u)
    * and the keeps' TTLs to out[6u, 7u); returns the counts in `counts` [prefetch, keep, evict].
    */
   pop(list: Int32Array, u: number, step: number, out: Int32Array, counts: Int32Array): void {
     const tab = this.tab;
-    const slotOf = this.slotOf;
-    const cached = this.cached;
     let np = 0;
     let nk = 0;
     let ne = 0;
@@ -292,62 +272,34 @@ class TableState {
     const E = 4 * u;
     const T = 6 * u;
     for (let j = 0; j < u; j++) {
-      const e = list[j]!;
-      const s = slotOf[e]!;
-      const p = s << 2;
+      const p = list[j]! << 2;
       const lo = tab[p]!;
       const hi = tab[p + 1]!;
-      if (cached[e] === 0) {
+      const ttl = tab[p + 2]!;
+      if (tab[p + 3] === WAITING) {
         out[2 * np] = lo;
         out[2 * np + 1] = hi;
         np++;
-        cached[e] = 1;
       }
-      const ttl = tab[p + 3]!;
       if (ttl === step) {
         out[E + 2 * ne] = lo;
         out[E + 2 * ne + 1] = hi;
         ne++;
-        cached[e] = 0;
-        this.remove(s);
-        this.free[this.nFree++] = e;
+        tab[p + 3] = TOMBSTONE;
       } else {
         out[K + 2 * nk] = lo;
         out[K + 2 * nk + 1] = hi;
         out[T + nk] = ttl;
         nk++;
+        tab[p + 3] = CACHED;
       }
     }
     this.inCache += np - ne;
+    this.live -= ne;
+    this.tombstones += ne;
     counts[0] = np;
     counts[1] = nk;
     counts[2] = ne;
-  }
-
-  /** Deletes slot i by backward shift (no tombstones, so probe chains never degrade). */
-  private remove(i: number): void {
-    const tab = this.tab;
-    const mask = this.mask;
-    const slotOf = this.slotOf;
-    let j = i;
-    for (;;) {
-      j = (j + 1) & mask;
-      const q = j << 2;
-      const e1 = tab[q + 2]!;
-      if (e1 === 0) break;
-      const k = home(tab[q]!, tab[q + 1]!) & mask;
-      // The id at j may fill the hole at i only if its home slot is not cyclically in (i, j].
-      if (i <= j ? i < k && k <= j : i < k || k <= j) continue;
-      const p = i << 2;
-      tab[p] = tab[q]!;
-      tab[p + 1] = tab[q + 1]!;
-      tab[p + 2] = e1;
-      tab[p + 3] = tab[q + 3]!;
-      slotOf[e1 - 1] = i;
-      i = j;
-    }
-    tab[(i << 2) + 2] = 0;
-    this.live--;
   }
 
   /** Words (lo, hi) of the cached ids, in slot order. */
@@ -356,8 +308,7 @@ class TableState {
     let o = 0;
     const tab = this.tab;
     for (let p = 0; p < tab.length; p += 4) {
-      const e1 = tab[p + 2]!;
-      if (e1 !== 0 && this.cached[e1 - 1] === 1) {
+      if (tab[p + 3] === CACHED) {
         out[o++] = tab[p]!;
         out[o++] = tab[p + 1]!;
       }
@@ -420,6 +371,7 @@ export class LookaheadCache {
   private tail = 0;
   private ended = false;
   private scratch = new Int32Array(1024);
+  private ingestList = new Int32Array(1024);
   private readonly counts = new Int32Array(3);
 
   constructor(opts: LookaheadOptions) {
@@ -458,17 +410,20 @@ export class LookaheadCache {
       const a = ids[t]!;
       const st = this.state[t]!;
       const n = a.length;
-      st.reserve(n);
+      const remap = st.reserve(n);
+      if (remap !== null) this.renumber(t, remap);
       const r = slot * this.tables + t;
+      // Ingest into a shared scratch list, then keep only the distinct ids: buffering L batches
+      // of full-size lists would cost L × batch ids of memory and pollute the CPU caches.
+      if (this.ingestList.length < n) this.ingestList = new Int32Array(n);
+      const u = isWide(a)
+        ? st.ingestWide(new Int32Array(a.buffer, a.byteOffset, 2 * n), n, step, this.ingestList)
+        : st.ingestNarrow(a, n, step, this.ingestList);
       let list = this.ring[r]!;
-      if (list.length < n) list = this.ring[r] = new Int32Array(Math.max(n, 2 * list.length));
-      if (isWide(a)) {
-        this.ringWide[r] = 1;
-        this.ringLen[r] = st.ingestWide(new Int32Array(a.buffer, a.byteOffset, 2 * n), n, step, list);
-      } else {
-        this.ringWide[r] = 0;
-        this.ringLen[r] = st.ingestNarrow(a, n, step, list);
-      }
+      if (list.length < u) list = this.ring[r] = new Int32Array(u + (u >>> 2));
+      list.set(this.ingestList.subarray(0, u));
+      this.ringLen[r] = u;
+      this.ringWide[r] = isWide(a) ? 1 : 0;
     }
     this.tail++;
     if (this.L === null) {
@@ -484,12 +439,18 @@ export class LookaheadCache {
 
   /** Ends the stream: the hints of every batch still buffered, in order. */
   end(): StepHints[] {
+    return [...this.drain()];
+  }
+
+  /**
+   * Ends the stream and yields the buffered batches' hints one at a time (the cache state between
+   * two yields is the state after the step just yielded).
+   */
+  *drain(): Generator<StepHints, void, undefined> {
     this.ended = true;
     // Everything read fitted the budget: any L covering the stream gives the same hints.
     if (this.L === null) this.L = Math.max(0, this.tail - 1);
-    const out: StepHints[] = [];
-    while (this.head < this.tail) out.push(this.popHead());
-    return out;
+    while (this.head < this.tail) yield this.popHead();
   }
 
   /** The ids of table t cached now (between steps), in no particular order. */
@@ -515,6 +476,15 @@ export class LookaheadCache {
     }
     out.push(...la.end());
     return out;
+  }
+
+  /** Rewrites table t's slots in the buffered batches after a rehash. */
+  private renumber(t: number, remap: Int32Array): void {
+    for (let s = this.head; s < this.tail; s++) {
+      const r = (s & this.ringMask) * this.tables + t;
+      const list = this.ring[r]!;
+      for (let j = 0, u = this.ringLen[r]!; j < u; j++) list[j] = remap[list[j]!]!;
+    }
   }
 
   private growRing(slots: number): void {
