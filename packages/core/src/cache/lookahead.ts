@@ -374,11 +374,18 @@ export class LookaheadCache {
   private ingestList = new Int32Array(1024);
   private readonly counts = new Int32Array(3);
 
-  constructor(opts: LookaheadOptions) {
-    this.tables = checkCount(opts.tables, 'tables');
-    if (this.tables === 0) throw new RangeError('tables must be at least 1');
+  /** Throws a RangeError naming the first bad option. */
+  static checkOptions(opts: LookaheadOptions): void {
+    if (checkCount(opts.tables, 'tables') === 0) throw new RangeError('tables must be at least 1');
     if (opts.window === undefined && opts.cacheBudget === undefined) throw new RangeError('give a window (L), a cacheBudget, or both');
-    const window = opts.window === undefined ? undefined : checkCount(opts.window, 'window');
+    if (opts.window !== undefined) checkCount(opts.window, 'window');
+    if (opts.cacheBudget !== undefined) budgetWeights(opts.cacheBudget, opts.tables);
+  }
+
+  constructor(opts: LookaheadOptions) {
+    LookaheadCache.checkOptions(opts);
+    this.tables = opts.tables;
+    const window = opts.window;
     this.budget = opts.cacheBudget === undefined ? null : budgetWeights(opts.cacheBudget, this.tables);
     this.maxWindow = window ?? Number.MAX_SAFE_INTEGER;
     this.L = this.budget === null ? window! : null;
