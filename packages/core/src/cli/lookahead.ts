@@ -26,6 +26,9 @@ export const LOOKAHEAD_OPTIONS = {
 
 type Values = Record<string, string | boolean | string[] | undefined>;
 
+/** Batches handed to LookaheadCache.pushAll at once (table by table: fewer CPU cache misses). */
+const GROUP = 16;
+
 /** Points of the cache-size-over-time series printed. */
 const SERIES_POINTS = 8;
 
@@ -146,19 +149,24 @@ export async function cmdLookahead(values: Values, usage: (message: string) => E
   const p = pipeline(plan, { input });
   const info = await p.info();
   const progress = new Progress('lookahead', info.rowsPerEpoch, 'rows', quiet);
-  const ids: IdArray[] = new Array<IdArray>(columns.length);
+  let pending: IdArray[][] = [];
   let rows = 0;
   let hintMs = 0;
+  const hint = (): void => {
+    const h0 = performance.now();
+    const out = la.pushAll(pending);
+    hintMs += performance.now() - h0;
+    for (const h of out) summary.add(h);
+    pending = [];
+  };
   const t0 = performance.now();
   for await (const b of p) {
-    for (let k = 0; k < columns.length; k++) ids[k] = batchIds(b, k);
-    const h0 = performance.now();
-    const h = la.push(ids);
-    hintMs += performance.now() - h0;
-    if (h !== null) summary.add(h);
+    pending.push(columns.map((_, k) => batchIds(b, k)));
+    if (pending.length === GROUP) hint();
     rows += b.rows;
     progress.update(rows);
   }
+  hint();
   const h0 = performance.now();
   for (const h of la.drain()) summary.add(h);
   hintMs += performance.now() - h0;

@@ -226,6 +226,37 @@ describe('LookaheadCache against a brute-force ideal cache', () => {
     hints.forEach((h, x) => expect(h.tables[0]!.prefetch).toBeInstanceOf(x % 2 === 0 ? Int32Array : BigInt64Array));
   });
 
+  it('stays exact when a table of int32-range ids meets its first wider id mid-stream (slot layout switch with batches buffered)', () => {
+    const spec: StreamSpec = { seed: 11, steps: 40, tables: 2, maxLen: 30, vocab: 50, wide: false };
+    // Table 0: ids in [-25, 25) (high half 0 or -1) until step 15, then every third one also 5 << 32 higher.
+    const stream = randomStream(spec).map((b, x) => b.map((ids, t) => (t === 0 ? ids.map((v, i) => (x >= 15 && i % 3 === 0 ? v + (5n << 32n) : v - 25n)) : ids)));
+    for (const L of [0, 2, 6, 39]) {
+      let k = 0;
+      // Table 1 keeps int32 arrays throughout; table 0 switches to BigInt64Array at step 15.
+      const { hints, contents } = runHints(stream, 2, { window: L }, (t) => (ids) => (t === 0 && k++ >= 15 ? wideArray(ids) : narrowArray(ids)));
+      expectMatchesOracle(stream, 2, L, hints, contents);
+    }
+  });
+
+  it('gives identical hints when batches are pushed in groups (table by table) as one at a time', () => {
+    for (const [seed, opts] of [[12, { window: 4 }], [13, { window: 0 }], [14, { window: 50 }], [15, { cacheBudget: { ids: 90 } }], [16, { window: 3, cacheBudget: { ids: 40 } }]] as const) {
+      const spec: StreamSpec = { seed, steps: 45, tables: 3, maxLen: 40, vocab: 300, wide: seed % 2 === 0 };
+      const stream = randomStream(spec).map((b) => b.map(spec.wide ? wideArray : narrowArray));
+      const one = LookaheadCache.run(stream, { tables: 3, ...opts });
+      const r = rng(seed);
+      const la = new LookaheadCache({ tables: 3, ...opts });
+      const grouped: StepHints[] = [];
+      for (let i = 0; i < stream.length;) {
+        const g = 1 + Math.floor(r() * 9);
+        grouped.push(...la.pushAll(stream.slice(i, i + g)));
+        i += g;
+      }
+      grouped.push(...la.end());
+      expect(grouped).toEqual(one);
+      expect(grouped).toHaveLength(stream.length);
+    }
+  });
+
   it('handles an empty stream and empty batches', () => {
     expect(LookaheadCache.run([], { tables: 2, window: 3 })).toEqual([]);
     const hints = LookaheadCache.run([[new Int32Array(0)], [new Int32Array(0)]], { tables: 1, window: 1 });
