@@ -129,7 +129,7 @@ function naive(): Totals {
   for (const b of stream()) {
     const step = next++;
     const uniq = b.map((a, k) => {
-      const u = [...new Set<bigint | number>(a as ArrayLike<bigint | number> as Iterable<bigint | number>)];
+      const u = [...new Set<bigint | number>(a as unknown as Iterable<bigint | number>)];
       for (const id of u) latest[k]!.set(id, step);
       return u;
     });

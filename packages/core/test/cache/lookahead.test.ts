@@ -241,7 +241,7 @@ describe('LookaheadCache against a brute-force ideal cache', () => {
   it('gives identical hints when batches are pushed in groups (table by table) as one at a time', () => {
     for (const [seed, opts] of [[12, { window: 4 }], [13, { window: 0 }], [14, { window: 50 }], [15, { cacheBudget: { ids: 90 } }], [16, { window: 3, cacheBudget: { ids: 40 } }]] as const) {
       const spec: StreamSpec = { seed, steps: 45, tables: 3, maxLen: 40, vocab: 300, wide: seed % 2 === 0 };
-      const stream = randomStream(spec).map((b) => b.map(spec.wide ? wideArray : narrowArray));
+      const stream = randomStream(spec).map((b) => b.map((ids): IdArray => (spec.wide ? wideArray(ids) : narrowArray(ids))));
       const one = LookaheadCache.run(stream, { tables: 3, ...opts });
       const r = rng(seed);
       const la = new LookaheadCache({ tables: 3, ...opts });

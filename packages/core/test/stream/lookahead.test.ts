@@ -66,7 +66,7 @@ describe('lookaheadBy operator (marbles)', () => {
 
   it('completes at once on an empty stream', () => {
     scheduler().run(({ cold, expectObservable }) => {
-      expectObservable(cold('---|').pipe(lookaheadBy(idsOf, { tables: 1, window: 3 }))).toBe('---|');
+      expectObservable(cold<Item>('---|').pipe(lookaheadBy(idsOf, { tables: 1, window: 3 }))).toBe('---|');
     });
   });
 
