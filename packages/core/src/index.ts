@@ -23,6 +23,8 @@ export { columnFromVector, arrowColumnType } from './io/arrow.js';
 export { readChunks, epochWindows, START, type Chunk, type Cursor, type SourceOptions } from './stream/source.js';
 export { assembleBatch, batchLayout, mergePacks, packRows, type Batch, type BatchLayout, type Pack, type ProcessedChunk, type Segment } from './stream/batch.js';
 export { Flow, source, preprocess, batch, prefetch, cursorAfter, type BatchOptions } from './stream/operators.js';
+export { LookaheadCache, LookaheadSummary, type CacheBudget, type IdArray, type LookaheadOptions, type StepHints, type TableHints } from './cache/lookahead.js';
+export { lookahead, lookaheadBy, batchIds, type HintedBatch, type LookaheadOperatorOptions } from './stream/lookahead.js';
 export { fit, openInput } from './fit.js';
 export { pipeline, Pipeline, type IteratorState, type PipelineInfo, type PipelineMetrics, type PipelineOptions } from './pipeline.js';
 export { PRESETS, getPreset, presetNames, type Preset } from './gen/presets.js';

@@ -13,6 +13,7 @@ import type { BackendSpec } from '../plan/types.js';
 import { pipeline, type PipelineOptions } from '../pipeline.js';
 import { Progress, formatTable, peakRssMB } from './progress.js';
 import { createBatchServer } from '../serve/server.js';
+import { LOOKAHEAD_OPTIONS, LOOKAHEAD_USAGE, cmdLookahead } from './lookahead.js';
 
 const USAGE = `sluice — stream preprocessed training data from Parquet
 
@@ -32,6 +33,7 @@ commands:
                                          rerun a paper's table on the simulated backends (fpga-sim, smartssd-sim)
   serve --plan P --input F --port N [--host H] [--token T] [--backend B] [--state STATE]
                                          serve batches over HTTP: GET /v1/batches/{seq}, /v1/info, /healthz, /metrics
+${LOOKAHEAD_USAGE}
 
 common options: --debug (stack traces), --help
 --input takes a path, glob or http(s) URL; repeat it for several.`;
@@ -57,6 +59,7 @@ const OPTIONS = {
   port: { type: 'string' },
   host: { type: 'string' },
   token: { type: 'string' },
+  ...LOOKAHEAD_OPTIONS,
 } as const satisfies ParseArgsConfig['options'];
 
 class UsageError extends Error {}
@@ -86,6 +89,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'demo': return await cmdDemo(values);
       case 'reproduce': return await cmdReproduce(values, positionals[1]);
       case 'serve': return await cmdServe(values);
+      case 'lookahead': return await cmdLookahead(values, (m) => new UsageError(m));
       default: throw new UsageError(`unknown command "${cmd}"`);
     }
   } catch (e) {

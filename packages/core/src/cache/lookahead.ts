@@ -1,0 +1,765 @@
+/**
+ * BAGPIPE lookahead cache hints (Agarwal et al., "BAGPIPE: Accelerating Deep Recommendation Model
+ * Training", SOSP'23; /work/shared/papers/bagpipe-sosp23.txt), §3.2 and Algorithm 1, over plain
+ * arrays of embedding ids per batch and per table. No RxJS here: `stream/lookahead.ts` wraps this
+ * class as a pipeline operator and `sluice lookahead` drives it directly.
+ *
+ * Definitions (batch numbers are 0-based steps in push order; L is the window):
+ * - The window of step x is batches [x, x + L] — §3.2: "if the current batch is x, we consider
+ *   embedding accesses in batches from x to x + L". Algorithm 1's `LookAheadValue` counts the
+ *   current batch as well (its queue holds L' batches including the popped one, and Figure 6's
+ *   "L = 2" example keeps an id for the next batch only), so Algorithm 1 with LookAheadValue = L + 1
+ *   computes exactly these hints.
+ * - TTL of an id of batch x: the last batch in [x, x + L] that uses it (Algorithm 1 lines 9, 15).
+ * - prefetch(x): ids of batch x not in the cache (lines 17–19).
+ * - evict(x): ids of batch x whose TTL is x — no later batch in the window uses them (lines 20–22).
+ *   keep(x): the others, each with its TTL.
+ * - Consistency (§3.2): an id that batch x uses is either cached or was not used by any batch in
+ *   [x − L, x). That is exactly "prefetch(x) = ids of x not used in the previous L batches", which
+ *   the tests check against a brute-force ideal cache.
+ *
+ * Why not `Map`/`Set`: RM1 at BAGPIPE's 3.27M samples/s (§5.3) is ~85M id updates per second on one
+ * core. Each table is an open-addressing hash table over one Int32Array (ids as two int32 halves,
+ * never a BigInt), batches are ring-buffered as lists of entry indices, and nothing is allocated
+ * per id.
+ *
+ * @example
+ * const la = new LookaheadCache({ tables: 1, window: 2 });
+ * for (const ids of [[3, 9], [3, 4], [3, 6], [6, 1]]) la.push([Int32Array.from(ids)]); // BAGPIPE Fig. 6
+ * const hints = la.end();
+ */
+
+/** The ids of one table in one batch: int32 ids, or int64 ids (read through int32 halves). */
+export type IdArray = Int32Array | BigInt64Array;
+
+/** A cache-size budget for choosing L automatically: distinct ids, or bytes at `bytesPerId` per id (one number, or one per table). */
+export type CacheBudget = { readonly ids: number } | { readonly bytes: number; readonly bytesPerId: number | readonly number[] };
+
+export interface LookaheadOptions {
+  /** Number of embedding tables (one per sparse feature); every pushed batch has one id array per table. */
+  readonly tables: number;
+  /**
+   * L: how many batches beyond the current one are looked at (§3.2). Required without
+   * `cacheBudget`; with one, the largest L that may be chosen (default: no limit).
+   */
+  readonly window?: number;
+  /**
+   * Choose L from a cache size (§3.5 "Automatically Calculating Lookahead": "BAGPIPE keeps
+   * prefetching until it detects the cache is full" and takes "the number of batches prefetched so
+   * far as the L"). L is the largest k for which the distinct ids of the first k batches fit the
+   * budget; the cache during step x never holds more than the distinct ids of batches [x, x + L), so
+   * the budget holds at the start and for as long as the data stays as diverse as its first
+   * batches. Later steps over budget are counted (`LookaheadSummary.overBudgetSteps`), not fixed.
+   */
+  readonly cacheBudget?: CacheBudget;
+}
+
+/** Hints for one table at one step. The id arrays have the type of that batch's input. */
+export interface TableHints {
+  /** Ids of this batch not in the cache: fetch them before the batch trains. First-occurrence order. */
+  readonly prefetch: IdArray;
+  /** Ids of this batch that a later batch in the window uses: keep them cached. */
+  readonly keep: IdArray;
+  /** TTL of each `keep` id: the last step in the window that uses it (always > this step). */
+  readonly ttl: Int32Array;
+  /** Ids of this batch no later batch in the window uses: evict them after this batch (their TTL is this step). */
+  readonly evict: IdArray;
+  /** Distinct ids the batch uses (= prefetch + hits = keep + evict). */
+  readonly unique: number;
+  /** Distinct ids the batch finds in the cache. */
+  readonly hits: number;
+  /** Ids of this table cached while the batch trains (cached before it, plus its prefetches). */
+  readonly resident: number;
+}
+
+/** The hints of one batch. */
+export interface StepHints {
+  /** 0-based position of the batch in push order; TTLs count in the same steps. */
+  readonly step: number;
+  /** L in effect. */
+  readonly window: number;
+  readonly tables: readonly TableHints[];
+  /** Distinct ids looked up, all tables. */
+  readonly unique: number;
+  readonly hits: number;
+  /** hits / unique (1 for a batch with no ids). */
+  readonly hitRatio: number;
+  /** Ids cached while this batch trains, all tables: the cache size this step needs. */
+  readonly cacheSize: number;
+  /** Ids still cached after this step's evictions. */
+  readonly retained: number;
+}
+
+/** Initial slots per table; grows by doubling. */
+const INITIAL_SLOTS = 1 << 12;
+
+/** Slot states (low 2 bits of a slot's meta word). */
+const EMPTY = 0;
+/** In the window, not prefetched yet. */
+const WAITING = 1;
+const CACHED = 2;
+/** Deleted; keeps its id so that the id coming back reuses the slot. */
+const TOMBSTONE = 3;
+/** Meta bit 2: the id's high half is −1 (else 0), for tables whose ids all have a high half of 0 or −1. */
+const HI_NEG = 4;
+/** Steps live in meta bits 3–30. */
+export const MAX_STEPS = 1 << 28;
+
+/**
+ * Slot of a key in a table of 2^(32 − shift) slots: multiplicative (Fibonacci) hashing of both
+ * halves, top bits. Two multiplies per id: this runs ~85M times a second (class comment), and
+ * sequential ids (vocab indices) and Criteo's already-hashed ids both spread well under it.
+ */
+function home(lo: number, hi: number, shift: number): number {
+  return Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
+}
+
+/** True when every id (lo, hi) of the words has a high half of 0 or −1 (int32 ids, hex2int of ≤ 8 digits, small hashes). */
+function compactable(words: Int32Array, n: number): boolean {
+  let bad = 0;
+  for (let i = 1, end = 2 * n; i < end; i += 2) {
+    const hi = words[i]!;
+    bad |= hi ^ (hi >> 31);
+  }
+  return bad === 0;
+}
+
+/**
+ * One table's ids in the window or in the cache: BAGPIPE's LatestTracker and InCache (Algorithm 1
+ * lines 2–3) in one open-addressing table with linear probing. Slot s is two words [2s, 2s + 2):
+ * the id's low half, and a meta word = last step that uses the id (its TTL) << 3 | HI_NEG | state.
+ * While every id's high half is 0 or −1 (int32 ids, hex2int of Criteo's 8-digit hex) HI_NEG holds
+ * it, so a slot is 8 bytes: the per-batch cost is one cache miss per distinct id, and a small table
+ * keeps more of them in cache. The first other id switches the table to `his`, a parallel array
+ * of high halves.
+ *
+ * Deletion leaves a tombstone instead of shifting later slots back, so a slot index is stable until
+ * the next rehash: the ring buffer holds slot indices and popping a batch reads each distinct id's
+ * slot directly, with no second hash lookup. A rehash returns the old → new slot map so the
+ * buffered batches can be renumbered.
+ */
+class TableState {
+  tab: Int32Array = new Int32Array(2 * INITIAL_SLOTS);
+  mask = INITIAL_SLOTS - 1;
+  shift = 32 - Math.log2(INITIAL_SLOTS);
+  /** High halves per slot once an id needs them; null while HI_NEG is enough. */
+  his: Int32Array | null = null;
+  /** Ids present (in the window or cached). */
+  live = 0;
+  tombstones = 0;
+  /** Ids cached. */
+  inCache = 0;
+
+  /**
+   * Makes room for `n` more ids with at most half the slots used (live + tombstones), so the hot
+   * loop never grows the table, and switches to full high halves if `words` need them. Returns
+   * the old → new slot map when it rehashed, else null.
+   */
+  prepare(words: Int32Array | null, n: number): Int32Array | null {
+    const wide = this.his !== null || (words !== null && !compactable(words, n));
+    const slots = this.mask + 1;
+    if (2 * (this.live + this.tombstones + n) <= slots && wide === (this.his !== null)) return null;
+    // Rehash to a load of at most 1/4 for the live ids and the batch, so that the next rehash is
+    // at least as many insertions and deletions away as there are live ids (amortized O(1)).
+    let bits = Math.log2(INITIAL_SLOTS);
+    while (1 << bits < 4 * (this.live + n)) bits++;
+    return this.rehash(bits, wide);
+  }
+
+  private rehash(bits: number, wide: boolean): Int32Array {
+    const slots = 1 << bits;
+    const shift = 32 - bits;
+    const old = this.tab;
+    const oldHis = this.his;
+    const remap = new Int32Array(old.length >>> 1).fill(-1);
+    const tab = new Int32Array(2 * slots);
+    const his = wide ? new Int32Array(slots) : null;
+    const mask = slots - 1;
+    for (let p = 0, o = 0; p < old.length; p += 2, o++) {
+      const meta = old[p + 1]!;
+      const state = meta & 3;
+      if (state === EMPTY || state === TOMBSTONE) continue;
+      const lo = old[p]!;
+      const hi = oldHis !== null ? oldHis[o]! : -((meta & HI_NEG) >>> 2);
+      let s = home(lo, hi, shift);
+      while ((tab[(s << 1) + 1]! & 3) !== EMPTY) s = (s + 1) & mask;
+      tab[s << 1] = lo;
+      // With `his`, HI_NEG is not used (and must be clear: the step compares take meta & ~3).
+      tab[(s << 1) + 1] = his !== null ? meta & ~HI_NEG : meta;
+      if (his !== null) his[s] = hi;
+      remap[o] = s;
+    }
+    this.tab = tab;
+    this.his = his;
+    this.mask = mask;
+    this.shift = shift;
+    this.tombstones = 0;
+    return remap;
+  }
+
+  /**
+   * Records that batch `step` uses ids (lo, hi) = (words[2i], words[2i + 1]), i < n (Algorithm 1
+   * lines 8–9), and writes the slots of its distinct ids to `list` in first-occurrence order.
+   * Returns how many. The caller has called `prepare(words, n)`.
+   */
+  ingestWords(words: Int32Array, n: number, step: number, list: Int32Array): number {
+    if (this.his !== null) return this.ingestWide(words, n, step, list);
+    const tab = this.tab;
+    const mask = this.mask;
+    const shift = this.shift;
+    const stamp = step << 3;
+    let added = 0;
+    let revived = 0;
+    let u = 0;
+    for (let i = 0, end = 2 * n; i < end; i += 2) {
+      const lo = words[i]!;
+      const hi = words[i + 1]!;
+      const neg = hi & HI_NEG;
+      let s = Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
+      for (;;) {
+        const p = s << 1;
+        const meta = tab[p + 1]!;
+        if (meta === EMPTY) {
+          tab[p] = lo;
+          tab[p + 1] = stamp | neg | WAITING;
+          list[u++] = s;
+          added++;
+          break;
+        }
+        if (tab[p] === lo && (meta & HI_NEG) === neg) {
+          if ((meta & ~HI_NEG & ~3) !== stamp || (meta & 3) === TOMBSTONE) {
+            // A tombstone of this id is its only slot in the table: revive it.
+            if ((meta & 3) === TOMBSTONE) { tab[p + 1] = stamp | neg | WAITING; revived++; } else tab[p + 1] = stamp | (meta & 7);
+            list[u++] = s;
+          }
+          break;
+        }
+        s = (s + 1) & mask;
+      }
+    }
+    this.live += added + revived;
+    this.tombstones -= revived;
+    return u;
+  }
+
+  /** `ingestWords` for int32 ids (sign-extended, so an int32 id equals the same int64 id). */
+  ingestInt32(ids: Int32Array, n: number, step: number, list: Int32Array): number {
+    if (this.his !== null) {
+      const words = new Int32Array(2 * n);
+      for (let i = 0; i < n; i++) { words[2 * i] = ids[i]!; words[2 * i + 1] = ids[i]! >> 31; }
+      return this.ingestWide(words, n, step, list);
+    }
+    const tab = this.tab;
+    const mask = this.mask;
+    const shift = this.shift;
+    const stamp = step << 3;
+    let added = 0;
+    let revived = 0;
+    let u = 0;
+    for (let i = 0; i < n; i++) {
+      const lo = ids[i]!;
+      const hi = lo >> 31;
+      const neg = hi & HI_NEG;
+      let s = Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
+      for (;;) {
+        const p = s << 1;
+        const meta = tab[p + 1]!;
+        if (meta === EMPTY) {
+          tab[p] = lo;
+          tab[p + 1] = stamp | neg | WAITING;
+          list[u++] = s;
+          added++;
+          break;
+        }
+        if (tab[p] === lo && (meta & HI_NEG) === neg) {
+          if ((meta & ~HI_NEG & ~3) !== stamp || (meta & 3) === TOMBSTONE) {
+            if ((meta & 3) === TOMBSTONE) { tab[p + 1] = stamp | neg | WAITING; revived++; } else tab[p + 1] = stamp | (meta & 7);
+            list[u++] = s;
+          }
+          break;
+        }
+        s = (s + 1) & mask;
+      }
+    }
+    this.live += added + revived;
+    this.tombstones -= revived;
+    return u;
+  }
+
+  /** `ingestWords` once the table keeps full high halves in `his`. */
+  private ingestWide(words: Int32Array, n: number, step: number, list: Int32Array): number {
+    const tab = this.tab;
+    const his = this.his!;
+    const mask = this.mask;
+    const shift = this.shift;
+    const stamp = step << 3;
+    let added = 0;
+    let revived = 0;
+    let u = 0;
+    for (let i = 0, end = 2 * n; i < end; i += 2) {
+      const lo = words[i]!;
+      const hi = words[i + 1]!;
+      let s = Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
+      for (;;) {
+        const p = s << 1;
+        const meta = tab[p + 1]!;
+        if (meta === EMPTY) {
+          tab[p] = lo;
+          tab[p + 1] = stamp | WAITING;
+          his[s] = hi;
+          list[u++] = s;
+          added++;
+          break;
+        }
+        if (tab[p] === lo && his[s] === hi) {
+          if ((meta & ~3) !== stamp || (meta & 3) === TOMBSTONE) {
+            if ((meta & 3) === TOMBSTONE) { tab[p + 1] = stamp | WAITING; revived++; } else tab[p + 1] = stamp | (meta & 3);
+            list[u++] = s;
+          }
+          break;
+        }
+        s = (s + 1) & mask;
+      }
+    }
+    this.live += added + revived;
+    this.tombstones -= revived;
+    return u;
+  }
+
+  /**
+   * Pops batch `step` whose distinct ids are in slots list[0, u) (Algorithm 1 lines 13–22). Writes
+   * the id words of prefetches to out[0, 2u), of keeps to out[2u, 4u), of evictions to out[4u, 6u)
+   * and the keeps' TTLs to out[6u, 7u); returns the counts in `counts` [prefetch, keep, evict].
+   */
+  pop(list: Int32Array, u: number, step: number, out: Int32Array, counts: Int32Array): void {
+    const tab = this.tab;
+    const his = this.his;
+    let np = 0;
+    let nk = 0;
+    let ne = 0;
+    const K = 2 * u;
+    const E = 4 * u;
+    const T = 6 * u;
+    for (let j = 0; j < u; j++) {
+      const s = list[j]!;
+      const p = s << 1;
+      const lo = tab[p]!;
+      const meta = tab[p + 1]!;
+      const hi = his !== null ? his[s]! : -((meta & HI_NEG) >>> 2);
+      const ttl = meta >>> 3;
+      if ((meta & 3) === WAITING) {
+        out[2 * np] = lo;
+        out[2 * np + 1] = hi;
+        np++;
+      }
+      if (ttl === step) {
+        out[E + 2 * ne] = lo;
+        out[E + 2 * ne + 1] = hi;
+        ne++;
+        tab[p + 1] = (meta & ~3) | TOMBSTONE;
+      } else {
+        out[K + 2 * nk] = lo;
+        out[K + 2 * nk + 1] = hi;
+        out[T + nk] = ttl;
+        nk++;
+        tab[p + 1] = (meta & ~3) | CACHED;
+      }
+    }
+    this.inCache += np - ne;
+    this.live -= ne;
+    this.tombstones += ne;
+    counts[0] = np;
+    counts[1] = nk;
+    counts[2] = ne;
+  }
+
+  /** Words (lo, hi) of the cached ids, in slot order. */
+  cachedWords(): Int32Array {
+    const out = new Int32Array(2 * this.inCache);
+    let o = 0;
+    const tab = this.tab;
+    for (let p = 0, s = 0; p < tab.length; p += 2, s++) {
+      const meta = tab[p + 1]!;
+      if ((meta & 3) === CACHED) {
+        out[o++] = tab[p]!;
+        out[o++] = this.his !== null ? this.his[s]! : -((meta & HI_NEG) >>> 2);
+      }
+    }
+    return out;
+  }
+}
+
+function checkCount(v: unknown, what: string): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new RangeError(`${what} must be a non-negative integer, got ${String(v)}`);
+  return v;
+}
+
+function checkPositive(v: unknown, what: string): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new RangeError(`${what} must be a positive number, got ${String(v)}`);
+  return v;
+}
+
+/** Per-table weights and the budget in the same unit (ids, or bytes). */
+function budgetWeights(b: CacheBudget, tables: number): { budget: number; weights: Float64Array } {
+  const weights = new Float64Array(tables);
+  if ('ids' in b) {
+    weights.fill(1);
+    return { budget: checkPositive(b.ids, 'cacheBudget.ids'), weights };
+  }
+  const per = b.bytesPerId;
+  if (typeof per === 'number') weights.fill(checkPositive(per, 'cacheBudget.bytesPerId'));
+  else {
+    if (per.length !== tables) throw new RangeError(`cacheBudget.bytesPerId has ${per.length} entries for ${tables} tables`);
+    per.forEach((w, t) => { weights[t] = checkPositive(w, `cacheBudget.bytesPerId[${t}]`); });
+  }
+  return { budget: checkPositive(b.bytes, 'cacheBudget.bytes'), weights };
+}
+
+const isWide = (a: IdArray): a is BigInt64Array => a instanceof BigInt64Array;
+
+/**
+ * BAGPIPE's Oracle Cacher (§3.2, Algorithm 1) for several embedding tables: push each batch's ids
+ * per table; once L later batches are in, `push` returns the hints of the batch L steps back, and
+ * `end` returns the rest when the stream ends (the window shrinks to the batches that exist).
+ *
+ * @example
+ * const la = new LookaheadCache({ tables: 26, window: 200 });
+ * for (const ids of batches) { const h = la.push(ids); if (h) send(h); }
+ * for (const h of la.end()) send(h);
+ */
+export class LookaheadCache {
+  readonly tables: number;
+  private L: number | null;
+  private readonly maxWindow: number;
+  private readonly budget: { budget: number; weights: Float64Array } | null;
+  private readonly state: TableState[];
+  /** Ring of buffered batches: slot [b * tables + t] holds table t's distinct entries of a batch. */
+  private ring: Int32Array[] = [];
+  private ringLen = new Int32Array(0);
+  private ringWide = new Uint8Array(0);
+  private ringMask = -1;
+  /** Next step to pop, and to push. */
+  private head = 0;
+  private tail = 0;
+  private ended = false;
+  private scratch = new Int32Array(1024);
+  private ingestList = new Int32Array(1024);
+  private readonly counts = new Int32Array(3);
+
+  /** Throws a RangeError naming the first bad option. */
+  static checkOptions(opts: LookaheadOptions): void {
+    if (checkCount(opts.tables, 'tables') === 0) throw new RangeError('tables must be at least 1');
+    if (opts.window === undefined && opts.cacheBudget === undefined) throw new RangeError('give a window (L), a cacheBudget, or both');
+    if (opts.window !== undefined) checkCount(opts.window, 'window');
+    if (opts.cacheBudget !== undefined) budgetWeights(opts.cacheBudget, opts.tables);
+  }
+
+  constructor(opts: LookaheadOptions) {
+    LookaheadCache.checkOptions(opts);
+    this.tables = opts.tables;
+    const window = opts.window;
+    this.budget = opts.cacheBudget === undefined ? null : budgetWeights(opts.cacheBudget, this.tables);
+    this.maxWindow = window ?? Number.MAX_SAFE_INTEGER;
+    this.L = this.budget === null ? window! : null;
+    this.state = Array.from({ length: this.tables }, () => new TableState());
+    this.growRing(this.L === null ? 4 : this.L + 1);
+  }
+
+  /** L in effect, or null while it is still being chosen from the cache budget. */
+  get window(): number | null {
+    return this.L;
+  }
+
+  /** Batches pushed and not yet returned with hints. */
+  get pending(): number {
+    return this.tail - this.head;
+  }
+
+  /**
+   * Adds the next batch: `ids[t]` are table t's ids in it (repeats allowed). Returns the hints of
+   * the batch that has now seen its whole window, or null while the window is filling.
+   */
+  push(ids: readonly IdArray[]): StepHints | null {
+    return this.pushAll([ids])[0] ?? null;
+  }
+
+  /**
+   * Adds several batches at once; returns the hints of every batch that has now seen its whole
+   * window, in order. Same hints as pushing them one by one, but computed table by table: tables
+   * are independent, and going through one table's hash table for several batches in a row keeps
+   * its hot ids in the CPU caches, which 26 tables taking turns per batch do not (about 2× on RM1).
+   */
+  pushAll(batches: readonly (readonly IdArray[])[]): StepHints[] {
+    if (this.ended) throw new Error('push after end()');
+    for (const ids of batches) if (ids.length !== this.tables) throw new RangeError(`expected ids for ${this.tables} tables, got ${ids.length}`);
+    const out: StepHints[] = [];
+    let i = 0;
+    // While L is being chosen, the budget is checked after every batch, over all tables.
+    for (; i < batches.length && this.L === null; i++) {
+      this.ingestGroup(batches, i, i + 1);
+      let used = 0;
+      for (let t = 0; t < this.tables; t++) used += this.state[t]!.live * this.budget!.weights[t]!;
+      // §3.5: keep reading ahead until the distinct ids of the batches read so far overflow the
+      // budget; the ones before the overflowing batch fit, so L = their number.
+      if (used > this.budget!.budget || this.tail - 1 >= this.maxWindow) {
+        this.L = this.tail - 1;
+        out.push(...this.popSteps(1));
+      }
+    }
+    if (i < batches.length) out.push(...this.ingestGroup(batches, i, batches.length));
+    return out;
+  }
+
+  /**
+   * Ingests batches [from, to) table by table, popping (once L is known) each step whose window is
+   * complete right after the batch that completes it, as batch-by-batch processing would.
+   */
+  private ingestGroup(batches: readonly (readonly IdArray[])[], from: number, to: number): StepHints[] {
+    const m = to - from;
+    const first = this.tail;
+    if (first + m > MAX_STEPS) throw new RangeError(`lookahead: more than ${MAX_STEPS} batches in one stream`);
+    // Each table holds at most L + 1 batches at a time, or all of them while L is unknown.
+    const hold = this.L === null ? this.tail - this.head + m : this.L + 1;
+    if (hold > this.ringMask + 1) this.growRing(hold);
+    const L = this.L;
+    const head = this.head;
+    // Steps popped in this group: those with step + L < first + m.
+    const pops = L === null ? 0 : Math.max(0, Math.min(first + m - L, this.tail + m) - head);
+    const popped: TableHints[][] = Array.from({ length: pops }, () => new Array<TableHints>(this.tables));
+    const retained = new Float64Array(pops);
+    for (let t = 0; t < this.tables; t++) {
+      const st = this.state[t]!;
+      for (let j = 0; j < m; j++) {
+        const step = first + j;
+        const a = batches[from + j]![t]!;
+        const n = a.length;
+        const words = isWide(a) ? new Int32Array(a.buffer, a.byteOffset, 2 * n) : null;
+        const remap = st.prepare(words, n);
+        // Renumber this table's buffered batches: [head, step) less those already popped in this group.
+        if (remap !== null) this.renumber(t, remap, L === null ? head : Math.max(head, step - L), step);
+        const r = (step & this.ringMask) * this.tables + t;
+        // Ingest into a shared scratch list, then keep only the distinct ids: buffering L batches
+        // of full-size lists would cost L × batch ids of memory and pollute the CPU caches.
+        if (this.ingestList.length < n) this.ingestList = new Int32Array(n);
+        const u = words !== null ? st.ingestWords(words, n, step, this.ingestList) : st.ingestInt32(a as Int32Array, n, step, this.ingestList);
+        let list = this.ring[r]!;
+        if (list.length < u) list = this.ring[r] = new Int32Array(u + (u >>> 2));
+        list.set(this.ingestList.subarray(0, u));
+        this.ringLen[r] = u;
+        this.ringWide[r] = words !== null ? 1 : 0;
+        if (L !== null && step - L >= head) {
+          const k = step - L - head;
+          popped[k]![t] = this.popTable(t, step - L);
+          retained[k] += st.inCache;
+        }
+      }
+    }
+    this.tail += m;
+    this.head += pops;
+    return popped.map((tables, k) => this.stepHints(head + k, tables, retained[k]!));
+  }
+
+  /** Ends the stream: the hints of every batch still buffered, in order. */
+  end(): StepHints[] {
+    return [...this.drain()];
+  }
+
+  /**
+   * Ends the stream and yields the buffered batches' hints one at a time (the cache state between
+   * two yields is the state after the step just yielded).
+   */
+  *drain(): Generator<StepHints, void, undefined> {
+    this.ended = true;
+    // Everything read fitted the budget: any L covering the stream gives the same hints.
+    if (this.L === null) this.L = Math.max(0, this.tail - 1);
+    while (this.head < this.tail) yield this.popSteps(1)[0]!;
+  }
+
+  /** The ids of table t cached now (between steps), in no particular order. */
+  cachedIds(t: number): BigInt64Array {
+    const w = this.state[t]!.cachedWords();
+    return new BigInt64Array(w.buffer, 0, w.length / 2);
+  }
+
+  /** Ids cached now, all tables. */
+  get cacheSize(): number {
+    let n = 0;
+    for (const st of this.state) n += st.inCache;
+    return n;
+  }
+
+  /** Hints for every batch of a finished stream (batches[b][t] = table t's ids in batch b). */
+  static run(batches: Iterable<readonly IdArray[]>, opts: LookaheadOptions): StepHints[] {
+    const la = new LookaheadCache(opts);
+    const out: StepHints[] = [];
+    for (const b of batches) {
+      const h = la.push(b);
+      if (h !== null) out.push(h);
+    }
+    out.push(...la.end());
+    return out;
+  }
+
+  /** Rewrites table t's slots in the buffered batches after a rehash. */
+  private renumber(t: number, remap: Int32Array, from: number, to: number): void {
+    for (let s = from; s < to; s++) {
+      const r = (s & this.ringMask) * this.tables + t;
+      const list = this.ring[r]!;
+      for (let j = 0, u = this.ringLen[r]!; j < u; j++) list[j] = remap[list[j]!]!;
+    }
+  }
+
+  private growRing(slots: number): void {
+    let cap = 1;
+    while (cap < slots) cap *= 2;
+    const T = this.tables;
+    const ring: Int32Array[] = Array.from({ length: cap * T }, () => new Int32Array(0));
+    const len = new Int32Array(cap * T);
+    const wide = new Uint8Array(cap * T);
+    for (let s = this.head; s < this.tail; s++) {
+      const from = (s & this.ringMask) * T;
+      const to = (s & (cap - 1)) * T;
+      for (let t = 0; t < T; t++) {
+        ring[to + t] = this.ring[from + t]!;
+        len[to + t] = this.ringLen[from + t]!;
+        wide[to + t] = this.ringWide[from + t]!;
+      }
+    }
+    this.ring = ring;
+    this.ringLen = len;
+    this.ringWide = wide;
+    this.ringMask = cap - 1;
+  }
+
+  /** Pops the next `k` steps of every table (their windows are complete). */
+  private popSteps(k: number): StepHints[] {
+    const out: StepHints[] = [];
+    for (let i = 0; i < k && this.head < this.tail; i++) {
+      const step = this.head++;
+      const tables: TableHints[] = [];
+      let retained = 0;
+      for (let t = 0; t < this.tables; t++) {
+        tables.push(this.popTable(t, step));
+        retained += this.state[t]!.inCache;
+      }
+      out.push(this.stepHints(step, tables, retained));
+    }
+    return out;
+  }
+
+  /** Table t's hints for `step` (Algorithm 1 lines 13–22 for one table). */
+  private popTable(t: number, step: number): TableHints {
+    const r = (step & this.ringMask) * this.tables + t;
+    const u = this.ringLen[r]!;
+    const st = this.state[t]!;
+    if (this.scratch.length < 7 * u) this.scratch = new Int32Array(Math.max(7 * u, 2 * this.scratch.length));
+    const before = st.inCache;
+    const counts = this.counts;
+    st.pop(this.ring[r]!, u, step, this.scratch, counts);
+    return tableHints(this.scratch, u, counts[0]!, counts[1]!, counts[2]!, this.ringWide[r] === 1, before);
+  }
+
+  private stepHints(step: number, tables: TableHints[], retained: number): StepHints {
+    let unique = 0;
+    let hits = 0;
+    let cacheSize = 0;
+    for (const th of tables) {
+      unique += th.unique;
+      hits += th.hits;
+      cacheSize += th.resident;
+    }
+    return { step, window: this.L!, tables, unique, hits, hitRatio: unique === 0 ? 1 : hits / unique, cacheSize, retained };
+  }
+}
+
+/** Copies one table's hints out of the scratch words into one exact-size buffer (transferable). */
+function tableHints(w: Int32Array, u: number, np: number, nk: number, ne: number, wide: boolean, cachedBefore: number): TableHints {
+  const ids = np + nk + ne;
+  const width = wide ? 8 : 4;
+  const buf = new ArrayBuffer(ids * width + nk * 4);
+  const ttl = new Int32Array(buf, ids * width, nk);
+  ttl.set(w.subarray(6 * u, 6 * u + nk));
+  let prefetch: IdArray;
+  let keep: IdArray;
+  let evict: IdArray;
+  if (wide) {
+    const words = new Int32Array(buf, 0, 2 * ids);
+    words.set(w.subarray(0, 2 * np), 0);
+    words.set(w.subarray(2 * u, 2 * u + 2 * nk), 2 * np);
+    words.set(w.subarray(4 * u, 4 * u + 2 * ne), 2 * (np + nk));
+    prefetch = new BigInt64Array(buf, 0, np);
+    keep = new BigInt64Array(buf, 8 * np, nk);
+    evict = new BigInt64Array(buf, 8 * (np + nk), ne);
+  } else {
+    prefetch = lowWords(w, 0, np, new Int32Array(buf, 0, np));
+    keep = lowWords(w, 2 * u, nk, new Int32Array(buf, 4 * np, nk));
+    evict = lowWords(w, 4 * u, ne, new Int32Array(buf, 4 * (np + nk), ne));
+  }
+  return { prefetch, keep, ttl, evict, unique: nk + ne, hits: nk + ne - np, resident: cachedBefore + np };
+}
+
+function lowWords(w: Int32Array, at: number, n: number, out: Int32Array): Int32Array {
+  for (let i = 0; i < n; i++) out[i] = w[at + 2 * i]!;
+  return out;
+}
+
+/** Running statistics over a stream of step hints: cache size over time, hit ratio, budget overruns. */
+export class LookaheadSummary {
+  steps = 0;
+  unique = 0;
+  hits = 0;
+  prefetched = 0;
+  evicted = 0;
+  /** Largest cache size of a step, in ids. */
+  peakCacheSize = 0;
+  /** Largest cache size of a step in the budget's unit (ids, or bytes), when a budget is given. */
+  peakBudgetUse = 0;
+  /** Steps whose cache exceeded the budget (when given). */
+  overBudgetSteps = 0;
+  private sumCacheSize = 0;
+  private readonly sizes: number[] = [];
+  private readonly ratios: number[] = [];
+  private readonly budget: { budget: number; weights: Float64Array } | null;
+
+  constructor(tables: number, budget?: CacheBudget) {
+    this.budget = budget === undefined ? null : budgetWeights(budget, tables);
+  }
+
+  add(h: StepHints): void {
+    this.steps++;
+    this.unique += h.unique;
+    this.hits += h.hits;
+    let use = 0;
+    h.tables.forEach((t, i) => {
+      this.prefetched += t.prefetch.length;
+      this.evicted += t.evict.length;
+      if (this.budget !== null) use += t.resident * this.budget.weights[i]!;
+    });
+    if (h.cacheSize > this.peakCacheSize) this.peakCacheSize = h.cacheSize;
+    if (use > this.peakBudgetUse) this.peakBudgetUse = use;
+    if (this.budget !== null && use > this.budget.budget) this.overBudgetSteps++;
+    this.sumCacheSize += h.cacheSize;
+    this.sizes.push(h.cacheSize);
+    this.ratios.push(h.hitRatio);
+  }
+
+  /** Distinct-id hit ratio over all steps. */
+  get hitRatio(): number {
+    return this.unique === 0 ? 1 : this.hits / this.unique;
+  }
+
+  /** Mean cache size of a step, in ids. */
+  get meanCacheSize(): number {
+    return this.steps === 0 ? 0 : this.sumCacheSize / this.steps;
+  }
+
+  /** About `points` evenly spaced steps (always the first and the last) with their cache size (ids) and hit ratio. */
+  series(points: number): Array<{ step: number; cacheSize: number; hitRatio: number }> {
+    const n = this.sizes.length;
+    if (n === 0) return [];
+    const k = Math.max(1, Math.min(points, n));
+    const steps = new Set<number>();
+    for (let i = 0; i < k; i++) steps.add(k === 1 ? n - 1 : Math.round((i * (n - 1)) / (k - 1)));
+    return [...steps].map((step) => ({ step, cacheSize: this.sizes[step]!, hitRatio: this.ratios[step]! }));
+  }
+}
