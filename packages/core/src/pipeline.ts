@@ -4,6 +4,8 @@ import { availableParallelism } from 'node:os';
 import { Observable, defer, finalize, from, mergeMap, type Subscription } from 'rxjs';
 import { createBackend } from './backend/registry.js';
 import { planPushdown, type Pushdown } from './plan/pushdown.js';
+import { eliminateRedundant } from './plan/optimize.js';
+import { readColumnStats } from './plan/stats.js';
 import type { Backend, CostReport } from './backend/types.js';
 import type { Column, ColumnType } from './column.js';
 import { PlanError, SluiceError } from './errors.js';
@@ -49,6 +51,11 @@ export interface PipelineOptions {
   decoders?: number;
   /** Aborting stops the run: iteration throws the abort reason and resources are released. */
   signal?: AbortSignal;
+  /**
+   * Remove redundant op steps using the files' footer statistics before the backend sees the plan
+   * (plan/optimize.ts); default on for webgpu, off elsewhere. Also a backend option `optimize`.
+   */
+  optimize?: boolean;
 }
 
 /** Counters of a run, for `sluice bench` and metrics endpoints. */
@@ -80,6 +87,11 @@ export interface PipelineMetrics {
    * reader computed one and how often the pipeline had to (non-dictionary pages, bad values).
    */
   pushdown: { derived: number; computedInReader: number; computedInPipeline: number } | null;
+  /**
+   * The optimizer's rewrite (plan/optimize.ts), or null when the run does not optimize: op steps
+   * as written and after removing redundant ones (Parquet statistics, ranges, repeated casts).
+   */
+  optimizer: { opsBefore: number; opsAfter: number; removed: number } | null;
 }
 
 /** What a run is made of once its files are open. */
@@ -92,7 +104,7 @@ export interface PipelineInfo {
   readonly backend: string;
 }
 
-const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null });
+const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null, optimizer: null });
 
 /**
  * A preprocessing pipeline over Parquet files: iterate it with `for await`, or subscribe to
@@ -128,7 +140,7 @@ export class Pipeline implements AsyncIterable<Batch> {
   /** Counters of the latest run. */
   metrics(): PipelineMetrics {
     const m = this._metrics;
-    return { ...m, reportTotals: { ...m.reportTotals }, pushdown: m.pushdown && { ...m.pushdown } };
+    return { ...m, reportTotals: { ...m.reportTotals }, pushdown: m.pushdown && { ...m.pushdown }, optimizer: m.optimizer && { ...m.optimizer } };
   }
 
   private async open(): Promise<PipelineInfo> {
@@ -147,12 +159,32 @@ export class Pipeline implements AsyncIterable<Batch> {
    * applies: on by default for the `cpu` backend, for unshuffled reads of local files (the reader
    * computes per-value op chains on dictionary entries; see plan/pushdown.ts).
    */
-  private pushdownFor(info: PipelineInfo): { spec: BackendSpec; pushdown: Pushdown | null } {
-    const { pushdown: opt, ...spec } = this.backendSpec();
+  private pushdownFor(info: PipelineInfo, plan: TypedPlan): { spec: BackendSpec; pushdown: Pushdown | null } {
+    const { pushdown: opt, optimize: _o, ...spec } = this.backendSpec();
+    void _o;
     if (opt !== undefined && typeof opt !== 'boolean') throw new PlanError(`backend option "pushdown" must be true or false, got ${JSON.stringify(opt)}`);
     const want = opt ?? spec.name === 'cpu';
-    if (!want || info.plan.shuffle !== null || info.dataset.files.some((f) => /^https?:\/\//.test(f.source))) return { spec, pushdown: null };
-    return { spec, pushdown: planPushdown(info.plan) };
+    if (!want || plan.shuffle !== null || info.dataset.files.some((f) => /^https?:\/\//.test(f.source))) return { spec, pushdown: null };
+    return { spec, pushdown: planPushdown(plan) };
+  }
+
+  /**
+   * The plan the backend runs: with the `optimize` option (on by default for webgpu, which runs
+   * the optimizer's staged graph), redundant op steps are removed using the files' footer
+   * statistics (plan/optimize.ts). Outputs are identical either way.
+   */
+  private async optimizedPlan(info: PipelineInfo): Promise<{ plan: TypedPlan; optimizer: PipelineMetrics['optimizer'] }> {
+    const spec = this.backendSpec();
+    const opt = this.options.optimize ?? spec.optimize;
+    if (opt !== undefined && typeof opt !== 'boolean') throw new PlanError(`option "optimize" must be true or false, got ${JSON.stringify(opt)}`);
+    if (!(opt ?? spec.name === 'webgpu')) return { plan: info.plan, optimizer: null };
+    const local = info.dataset.files.map((f) => f.source);
+    const stats = await readColumnStats(local, info.plan.columns);
+    const { plan, removed } = eliminateRedundant(info.plan, stats);
+    const count = (p: TypedPlan): number => p.features.reduce((a, f) => a + f.ops.length, 0);
+    // Backends that reload the plan in workers get the rewritten spec (same features, fewer ops).
+    const features = plan.features.map((f, i) => ({ ...info.plan.spec.features[i]!, ops: f.ops.map((o) => info.plan.spec.features[i]!.ops![o.index]!) }));
+    return { plan: { ...plan, spec: { ...plan.spec, features } }, optimizer: { opsBefore: count(info.plan), opsAfter: count(plan), removed: removed.length } };
   }
 
   /** The `workers` the backend spec asks for, else one per core but one (the cpu backend's default). */
@@ -214,20 +246,21 @@ export class Pipeline implements AsyncIterable<Batch> {
   private run(onTaken: ((flow: Flow) => (b: Batch) => void) | null): Observable<Batch> {
     return defer(() => from(this.info())).pipe(
       // A backend finished after the run was cancelled is disposed at once (no stray worker pool).
-      mergeMap((info) => new Observable<{ info: PipelineInfo; backend: Backend; pushdown: Pushdown | null }>((sub) => {
+      mergeMap((info) => new Observable<{ info: PipelineInfo; backend: Backend; pushdown: Pushdown | null; optimizer: PipelineMetrics['optimizer'] }>((sub) => {
         let cancelled = false;
-        const { spec, pushdown } = this.pushdownFor(info);
-        // Every feature pushed into the reader: no backend work is left, so no worker pool is
-        // started; the in-process backend stands in (it is never called).
-        const target = pushdown !== null && pushdown.plan === null ? { name: 'reference' } : spec;
-        createBackend(pushdown?.plan ?? info.plan, target, this.fit!).then((backend) => {
+        this.optimizedPlan(info).then(async ({ plan, optimizer }) => {
+          const { spec, pushdown } = this.pushdownFor(info, plan);
+          // Every feature pushed into the reader: no backend work is left, so no worker pool is
+          // started; the in-process backend stands in (it is never called).
+          const target = pushdown !== null && pushdown.plan === null ? { name: 'reference' } : spec;
+          const backend = await createBackend(pushdown?.plan ?? plan, target, this.fit!);
           if (cancelled) { void backend.dispose(); return; }
-          sub.next({ info, backend, pushdown });
+          sub.next({ info: { ...info, plan }, backend, pushdown, optimizer });
           sub.complete();
-        }, (e: unknown) => sub.error(e));
+        }).catch((e: unknown) => sub.error(e));
         return () => { cancelled = true; };
       })),
-      mergeMap(({ info, backend, pushdown }) => {
+      mergeMap(({ info, backend, pushdown, optimizer }) => {
         const plan = info.plan;
         const fitState = this.fit!;
         // Null when every feature was pushed down into the reader: the backend is then never called.
@@ -248,6 +281,7 @@ export class Pipeline implements AsyncIterable<Batch> {
         this._metrics = emptyMetrics();
         this.current = { version: 1, ...start, seq: firstSeq, seed: plan.shuffle?.seed ?? null, fingerprint: fp };
         const m = this._metrics;
+        m.optimizer = optimizer;
         if (pushdown !== null) m.pushdown = { derived: pushdown.derived.length, computedInReader: 0, computedInPipeline: 0 };
         // With pushdown the reader computes derived columns; it reads only the other columns raw.
         const readRaw = backendPlan?.columns ?? (plan.label === null ? [] : [plan.label]);
