@@ -67,8 +67,12 @@ function after(o: PlanOp, t: ColumnType, to: ColumnType, k: Known): Known {
     case 'neg2zero':
       return { nulls, lo: Math.max(k.lo, 0), hi: Math.max(k.hi, 0) };
     case 'clamp': {
-      const lo = exact(p.min);
-      const hi = exact(p.max);
+      // float32 values are clamped to the float32-rounded bounds (clamp.ts).
+      const r = el(t) === 'float32' ? Math.fround : (x: number): number => x;
+      const lo0 = exact(p.min);
+      const hi0 = exact(p.max);
+      const lo = lo0 === null ? null : r(lo0);
+      const hi = hi0 === null ? null : r(hi0);
       return { nulls, lo: lo === null ? -Infinity : Math.max(Math.min(k.lo, hi ?? Infinity), lo), hi: hi === null ? Infinity : Math.min(Math.max(k.hi, lo ?? -Infinity), hi) };
     }
     case 'modulus': {
@@ -121,8 +125,11 @@ function redundant(o: PlanOp, t: ColumnType, k: Known, next: PlanOp | undefined)
     case 'fillNull':
       return isScalar(t) && !k.nulls ? 'input has no nulls (Parquet statistics)' : null;
     case 'clamp': {
-      const lo = exact(p.min);
-      const hi = exact(p.max);
+      const r = e === 'float32' ? Math.fround : (x: number): number => x;
+      const lo0 = exact(p.min);
+      const hi0 = exact(p.max);
+      const lo = lo0 === null ? null : r(lo0);
+      const hi = hi0 === null ? null : r(hi0);
       return lo !== null && hi !== null && k.lo >= lo && k.hi <= hi ? `input range [${k.lo}, ${k.hi}] is within [${lo}, ${hi}]` : null;
     }
     case 'modulus': {
