@@ -40,7 +40,15 @@ export interface CostModel {
   readonly ops: Readonly<Record<string, OpCost>>;
   /** Whether times are measured wall time or the simulator's modelled time. */
   readonly timing: 'measured' | 'modelled';
+  /**
+   * Whether it computes on the host's own cores (the cpu pool; webgpu on a software adapter such
+   * as llvmpipe): such backends do not add capacity when co-running, so their loads add up.
+   */
+  readonly sharesHost: boolean;
 }
+
+/** A mixed placement must beat the best single backend by this predicted margin (predictions are noisy). */
+export const MIXED_MARGIN = 0.15;
 
 /** Chunk sizes of the microbenchmark (elements), and repetitions (the minimum is kept). */
 const SIZES = [2048, 32768] as const;
@@ -122,6 +130,7 @@ export async function calibrate(backend: string, plan: TypedPlan, options: { spe
     });
   }
   let timing: CostModel['timing'] = 'measured';
+  let sharesHost = backend === 'cpu' || backend === 'reference';
   if (todo.size > 0) {
     const schema = new Map<string, ColumnType>();
     const features = [...todo.entries()].map(([key, { op, type }], i) => {
@@ -139,6 +148,8 @@ export async function calibrate(backend: string, plan: TypedPlan, options: { spe
       const b = await createBackend(typed, { name: backend, ...(options.spec ?? {}) }, new Map());
       try {
         if (b.capabilities.timing === 'modelled') timing = 'modelled';
+        const adapter = String(b.summary?.().adapter ?? '');
+        if (/llvmpipe|lavapipe|swiftshader|\(cpu\)|\bcpu\b/i.test(adapter)) sharesHost = true;
         const times: number[] = [];
         for (const n of SIZES) {
           const col = synthetic(schema.get(f.spec.input)!, n);
@@ -161,9 +172,12 @@ export async function calibrate(backend: string, plan: TypedPlan, options: { spe
         await b.dispose();
       }
     }
-    if (options.cache !== false) writeCache(backend, ops);
+    if (options.cache !== false) writeCache(backend, { ...ops, ...(sharesHost ? { '$sharesHost': { fixedMs: 1, perElementMs: 0 } } : {}) });
   }
-  return { backend, ops, timing };
+  if ('$sharesHost' in ops) sharesHost = true;
+  const { $sharesHost: _s, ...rest } = ops;
+  void _s;
+  return { backend, ops: rest, timing, sharesHost };
 }
 
 /** Predicted ms for ops [from, to) of a feature on a chunk of `rows` rows; Infinity when the model has no figure for an op. */
@@ -226,9 +240,11 @@ export function placeFeatures(plan: TypedPlan, models: readonly CostModel[], row
     used.add(best.backend);
     for (const f of u) byFeature.set(f.name, best.backend);
   }
-  const makespan = Math.max(...Object.values(load));
+  // Backends on the host's cores time-share them: their loads add up; the others run in parallel.
+  const shared = models.filter((m) => m.sharesHost).reduce((a, m) => a + load[m.backend]!, 0);
+  const makespan = Math.max(shared, ...models.filter((m) => !m.sharesHost).map((m) => load[m.backend]!));
   const bestSingle = Object.entries(single).sort((a, b) => a[1] - b[1])[0]!;
-  if (bestSingle[1] <= makespan) {
+  if (bestSingle[1] * (1 - MIXED_MARGIN) <= makespan || used.size === 1) {
     return { byFeature: new Map(plan.features.map((f) => [f.name, bestSingle[0]])), predictedMs: { [bestSingle[0]]: bestSingle[1] }, makespanMs: bestSingle[1], singleMs: single };
   }
   const predictedMs = Object.fromEntries(Object.entries(load).filter(([b]) => used.has(b)));
