@@ -95,7 +95,9 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
     const g = placements.get(f.name)!.gpu;
     return g !== null && k >= g.start && k < g.end;
   };
-  const graph = buildGraph(plan, (f, k) => (onGpu(f, k) ? 'gpu' : 'cpu'));
+  // GPU segments are not shared between features: a shared prefix would cost a second dispatch
+  // for work the fused kernel does in registers.
+  const graph = buildGraph(plan, (f, k) => (onGpu(f, k) ? 'gpu' : 'cpu'), { share: (d) => d !== 'gpu' });
   const chainIndex = new Map<string, number>();
   const chains: string[] = [];
   const params: number[] = [];

@@ -79,7 +79,7 @@ const paramKey = (p: unknown): string => JSON.stringify(p, (_k, v: unknown) => (
  * const g = buildGraph(typed, () => 'cpu');
  * g.nodes.length; // kernels' worth of work before horizontal fusion
  */
-export function buildGraph(plan: TypedPlan, deviceOf: DeviceOf = () => 'cpu'): PlanGraph {
+export function buildGraph(plan: TypedPlan, deviceOf: DeviceOf = () => 'cpu', options: { share?: (device: string) => boolean } = {}): PlanGraph {
   const entries: TrieEntry[] = [];
   const byKey = new Map<string, number>();
   const featureEnd = new Map<string, number | null>();
@@ -89,7 +89,9 @@ export function buildGraph(plan: TypedPlan, deviceOf: DeviceOf = () => 'cpu'): P
     f.ops.forEach((o, k) => {
       const device = deviceOf(f, k);
       // Stateful ops own fitted state per feature, and a cross reads features by name: never shared.
-      const own = o.def.stateful || o.op === 'cross' ? `|${f.name}#${k}` : '';
+      // A device where launches cost more than recomputing (a GPU: sharing a fused prefix would
+      // split one dispatch into two) can opt out of sharing.
+      const own = o.def.stateful || o.op === 'cross' || options.share?.(device) === false ? `|${f.name}#${k}` : '';
       const key = `${pkey}>${device}:${o.op}:${paramKey(o.params)}${own}`;
       let id = byKey.get(key);
       if (id === undefined) {
