@@ -12,8 +12,11 @@ import {
   columnBytes,
   columnLength,
   int64Words,
-  runOps,
+  buildGraph,
+  graphContext,
+  scheduleStages,
   type Backend,
+  type GraphNode,
   type BackendSpec,
   type Column,
   type ColumnType,
@@ -25,6 +28,7 @@ import {
 } from '@sluice/core';
 import { MAP_READ, USAGE, openDevice } from './device.js';
 import { placeFeature, type FeaturePlacement } from './placement.js';
+import type { ElemType, GpuStep } from './wgsl.js';
 import { CHUNK, HEADER_WORDS, JOB_WORDS, NONE, chainFunction, shaderSource } from './wgsl.js';
 
 /** Options of the webgpu backend in a plan's `backend` object. */
@@ -35,7 +39,10 @@ export interface WebGpuBackendOptions {
 
 /** Per-chunk figures added to the CostReport. */
 interface GpuReport {
+  /** GPU dispatches (one per GPU stage shard). */
   kernels: number;
+  /** CPU stage shards run (the other kernels of the schedule). */
+  cpuKernels: number;
   bytesUploaded: number;
   bytesDownloaded: number;
   gpuMs: number;
@@ -51,13 +58,21 @@ interface Slot {
   host: Uint32Array;
 }
 
+/** A GPU node of the optimizer graph: a fused run of a feature's GPU segment. */
 interface Gpu {
-  readonly placement: FeaturePlacement;
+  readonly node: GraphNode;
+  readonly from: ElemType;
+  readonly to: ElemType;
+  readonly steps: readonly GpuStep[];
+  readonly makesNulls: boolean;
   /** Chain index in the shader. */
   readonly chain: number;
-  /** Offset of the feature's step table in P. */
+  /** Offset of the node's step table in P. */
   readonly pb: number;
 }
+
+/** Elements per row assumed for list columns when sizing stage shards before any data is seen. */
+const LIST_ELEMENTS_ESTIMATE = 32;
 
 const alignPow2 = (n: number): number => 2 ** Math.ceil(Math.log2(Math.max(n, 1024)));
 
@@ -71,41 +86,62 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
   const inflight = options.inflight ?? 2;
   if (!Number.isInteger(inflight) || (inflight as number) < 1 || (inflight as number) > 8) throw new PlanError(`backend webgpu: "inflight" must be an integer in [1, 8], got ${JSON.stringify(inflight)}`);
 
-  // ---- compile: placement, chains, parameters, one shader --------------------------------
-  const placements = plan.features.map(placeFeature);
+  // ---- compile: placement, the optimizer's graph and stages, chains, parameters, one shader ----
+  // Each feature's GPU segment (placement.ts) is the GPU part of its chain; the optimizer shares
+  // common sub-chains, fuses each device's runs vertically, and groups nodes into stages: every
+  // GPU stage is one dispatch of the fused kernel, every CPU stage one pass (RAP §5-6).
+  const placements = new Map<string, FeaturePlacement>(plan.features.map((f) => [f.name, placeFeature(f)]));
+  const onGpu = (f: TypedPlan['features'][number], k: number): boolean => {
+    const g = placements.get(f.name)!.gpu;
+    return g !== null && k >= g.start && k < g.end;
+  };
+  // GPU segments are not shared between features: a shared prefix would cost a second dispatch
+  // for work the fused kernel does in registers.
+  const graph = buildGraph(plan, (f, k) => (onGpu(f, k) ? 'gpu' : 'cpu'), { share: (d) => d !== 'gpu' });
   const chainIndex = new Map<string, number>();
   const chains: string[] = [];
   const params: number[] = [];
-  const gpuOf = new Map<string, Gpu>();
-  for (const p of placements) {
-    if (p.gpu === null) continue;
-    const g = p.gpu;
-    const key = chainFunction('CHAIN', g.from, g.to, g.steps, g.makesNulls);
+  const gpuOf = new Map<number, Gpu>();
+  for (const node of graph.nodes) {
+    if (node.device !== 'gpu') continue;
+    const seg = placements.get(node.feature.name)!.gpu!;
+    const steps = seg.steps.slice(node.from - seg.start, node.to - seg.start);
+    const from = steps[0]!.from;
+    const to = steps[steps.length - 1]!.to;
+    const makesNulls = steps.some((x) => x.makesNulls);
+    const key = chainFunction('CHAIN', from, to, steps, makesNulls);
     let chain = chainIndex.get(key);
     if (chain === undefined) {
       chain = chains.length;
       chainIndex.set(key, chain);
-      chains.push(chainFunction(`chain${chain}`, g.from, g.to, g.steps, g.makesNulls));
+      chains.push(chainFunction(`chain${chain}`, from, to, steps, makesNulls));
     }
     // Step table: one word per step pointing at its parameters, then the parameters.
     const pb = params.length;
-    params.push(...g.steps.map(() => 0));
-    g.steps.forEach((s, k) => {
+    params.push(...steps.map(() => 0));
+    steps.forEach((x, k) => {
       params[pb + k] = params.length;
-      params.push(...s.params);
+      params.push(...x.params);
     });
-    gpuOf.set(p.feature.name, { placement: p, chain, pb });
+    gpuOf.set(node.id, { node, from, to, steps, makesNulls, chain, pb });
   }
-  const gpuFeatures = [...gpuOf.values()];
-  const unfusedPerChunk = gpuFeatures.reduce((a, g) => a + g.placement.gpu!.steps.length, 0);
+  const gpuFeatureCount = [...placements.values()].filter((p) => p.gpu !== null).length;
+  const unfusedPerChunk = [...gpuOf.values()].reduce((a, g) => a + g.steps.length, 0);
 
   const { device, adapterName } = await openDevice();
   let lost: string | null = null;
   void device.lost.then((info) => { lost = `${info.reason}: ${info.message}`; });
 
+  // A stage whose merged buffers would pass the device's binding limit is split (one dispatch per shard).
+  const elemBytes = (t: ColumnType): number => (t.kind === 'list' ? LIST_ELEMENTS_ESTIMATE * elemBytes({ kind: t.child } as ColumnType) : t.kind === 'int64' ? 8 : 4);
+  const schedule = scheduleStages(graph, {
+    limits: (d) => (d === 'gpu' ? { maxBytes: device.limits.maxStorageBufferBindingSize } : undefined),
+    bytesOf: (n) => plan.batchSize * (elemBytes(n.type) + 4 + (n.parent === null ? elemBytes(n.feature.inputType) : elemBytes(graph.nodes[n.parent]!.type))),
+  });
+
   let pipeline: GPUComputePipeline | null = null;
   let paramBuf: GPUBuffer | null = null;
-  if (gpuFeatures.length > 0) {
+  if (gpuOf.size > 0) {
     device.pushErrorScope('validation');
     const module = device.createShaderModule({ code: shaderSource(chains) });
     pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
@@ -148,30 +184,31 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
 
   let chunks = 0;
   let kernelsTotal = 0;
+  let cpuKernelsTotal = 0;
   let upTotal = 0;
   let downTotal = 0;
   let gpuMsTotal = 0;
   let disposed = false;
 
-  /** Uploads the GPU segments' inputs, runs the fused kernel, and returns the segments' outputs. */
-  async function runGpu(inputs: Map<string, Column>, report: GpuReport): Promise<Map<string, Column>> {
-    const jobs = gpuFeatures.map((g) => ({ g, col: inputs.get(g.placement.feature.name)! })).map((j) => ({ ...j, el: elements(j.col), n: columnLength(elements(j.col)) }));
+  /** Uploads one GPU shard's inputs, runs the fused kernel once, and returns the nodes' outputs by node id. */
+  async function runGpu(shard: ReadonlyArray<{ g: Gpu; col: Column }>, report: GpuReport): Promise<Map<number, Column>> {
+    const jobs = shard.map((j) => ({ ...j, el: elements(j.col), n: columnLength(elements(j.col)) }));
     const live = jobs.filter((j) => j.n > 0);
-    const results = new Map<string, Column>();
+    const results = new Map<number, Column>();
     // Word layout of the merged input and output buffers.
     let inWords = HEADER_WORDS + JOB_WORDS * live.length;
     let outWords = 0;
     let wg = 0;
     const layout = live.map((j) => {
-      const wide = j.g.placement.gpu!.from === 'int64';
+      const wide = j.g.from === 'int64';
       const inOff = inWords;
       inWords += wide ? 2 * j.n : j.n;
       const inValid = j.el.valid === null ? NONE : inWords;
       if (j.el.valid !== null) inWords += Math.ceil(j.n / 4);
       outWords += outWords & 1; // int64 results are read back as a BigInt64Array: 8-byte aligned
       const outOff = outWords;
-      outWords += j.g.placement.gpu!.to === 'int64' ? 2 * j.n : j.n;
-      const outValid = j.g.placement.gpu!.makesNulls ? outWords : NONE;
+      outWords += j.g.to === 'int64' ? 2 * j.n : j.n;
+      const outValid = j.g.makesNulls ? outWords : NONE;
       if (outValid !== NONE) outWords += j.n;
       const wgStart = wg;
       wg += Math.ceil(j.n / CHUNK);
@@ -192,7 +229,7 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
           const el = j.el;
           if (el.type === 'int64') host.set(int64Words(el.values), l.inOff);
           else if (el.type === 'int32' || el.type === 'float32') host.set(new Uint32Array(el.values.buffer, el.values.byteOffset, el.values.length), l.inOff);
-          else throw new SluiceError(`backend webgpu: feature ${j.g.placement.feature.name} reached the GPU with ${el.type} elements`);
+          else throw new SluiceError(`backend webgpu: feature ${j.g.node.feature.name} reached the GPU with ${el.type} elements`);
           if (el.valid !== null) bytes.set(el.valid, l.inValid * 4);
         });
         device.queue.writeBuffer(slot.input!, 0, host.buffer, 0, inWords * 4);
@@ -218,7 +255,7 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
         report.bytesDownloaded += outWords * 4;
         live.forEach((j, k) => {
           const l = layout[k]!;
-          const g = j.g.placement.gpu!;
+          const g = j.g;
           let valid: Uint8Array | null;
           if (l.outValid !== NONE) {
             const v = new Uint32Array(out, l.outValid * 4, j.n);
@@ -231,7 +268,7 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
             g.to === 'int64' ? { type: 'int64', values: new BigInt64Array(out, l.outOff * 4, j.n), valid }
             : g.to === 'int32' ? { type: 'int32', values: new Int32Array(out, l.outOff * 4, j.n), valid }
             : { type: 'float32', values: new Float32Array(out, l.outOff * 4, j.n), valid };
-          results.set(j.g.placement.feature.name, j.col.type === 'list' ? { type: 'list', offsets: j.col.offsets, child, valid: j.col.valid } as ListColumn : child);
+          results.set(j.g.node.id, j.col.type === 'list' ? { type: 'list', offsets: j.col.offsets, child, valid: j.col.valid } as ListColumn : child);
         });
       } finally {
         release(slot);
@@ -240,9 +277,9 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
     // Empty columns skip the GPU; their results are empty columns of the output type.
     for (const j of jobs) {
       if (j.n > 0) continue;
-      const to = j.g.placement.gpu!.to;
+      const to = j.g.to;
       const child: PrimitiveColumn = to === 'int64' ? { type: 'int64', values: new BigInt64Array(0), valid: null } : to === 'int32' ? { type: 'int32', values: new Int32Array(0), valid: null } : { type: 'float32', values: new Float32Array(0), valid: null };
-      results.set(j.g.placement.feature.name, j.col.type === 'list' ? { type: 'list', offsets: j.col.offsets, child, valid: j.col.valid } : child);
+      results.set(j.g.node.id, j.col.type === 'list' ? { type: 'list', offsets: j.col.offsets, child, valid: j.col.valid } : child);
     }
     return results;
   }
@@ -254,28 +291,25 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
     async run(columns: ReadonlyMap<string, Column>, locate: RowLocator) {
       if (disposed) throw new SluiceError('backend webgpu: used after dispose');
       const t0 = performance.now();
-      const report: GpuReport = { kernels: 0, bytesUploaded: 0, bytesDownloaded: 0, gpuMs: 0 };
-      const out = new Map<string, Column>();
-      const types = new Map<string, ColumnType>();
-      const none = new Map<string, Column>();
-      const noTypes = new Map<string, ColumnType>();
-      // 1. CPU prefixes of GPU features (hex2int, firstX, …): they need nothing from other features.
-      const segIn = new Map<string, Column>();
-      for (const g of gpuFeatures) {
-        const f = g.placement.feature;
-        segIn.set(f.name, runOps(f, columns.get(f.input)!, 0, g.placement.gpu!.start, none, noTypes, state, locate));
+      const report: GpuReport = { kernels: 0, cpuKernels: 0, bytesUploaded: 0, bytesDownloaded: 0, gpuMs: 0 };
+      // Stage by stage: a GPU shard is one merged upload, one fused dispatch, one download; a CPU
+      // shard runs its nodes' chains with core's kernels (hex2int, log, firstX, cross, …).
+      const run = graphContext(graph, columns, state, locate);
+      for (const stage of schedule.stages) {
+        for (const shard of stage.shards) {
+          if (stage.device === 'gpu') {
+            const res = await runGpu(shard.map((id) => ({ g: gpuOf.get(id)!, col: run.input(id) })), report);
+            for (const [id, c] of res) run.setValue(id, c);
+          } else {
+            for (const id of shard) run.runNode(id);
+            report.cpuKernels++;
+          }
+        }
       }
-      // 2. One merged upload, one fused dispatch, one download.
-      const segOut = await runGpu(segIn, report);
-      // 3. In plan order: CPU suffixes of GPU features and whole CPU features (cross reads earlier outputs).
-      for (const f of plan.features) {
-        const g = gpuOf.get(f.name);
-        const col = g ? runOps(f, segOut.get(f.name)!, g.placement.gpu!.end, f.ops.length, out, types, state, locate) : runOps(f, columns.get(f.input)!, 0, f.ops.length, out, types, state, locate);
-        out.set(f.name, col);
-        types.set(f.name, f.outputType);
-      }
+      const out = run.outputs();
       chunks++;
       kernelsTotal += report.kernels;
+      cpuKernelsTotal += report.cpuKernels;
       upTotal += report.bytesUploaded;
       downTotal += report.bytesDownloaded;
       gpuMsTotal += report.gpuMs;
@@ -289,10 +323,12 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
       const per = (x: number): number => (chunks === 0 ? 0 : x / chunks);
       return {
         adapter: adapterName,
-        'gpu features': gpuFeatures.length,
-        'cpu-only features': plan.features.length - gpuFeatures.length,
+        'gpu features': gpuFeatureCount,
+        'cpu-only features': plan.features.length - gpuFeatureCount,
         'fused chains in the kernel': chains.length,
+        'stages (optimizer)': schedule.stages.length,
         'kernels per chunk (fused)': per(kernelsTotal),
+        'cpu stage passes per chunk': per(cpuKernelsTotal),
         'kernels per chunk (one per op per feature)': unfusedPerChunk,
         'bytes uploaded per chunk': per(upTotal),
         'bytes downloaded per chunk': per(downTotal),
@@ -300,6 +336,7 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
         'gpu buffers created': buffersCreated,
       };
     },
+    stagedPlan: () => ({ graph, schedule }),
     async dispose() {
       if (disposed) return;
       disposed = true;

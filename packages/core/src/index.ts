@@ -12,6 +12,12 @@ export { OpDataError, OpPlanError, type OpContext, type OpDef, type StatefulOpDe
 export type { BackendSpec, FeatureSpec, OpSpec, PlanSpec, ShuffleSpec } from './plan/types.js';
 export { loadPlan, typeCheckPlan, DEFAULT_BATCH_SIZE, DEFAULT_PREFETCH, type Plan, type PlanFeature, type PlanOp, type TypedFeature, type TypedPlan } from './plan/load.js';
 export { executePlan, fitPlan, runFeature, runOps, stateFromJSON, stateToJSON, statefulOps, stateKey, type KernelOverride, type KernelOverrides, type PlanState, type RowLocator } from './plan/execute.js';
+export { eliminateRedundant, countOps, type Removal, type RewriteResult } from './plan/optimize.js';
+export { readColumnStats, type ColumnStats } from './plan/stats.js';
+export { buildGraph, scheduleStages, executeGraph, graphContext, nodeOps, FUSIBLE_OPS, type GraphNode, type PlanGraph, type DeviceOf, type Stage, type Schedule, type KernelLimit, type ScheduleOptions, type GraphRun } from './plan/graph.js';
+export { explainPlan, explainStaged, presetSchemaFor, typedForExplain, type Explain, type ExplainStage, type ExplainOptions, type StagedPlan } from './plan/explain.js';
+export { calibrate, predictOps, placeFeatures, provision, autoCandidates, costModelCachePath, type CostModel, type OpCost, type Placement, type Provision } from './plan/cost.js';
+export { autoBackend, autoPlacement } from './backend/auto.js';
 export { packColumns, unpackColumns, type ColumnDesc, type PackedColumns } from './io/pack.js';
 export { registerBackend, backendNames, createBackend } from './backend/registry.js';
 export type { Backend, BackendFactory, Capabilities, CostReport } from './backend/types.js';

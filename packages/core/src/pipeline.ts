@@ -4,6 +4,10 @@ import { availableParallelism } from 'node:os';
 import { Observable, defer, finalize, from, mergeMap, type Subscription } from 'rxjs';
 import { createBackend } from './backend/registry.js';
 import { planPushdown, type Pushdown } from './plan/pushdown.js';
+import { eliminateRedundant } from './plan/optimize.js';
+import { readColumnStats } from './plan/stats.js';
+import { autoPlacement } from './backend/auto.js';
+import { autoCandidates } from './plan/cost.js';
 import type { Backend, CostReport } from './backend/types.js';
 import type { Column, ColumnType } from './column.js';
 import { PlanError, SluiceError } from './errors.js';
@@ -54,6 +58,11 @@ export interface PipelineOptions {
    * (default true); false assembles them on this thread. The batches are the same either way.
    */
   pack?: boolean;
+  /**
+   * Remove redundant op steps using the files' footer statistics before the backend sees the plan
+   * (plan/optimize.ts); default on for webgpu, off elsewhere. Also a backend option `optimize`.
+   */
+  optimize?: boolean;
 }
 
 /** Counters of a run, for `sluice bench` and metrics endpoints. */
@@ -87,6 +96,16 @@ export interface PipelineMetrics {
   pushdown: { derived: number; computedInReader: number; computedInPipeline: number } | null;
   /** Chunks that arrived laid out as batch arrays by a decode worker (`PipelineOptions.pack`). */
   packedChunks: number;
+  /**
+   * The optimizer's rewrite (plan/optimize.ts), or null when the run does not optimize: op steps
+   * as written and after removing redundant ones (Parquet statistics, ranges, repeated casts).
+   */
+  optimizer: { opsBefore: number; opsAfter: number; removed: number } | null;
+  /**
+   * With `backend: "auto"` or a list: where the cost model placed the features (feature count per
+   * backend) and the predicted ms per chunk of each backend's share; null otherwise.
+   */
+  placement: { features: Record<string, number>; predictedMs: Record<string, number>; singleMs: Record<string, number> } | null;
 }
 
 /** What a run is made of once its files are open. */
@@ -99,7 +118,7 @@ export interface PipelineInfo {
   readonly backend: string;
 }
 
-const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null, packedChunks: 0 });
+const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null, packedChunks: 0, optimizer: null, placement: null });
 
 /**
  * A preprocessing pipeline over Parquet files: iterate it with `for await`, or subscribe to
@@ -135,7 +154,7 @@ export class Pipeline implements AsyncIterable<Batch> {
   /** Counters of the latest run. */
   metrics(): PipelineMetrics {
     const m = this._metrics;
-    return { ...m, reportTotals: { ...m.reportTotals }, pushdown: m.pushdown && { ...m.pushdown } };
+    return { ...m, reportTotals: { ...m.reportTotals }, pushdown: m.pushdown && { ...m.pushdown }, optimizer: m.optimizer && { ...m.optimizer }, placement: m.placement && { ...m.placement } };
   }
 
   private async open(): Promise<PipelineInfo> {
@@ -154,12 +173,51 @@ export class Pipeline implements AsyncIterable<Batch> {
    * applies: on by default for the `cpu` backend, for unshuffled reads of local files (the reader
    * computes per-value op chains on dictionary entries; see plan/pushdown.ts).
    */
-  private pushdownFor(info: PipelineInfo): { spec: BackendSpec; pushdown: Pushdown | null } {
-    const { pushdown: opt, ...spec } = this.backendSpec();
+  private pushdownFor(info: PipelineInfo, plan: TypedPlan, resolved: BackendSpec): { spec: BackendSpec; pushdown: Pushdown | null } {
+    const { pushdown: opt, optimize: _o, ...spec } = resolved;
+    void _o;
     if (opt !== undefined && typeof opt !== 'boolean') throw new PlanError(`backend option "pushdown" must be true or false, got ${JSON.stringify(opt)}`);
     const want = opt ?? spec.name === 'cpu';
-    if (!want || info.plan.shuffle !== null || info.dataset.files.some((f) => /^https?:\/\//.test(f.source))) return { spec, pushdown: null };
-    return { spec, pushdown: planPushdown(info.plan) };
+    if (!want || plan.shuffle !== null || info.dataset.files.some((f) => /^https?:\/\//.test(f.source))) return { spec, pushdown: null };
+    return { spec, pushdown: planPushdown(plan) };
+  }
+
+  /**
+   * `backend: "auto"` (or a list): places features with the cost model. A placement on a single
+   * backend becomes that backend itself (so all-cpu keeps the reader pushdown); a mixed one becomes
+   * the auto backend with the placement fixed.
+   */
+  private async resolveAuto(plan: TypedPlan): Promise<{ spec: BackendSpec; placement: PipelineMetrics['placement'] }> {
+    const spec = this.backendSpec();
+    if (autoCandidates(spec) === null) return { spec, placement: null };
+    const { placement: p } = await autoPlacement(plan, spec);
+    const counts: Record<string, number> = {};
+    for (const b of p.byFeature.values()) counts[b] = (counts[b] ?? 0) + 1;
+    const placement = { features: counts, predictedMs: { ...p.predictedMs }, singleMs: { ...p.singleMs } };
+    const { backends: _b, placement: _p, ...rest } = spec;
+    void _b; void _p;
+    const names = Object.keys(counts);
+    if (names.length === 1) return { spec: { ...rest, name: names[0]! }, placement };
+    return { spec: { ...rest, name: 'auto', placement: Object.fromEntries(p.byFeature) }, placement };
+  }
+
+  /**
+   * The plan the backend runs: with the `optimize` option (on by default for webgpu, which runs
+   * the optimizer's staged graph), redundant op steps are removed using the files' footer
+   * statistics (plan/optimize.ts). Outputs are identical either way.
+   */
+  private async optimizedPlan(info: PipelineInfo): Promise<{ plan: TypedPlan; optimizer: PipelineMetrics['optimizer'] }> {
+    const spec = this.backendSpec();
+    const opt = this.options.optimize ?? spec.optimize;
+    if (opt !== undefined && typeof opt !== 'boolean') throw new PlanError(`option "optimize" must be true or false, got ${JSON.stringify(opt)}`);
+    if (!(opt ?? spec.name === 'webgpu')) return { plan: info.plan, optimizer: null };
+    const local = info.dataset.files.map((f) => f.source);
+    const stats = await readColumnStats(local, info.plan.columns);
+    const { plan, removed } = eliminateRedundant(info.plan, stats);
+    const count = (p: TypedPlan): number => p.features.reduce((a, f) => a + f.ops.length, 0);
+    // Backends that reload the plan in workers get the rewritten spec (same features, fewer ops).
+    const features = plan.features.map((f, i) => ({ ...info.plan.spec.features[i]!, ops: f.ops.map((o) => info.plan.spec.features[i]!.ops![o.index]!) }));
+    return { plan: { ...plan, spec: { ...plan.spec, features } }, optimizer: { opsBefore: count(info.plan), opsAfter: count(plan), removed: removed.length } };
   }
 
   /** The `workers` the backend spec asks for, else one per core but one (the cpu backend's default). */
@@ -221,20 +279,22 @@ export class Pipeline implements AsyncIterable<Batch> {
   private run(onTaken: ((flow: Flow) => (b: Batch) => void) | null): Observable<Batch> {
     return defer(() => from(this.info())).pipe(
       // A backend finished after the run was cancelled is disposed at once (no stray worker pool).
-      mergeMap((info) => new Observable<{ info: PipelineInfo; backend: Backend; pushdown: Pushdown | null }>((sub) => {
+      mergeMap((info) => new Observable<{ info: PipelineInfo; backend: Backend; pushdown: Pushdown | null; optimizer: PipelineMetrics['optimizer']; placement: PipelineMetrics['placement'] }>((sub) => {
         let cancelled = false;
-        const { spec, pushdown } = this.pushdownFor(info);
-        // Every feature pushed into the reader: no backend work is left, so no worker pool is
-        // started; the in-process backend stands in (it is never called).
-        const target = pushdown !== null && pushdown.plan === null ? { name: 'reference' } : spec;
-        createBackend(pushdown?.plan ?? info.plan, target, this.fit!).then((backend) => {
+        this.optimizedPlan(info).then(async ({ plan, optimizer }) => {
+          const { spec: resolved, placement } = await this.resolveAuto(plan);
+          const { spec, pushdown } = this.pushdownFor(info, plan, resolved);
+          // Every feature pushed into the reader: no backend work is left, so no worker pool is
+          // started; the in-process backend stands in (it is never called).
+          const target = pushdown !== null && pushdown.plan === null ? { name: 'reference' } : spec;
+          const backend = await createBackend(pushdown?.plan ?? plan, target, this.fit!);
           if (cancelled) { void backend.dispose(); return; }
-          sub.next({ info, backend, pushdown });
+          sub.next({ info: { ...info, plan }, backend, pushdown, optimizer, placement });
           sub.complete();
-        }, (e: unknown) => sub.error(e));
+        }).catch((e: unknown) => sub.error(e));
         return () => { cancelled = true; };
       })),
-      mergeMap(({ info, backend, pushdown }) => {
+      mergeMap(({ info, backend, pushdown, optimizer, placement }) => {
         const plan = info.plan;
         const fitState = this.fit!;
         // Null when every feature was pushed down into the reader: the backend is then never called.
@@ -255,6 +315,8 @@ export class Pipeline implements AsyncIterable<Batch> {
         this._metrics = emptyMetrics();
         this.current = { version: 1, ...start, seq: firstSeq, seed: plan.shuffle?.seed ?? null, fingerprint: fp };
         const m = this._metrics;
+        m.optimizer = optimizer;
+        m.placement = placement;
         if (pushdown !== null) m.pushdown = { derived: pushdown.derived.length, computedInReader: 0, computedInPipeline: 0 };
         // With pushdown the reader computes derived columns; it reads only the other columns raw.
         const readRaw = backendPlan?.columns ?? (plan.label === null ? [] : [plan.label]);

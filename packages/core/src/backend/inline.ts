@@ -2,6 +2,7 @@ import type { Column } from '../column.js';
 import { columnBytes } from '../column.js';
 import { PlanError } from '../errors.js';
 import { executePlan, type PlanState, type RowLocator } from '../plan/execute.js';
+import { buildGraph, executeGraph, scheduleStages } from '../plan/graph.js';
 import type { TypedPlan } from '../plan/load.js';
 import type { BackendSpec } from '../plan/types.js';
 import type { Backend } from './types.js';
@@ -12,15 +13,19 @@ import type { Backend } from './types.js';
  */
 export function inlineCpuBackend(plan: TypedPlan, options: BackendSpec, state: PlanState): Backend {
   // `workers` is accepted so a plan written for the worker-pool backend still runs here.
-  const known = new Set(['name', 'workers']);
+  const known = new Set(['name', 'workers', 'graph']);
   for (const k of Object.keys(options)) if (!known.has(k)) throw new PlanError(`backend ${options.name}: unknown option "${k}"`);
+  if (options.graph !== undefined && typeof options.graph !== 'boolean') throw new PlanError(`backend ${options.name}: option "graph" must be true or false`);
+  // graph: run the optimizer's graph (shared sub-chains, fused stages) instead of feature by feature.
+  const graph = options.graph === true ? buildGraph(plan) : null;
+  const schedule = graph === null ? null : scheduleStages(graph);
   return {
     name: options.name,
     capabilities: { ops: 'all', timing: 'measured' },
     concurrency: 1,
     async run(columns: ReadonlyMap<string, Column>, locate: RowLocator) {
       const t0 = performance.now();
-      const out = executePlan(plan, columns, state, locate);
+      const out = graph === null ? executePlan(plan, columns, state, locate) : executeGraph(graph, schedule!, columns, state, locate);
       const wallMs = performance.now() - t0;
       let bytesIn = 0;
       let bytesOut = 0;
@@ -28,6 +33,7 @@ export function inlineCpuBackend(plan: TypedPlan, options: BackendSpec, state: P
       for (const c of out.values()) bytesOut += columnBytes(c);
       return { columns: out, report: { wallMs, bytesIn, bytesOut } };
     },
+    ...(graph === null ? {} : { stagedPlan: () => ({ graph, schedule: schedule! }) }),
     async dispose() {},
   };
 }

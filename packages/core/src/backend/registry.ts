@@ -3,11 +3,13 @@ import type { PlanState } from '../plan/execute.js';
 import type { TypedPlan } from '../plan/load.js';
 import type { BackendSpec } from '../plan/types.js';
 import { inlineCpuBackend } from './inline.js';
+import { autoBackend } from './auto.js';
 import type { Backend, BackendFactory } from './types.js';
 
 // `reference` is always core's kernels in-process (the oracle conformance tests compare against);
 // `cpu` means the same until @sluice/backend-cpu registers its worker pool over it.
-const registry = new Map<string, BackendFactory>([['reference', inlineCpuBackend], ['cpu', inlineCpuBackend]]);
+// `auto` places features on other backends by the cost model (backend/auto.ts).
+const registry = new Map<string, BackendFactory>([['reference', inlineCpuBackend], ['cpu', inlineCpuBackend], ['auto', autoBackend]]);
 
 /**
  * Makes a backend available to plans under `name`. Backend packages call this on import; core
@@ -46,6 +48,8 @@ export async function loadBackendPackage(name: string): Promise<boolean> {
 
 /** Builds the backend a plan names (loading its package if needed), or fails with the list of known ones. */
 export async function createBackend(plan: TypedPlan, spec: BackendSpec, state: PlanState): Promise<Backend> {
+  // A list "cpu,webgpu" is `auto` over those backends.
+  if (spec.name.includes(',')) return autoBackend(plan, spec, state);
   await loadBackendPackage(spec.name);
   const factory = registry.get(spec.name);
   if (factory === undefined) {

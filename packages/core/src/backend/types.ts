@@ -2,6 +2,7 @@ import type { Column } from '../column.js';
 import type { PlanState, RowLocator } from '../plan/execute.js';
 import type { TypedPlan } from '../plan/load.js';
 import type { BackendSpec } from '../plan/types.js';
+import type { StagedPlan } from '../plan/explain.js';
 
 /** What running a chunk cost. Real backends measure; simulators add modelled figures. */
 export interface CostReport {
@@ -37,6 +38,12 @@ export interface Backend {
    * a run ends, before `dispose`.
    */
   summary?(): Record<string, number | string>;
+  /**
+   * Optional: the optimizer graph and stage schedule the backend really runs per chunk (its
+   * kernel launches), for `sluice explain`. Backends without one are explained with core's
+   * generic CPU schedule.
+   */
+  stagedPlan?(): StagedPlan;
   /** Releases workers, devices and buffers. Safe to call twice. */
   dispose(): Promise<void>;
 }

@@ -34,6 +34,8 @@ commands:
   serve --plan P --input F --port N [--host H] [--token T] [--backend B] [--state STATE]
                                          serve batches over HTTP: GET /v1/batches/{seq}, /v1/info, /healthz, /metrics
 ${LOOKAHEAD_USAGE}
+  explain --plan P [--input F] [--backend B|auto|B1,B2] [--target-rows-per-sec R] [--json]
+                                         the optimizer's work: ops before/after, stages, kernels per batch, placement
 
 common options: --debug (stack traces), --help
 --input takes a path, glob or http(s) URL; repeat it for several.`;
@@ -60,6 +62,7 @@ const OPTIONS = {
   host: { type: 'string' },
   token: { type: 'string' },
   ...LOOKAHEAD_OPTIONS,
+  'target-rows-per-sec': { type: 'string' },
 } as const satisfies ParseArgsConfig['options'];
 
 class UsageError extends Error {}
@@ -90,6 +93,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'reproduce': return await cmdReproduce(values, positionals[1]);
       case 'serve': return await cmdServe(values);
       case 'lookahead': return await cmdLookahead(values, (m) => new UsageError(m));
+      case 'explain': return await cmdExplain(values);
       default: throw new UsageError(`unknown command "${cmd}"`);
     }
   } catch (e) {
@@ -379,5 +383,22 @@ async function cmdServe(values: Values): Promise<number> {
     process.on('SIGTERM', stop);
   });
   await s.close();
+  return 0;
+}
+
+// ---- explain (issue 7): the optimizer's rewrite, stages and kernels per batch ---------------------
+async function cmdExplain(values: Values): Promise<number> {
+  const { explainCommand } = await import('./explain.js');
+  const target = values['target-rows-per-sec'];
+  const rate = target === undefined ? undefined : Number(target);
+  if (rate !== undefined && !(Number.isFinite(rate) && rate > 0)) throw new UsageError(`--target-rows-per-sec must be a positive number, got "${String(target)}"`);
+  const r = await explainCommand({
+    plan: need(values, 'plan'),
+    input: (values.input as string[] | undefined) ?? [],
+    ...(typeof values.backend === 'string' ? { backend: values.backend } : {}),
+    ...(rate !== undefined ? { targetRowsPerSec: rate } : {}),
+    json: !!values.json,
+  });
+  process.stdout.write(r + '\n');
   return 0;
 }

@@ -39,11 +39,12 @@ export function runOps(
 ): Column {
   for (let k = from; k < to; k++) {
     const o = f.ops[k]!;
-    const ctx: OpContext = { features, featureTypes, column: f.input, state: o.def.stateful ? state.get(stateKey(f.name, k)) : undefined };
+    // o.index is the op's position as written: an optimized chain may have dropped ops before it.
+    const ctx: OpContext = { features, featureTypes, column: f.input, state: o.def.stateful ? state.get(stateKey(f.name, o.index)) : undefined };
     try {
       col = overrides?.get(o.op)?.(col, o.params, ctx) ?? o.def.apply(col, o.params, ctx);
     } catch (e) {
-      const opName = `${o.op} (#${k + 1})`;
+      const opName = `${o.op} (#${o.index + 1})`;
       if (e instanceof OpDataError) throw new DataError(e.message, { ...locate(e.row), column: f.input, feature: f.name, op: opName }, { cause: e });
       if (e instanceof OpPlanError) throw new PlanError(e.message, { feature: f.name, op: opName }, { cause: e });
       if (e instanceof SluiceError) throw e;

@@ -1,0 +1,106 @@
+/** `sluice explain`: the optimizer's rewrite, stages, kernels per batch, placement and provisioning. */
+import { autoPlacement } from '../backend/auto.js';
+import { createBackend } from '../backend/registry.js';
+import { DecoderPool } from '../io/decoder.js';
+import { openInput } from '../fit.js';
+import { autoCandidates, calibrate, provision, type Provision } from '../plan/cost.js';
+import { explainPlan, typedForExplain, type Explain } from '../plan/explain.js';
+import { loadPlan, type TypedPlan } from '../plan/load.js';
+import { eliminateRedundant } from '../plan/optimize.js';
+import { readColumnStats, type ColumnStats } from '../plan/stats.js';
+import type { BackendSpec } from '../plan/types.js';
+import { formatTable } from './progress.js';
+
+export interface ExplainCommandOptions {
+  readonly plan: string;
+  readonly input: readonly string[];
+  readonly backend?: string;
+  readonly targetRowsPerSec?: number;
+  readonly json: boolean;
+}
+
+/** What `sluice explain --json` prints: explain's figures plus placement and provisioning when asked. */
+export interface ExplainReport extends Explain {
+  readonly placement?: { readonly byBackend: Record<string, string[]>; readonly predictedMs: Record<string, number>; readonly singleMs: Record<string, number>; readonly skipped: Record<string, string> };
+  readonly provisioning?: { readonly targetRowsPerSec: number; readonly units: readonly Provision[] };
+}
+
+/**
+ * Runs `sluice explain` and returns its output (a table, or JSON).
+ *
+ * @example
+ * console.log(await explainCommand({ plan: 'plan.json', input: [], backend: 'webgpu', json: true }));
+ */
+export async function explainCommand(o: ExplainCommandOptions): Promise<string> {
+  const plan = loadPlan(o.plan);
+  let typed: TypedPlan;
+  let stats: ReadonlyMap<string, ColumnStats> = new Map();
+  if (o.input.length > 0) {
+    const pool = new DecoderPool(1);
+    try {
+      const { dataset, plan: t } = await openInput(plan, o.input, pool);
+      typed = t;
+      stats = await readColumnStats(dataset.files.map((f) => f.source), t.columns);
+    } finally {
+      await pool.close();
+    }
+  } else {
+    typed = typedForExplain(plan);
+  }
+  const spec: BackendSpec = o.backend !== undefined ? { name: o.backend } : plan.backend;
+  const candidates = autoCandidates(spec);
+  let report: ExplainReport;
+  if (candidates === null) {
+    const lean = eliminateRedundant(typed, stats).plan;
+    const backend = await createBackend(lean, spec, new Map());
+    try {
+      report = explainPlan(typed, { stats, backend, backendName: spec.name });
+    } finally {
+      await backend.dispose();
+    }
+  } else {
+    const lean = eliminateRedundant(typed, stats).plan;
+    const { placement, skipped } = await autoPlacement(lean, spec);
+    const byBackend: Record<string, string[]> = {};
+    for (const [f, b] of placement.byFeature) (byBackend[b] ??= []).push(f);
+    const base = explainPlan(typed, { stats, backendName: 'auto' });
+    report = { ...base, placement: { byBackend, predictedMs: placement.predictedMs, singleMs: placement.singleMs, skipped } };
+  }
+  if (o.targetRowsPerSec !== undefined) {
+    const names = candidates ?? [spec.name];
+    const lean = eliminateRedundant(typed, stats).plan;
+    const models = [];
+    for (const n of names) {
+      try { models.push(await calibrate(n, lean, n === 'cpu' ? { spec: { workers: 1 } } : {})); } catch (e) { if (candidates === null || o.backend?.includes(',')) throw e; }
+    }
+    report = { ...report, provisioning: { targetRowsPerSec: o.targetRowsPerSec, units: provision(lean, models, o.targetRowsPerSec) } };
+  }
+  return o.json ? JSON.stringify(report, null, 2) : formatExplain(report);
+}
+
+const fmt = (x: number): string => (x >= 100 ? x.toFixed(0) : x >= 1 ? x.toFixed(2) : x.toPrecision(3));
+
+function formatExplain(r: ExplainReport): string {
+  const lines = [
+    `plan: ${r.ops} ops of ${r.opTypes} types (${r.opTypeNames.join(', ')}) on backend ${r.backend}`,
+    `rewrite: ${r.ops} -> ${r.opsAfterRewrite} ops (${r.removed.length} redundant removed); ${r.opsExecuted} run per batch with shared sub-chains`,
+    `fusion: ${r.nodes} fused nodes -> ${r.stages.length} stages (${r.search} search, lower bound ${r.lowerBound}) -> ${r.kernelsPerBatch} kernels per batch (${Object.entries(r.kernelsByDevice).map(([d, n]) => `${d} ${n}`).join(', ')})`,
+    '',
+    formatTable(['stage', 'device', 'kind', 'nodes', 'ops', 'kernels', 'op types'], r.stages.map((s) => [String(s.index), s.device, s.kind, String(s.nodes), String(s.ops), String(s.kernels), Object.entries(s.opTypes).map(([k, v]) => `${k}×${v}`).join(' ')])),
+  ];
+  if (r.removed.length > 0) {
+    lines.push('', 'removed:', ...r.removed.slice(0, 20).map((x) => `  ${x.feature} ${x.op} (#${x.index + 1}): ${x.reason}`));
+    if (r.removed.length > 20) lines.push(`  … and ${r.removed.length - 20} more (--json lists all)`);
+  }
+  if (r.placement) {
+    lines.push('', 'placement (cost model, predicted ms per batch):');
+    for (const [b, fs] of Object.entries(r.placement.byBackend)) lines.push(`  ${b}: ${fs.length} features, ${fmt(r.placement.predictedMs[b] ?? 0)} ms`);
+    lines.push(`  each backend alone: ${Object.entries(r.placement.singleMs).map(([b, ms]) => `${b} ${fmt(ms)} ms`).join(', ')}`);
+    for (const [b, why] of Object.entries(r.placement.skipped)) lines.push(`  skipped ${b}: ${why}`);
+  }
+  if (r.provisioning) {
+    lines.push('', `provisioning for ${r.provisioning.targetRowsPerSec.toLocaleString('en-US')} rows/s:`);
+    for (const u of r.provisioning.units) lines.push(`  ${u.backend}: ${u.units} unit(s) at ${Math.round(u.rowsPerSecPerUnit).toLocaleString('en-US')} rows/s each`);
+  }
+  return lines.join('\n');
+}

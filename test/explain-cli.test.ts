@@ -1,0 +1,57 @@
+// `sluice explain` end to end (the built bin): JSON shape and figures for a preset plan, and clear
+// errors for bad input (unknown backend in a list, bad flags, a plan without known input types).
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { getPreset } from '@sluice/core';
+import { tempDir } from '../packages/core/test/helpers.js';
+
+const BIN = join(import.meta.dirname, '..', 'packages', 'core', 'bin', 'sluice.js');
+const dir = tempDir('sluice-explain-cli-');
+const sluice = (args: string[]) => new Promise<{ code: number; out: string; err: string }>((resolve) => {
+  execFile('node', [BIN, ...args], { timeout: 120_000 }, (e, out, err) => resolve({ code: e ? (e as { code?: number }).code ?? 1 : 0, out, err }));
+});
+
+describe('sluice explain', () => {
+  const plan = join(dir, 'rap2.json');
+  writeFileSync(plan, JSON.stringify({ ...getPreset('rap-plan2').defaultPlan(), backend: 'reference' }));
+
+  it('prints {ops, opTypes, kernelsPerBatch, stages} for a preset plan', async () => {
+    const r = await sluice(['explain', '--plan', plan, '--json']);
+    expect(r.code, r.err).toBe(0);
+    const e = JSON.parse(r.out) as { ops: number; opTypes: number; kernelsPerBatch: number; stages: Array<{ kernels: number; ops: number }>; opsAfterRewrite: number };
+    expect(e.ops).toBe(384);
+    expect(e.opTypes).toBe(13);
+    expect(e.opsAfterRewrite).toBeLessThan(e.ops);
+    expect(e.kernelsPerBatch).toBe(e.stages.reduce((a, s) => a + s.kernels, 0));
+    expect(e.stages.reduce((a, s) => a + s.ops, 0)).toBeLessThanOrEqual(e.opsAfterRewrite);
+    expect(e.kernelsPerBatch * 10).toBeLessThanOrEqual(e.ops);
+    const text = await sluice(['explain', '--plan', plan]);
+    expect(text.out).toMatch(/kernels per batch/);
+  });
+
+  it('rejects an unknown backend in a list, a bad --target-rows-per-sec and a plan of unknown columns', async () => {
+    const bad = await sluice(['explain', '--plan', plan, '--backend', 'reference,nosuch']);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/cannot use "nosuch".*unknown backend "nosuch"/);
+    const flag = await sluice(['explain', '--plan', plan, '--target-rows-per-sec', 'fast']);
+    expect(flag.code).toBe(2);
+    expect(flag.err).toMatch(/--target-rows-per-sec must be a positive number/);
+    const other = join(dir, 'other.json');
+    writeFileSync(other, JSON.stringify({ features: [{ name: 'x', input: 'nope', kind: 'dense', ops: [{ op: 'log' }] }] }));
+    const noTypes = await sluice(['explain', '--plan', other]);
+    expect(noTypes.code).toBe(1);
+    expect(noTypes.err).toMatch(/explain needs the input types: pass --input/);
+  });
+
+  it('provisions units for a target throughput', async () => {
+    const r = await sluice(['explain', '--plan', plan, '--backend', 'reference', '--target-rows-per-sec', '1000000', '--json']);
+    expect(r.code, r.err).toBe(0);
+    const e = JSON.parse(r.out) as { provisioning: { units: Array<{ backend: string; units: number; rowsPerSecPerUnit: number }> } };
+    const u = e.provisioning.units[0]!;
+    expect(u.backend).toBe('reference');
+    expect(u.rowsPerSecPerUnit).toBeGreaterThan(0);
+    expect(u.units).toBe(Math.ceil(1_000_000 / u.rowsPerSecPerUnit));
+  });
+});
