@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import * as pw from 'parquet-wasm';
 import { parquetMetadata } from 'hyparquet';
 import { ZSTDDecoder } from 'zstddec';
-import { decodeDerivedIndexed, decodeFlatRowGroup, gatherIndexed } from '../dist/io/fast-parquet.js';
+import { decodeDerivedIndexed, decodeFlatRowGroup, gatherIndexed, releaseIndexed } from '../dist/io/fast-parquet.js';
 import { OPS } from '../dist/ops/index.js';
 import { packRows } from '../dist/stream/batch.js';
 
@@ -65,8 +65,10 @@ function readDirect(msg) {
     const raw = [...new Set([...msg.columns, ...derived.filter((d) => !indexed.has(d.name)).map((d) => d.input)])];
     const { columns, rest } = decodeFlatRowGroup(md, msg.rowGroup, raw, types, readAt, zstd);
     const packs = msg.pack && rest.length === 0 ? packChunks(msg.pack, columns, indexed) : null;
-    if (packs !== null) return { packs, rest };
-    return { columns: [...columns, ...[...indexed].map(([name, d]) => [name, gatherIndexed(d)])], rest };
+    const out = packs !== null ? { packs, rest } : { columns: [...columns, ...[...indexed].map(([name, d]) => [name, gatherIndexed(d)])], rest };
+    // The packs and gathered columns are new arrays: the row indices can be reused.
+    releaseIndexed(indexed.values());
+    return out;
   } catch {
     // A page this decoder refuses (corrupt, or a shape it does not know) goes to parquet-wasm,
     // which either reads it or fails in a way the main thread reports with the row group.

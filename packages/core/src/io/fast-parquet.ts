@@ -134,7 +134,8 @@ function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveT
   const bytes = readAt(start, Number(m.total_compressed_size));
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const optional = el.repetition_type === 'OPTIONAL';
-  const valid = optional ? new Uint8Array(rows) : null;
+  // In indices mode validity is only read page by page (see `indices`): a reused scratch array.
+  const valid = !optional ? null : rowIdx !== null ? scratchValid(rows) : new Uint8Array(rows);
   const utf8 = type === 'utf8' && rowIdx === null ? new Utf8Out(rows, Number(m.total_uncompressed_size)) : null;
   const values = type === 'utf8' || rowIdx !== null ? null : newArray(type, rows);
   let dict: Dict | null = null;
@@ -206,6 +207,32 @@ function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveT
 
 /** Scratch for a page's indices of present values (reused: pages are decoded one at a time per thread). */
 let scratchIdx = new Int32Array(0);
+let validScratch = new Uint8Array(0);
+
+function scratchValid(rows: number): Uint8Array {
+  if (validScratch.length < rows) validScratch = new Uint8Array(rows);
+  return validScratch;
+}
+
+/**
+ * Row-index arrays of derived columns (`decodeDerivedIndexed`), reused across row groups: a
+ * consumer that is done with an IndexedColumn hands its `idx` back with `releaseIndexed`.
+ */
+const idxPool: Int32Array[] = [];
+
+function takeIdx(rows: number): Int32Array {
+  for (let i = idxPool.length - 1; i >= 0; i--) {
+    const a = idxPool[i]!;
+    if (a.length === rows) { idxPool.splice(i, 1); return a; }
+  }
+  return new Int32Array(rows);
+}
+
+/** Returns the row-index arrays of indexed columns the caller no longer reads, for reuse. */
+export function releaseIndexed(columns: Iterable<IndexedColumn>): void {
+  const seen = new Set<Int32Array>();
+  for (const c of columns) if (!seen.has(c.idx)) { seen.add(c.idx); if (idxPool.length < 256) idxPool.push(c.idx); }
+}
 
 /** Indices mode of a data page: row -> dictionary index; a null row gets dict.size (one past the last entry). */
 function indices(page: Uint8Array, p: number, encoding: string, n: number, present: number, at: number, valid: Uint8Array | null, rowIdx: Int32Array, dict: Dict | null, col: string): void {
@@ -218,12 +245,18 @@ function indices(page: Uint8Array, p: number, encoding: string, n: number, prese
     if (n > 0 && rleMax >= dict.size) throw new Error(`column ${col}: dictionary index ${rleMax} out of range (${dict.size} entries)`);
     return;
   }
-  if (scratchIdx.length < present) scratchIdx = new Int32Array(Math.max(present, 2 * scratchIdx.length));
+  // One spare slot: the branch-free merge below reads idx[present] (and discards it).
+  if (scratchIdx.length < present + 1) scratchIdx = new Int32Array(Math.max(present + 1, 2 * scratchIdx.length));
   const idx = scratchIdx;
   rleHybrid(page, p + 1, page.length, width, idx, 0, present);
   if (present > 0 && rleMax >= dict.size) throw new Error(`column ${col}: dictionary index ${rleMax} out of range (${dict.size} entries)`);
   const nul = dict.size;
-  for (let i = 0, k = 0; i < n; i++) rowIdx[at + i] = valid[at + i] === 0 ? nul : idx[k++]!;
+  // rowIdx = valid ? idx[k++] : nul, without a branch (nulls are scattered: a branch mispredicts).
+  for (let i = 0, k = 0; i < n; i++) {
+    const v = valid[at + i]!;
+    rowIdx[at + i] = nul ^ ((idx[k]! ^ nul) & -v);
+    k += v;
+  }
 }
 
 /** A column computed from an input column by a chain of per-value ops (see plan/pushdown.ts). */
@@ -248,7 +281,9 @@ export function decodeDerived(
   readAt: ReadAt, zstd: Zstd, apply: (name: string, input: Column) => Column,
 ): Map<string, Column> {
   const out = new Map<string, Column>();
-  for (const [name, d] of decodeDerivedIndexed(md, rowGroup, derived, types, readAt, zstd, apply)) out.set(name, gatherIndexed(d));
+  const indexed = decodeDerivedIndexed(md, rowGroup, derived, types, readAt, zstd, apply);
+  for (const [name, d] of indexed) out.set(name, gatherIndexed(d));
+  releaseIndexed(indexed.values());
   return out;
 }
 
@@ -277,7 +312,7 @@ export function decodeDerivedIndexed(
       src = null;
       const c = readable(md, rg, d.input, types);
       if (c !== null) {
-        const idx = new Int32Array(rows);
+        const idx = takeIdx(rows);
         try {
           const { dict } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx);
           src = { dict: dictColumn(dict!), idx };

@@ -232,16 +232,73 @@ function denseIdxF64(v: Float64Array, valid: Uint8Array | null, idx: Int32Array,
   else for (let r = from; r < to; r++, o += dim) { const j = idx[r]!; out[o] = valid[j] === 1 ? v[j]! : 0; }
 }
 
+const compactCache = new WeakMap<Column, Int32Array | null>();
+
+/**
+ * The ids of a dictionary as int32 with -1 for null, when every valid id is in [0, 2^31) (hashed
+ * or bucketized ids usually are): one 4-byte load per row then gives both the length and the id,
+ * and the table is half the size of int64 ids plus validity, so more of it stays in cache.
+ * Null when some id does not fit. Computed once per dictionary.
+ */
+function compactIds(c: Column): Int32Array | null {
+  let r = compactCache.get(c);
+  if (r !== undefined) return r;
+  r = null;
+  if (c.type === 'int64' || c.type === 'int32') {
+    const n = c.values.length;
+    const valid = c.valid;
+    const out = new Int32Array(n);
+    let ok = true;
+    if (c.type === 'int64') {
+      const w = int64Words(c.values);
+      for (let j = 0; j < n && ok; j++) {
+        if (valid !== null && valid[j] === 0) out[j] = -1;
+        else if (w[2 * j + 1] !== 0 || w[2 * j]! > 0x7fffffff) ok = false;
+        else out[j] = w[2 * j]!;
+      }
+    } else {
+      const v = c.values;
+      for (let j = 0; j < n && ok; j++) {
+        if (valid !== null && valid[j] === 0) out[j] = -1;
+        else if (v[j]! < 0) ok = false;
+        else out[j] = v[j]!;
+      }
+    }
+    r = ok ? out : null;
+  }
+  compactCache.set(c, r);
+  return r;
+}
+
 function writeLengthsIndexed(c: Column, idx: Int32Array, from: number, to: number, out: Int32Array, at: number): void {
   const valid = c.valid;
-  if (valid === null) out.fill(1, at, at + to - from);
+  if (valid === null) { out.fill(1, at, at + to - from); return; }
+  const cd = compactIds(c);
+  if (cd !== null) for (let r = from, o = at; r < to; r++, o++) out[o] = ~cd[idx[r]!]! >>> 31;
   else for (let r = from, o = at; r < to; r++, o++) out[o] = valid[idx[r]!]!;
 }
 
 function writeSparseIndexed(c: Column, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
+  const cd = compactIds(c);
+  if (cd !== null) return sparseIdxCompact(cd, idx, from, to, dst, at);
   if (c.type === 'int64') return sparseIdxWide(int64Words(c.values), c.valid, idx, from, to, dst, at);
   if (c.type === 'int32') return sparseIdxNarrow(c.values, c.valid, idx, from, to, dst, at);
   throw new TypeError(`sparse output must be integer, got ${c.type}`);
+}
+
+/**
+ * Ids from a compact dictionary (compactIds). Branch-free: every row writes its id at `at` and
+ * advances only when it is not null, so a null row's write is overwritten by the next id, or lands
+ * on a later key's first slot (written after this key), or past the array's end (ignored).
+ */
+function sparseIdxCompact(cd: Int32Array, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
+  for (let r = from; r < to; r++) {
+    const x = cd[idx[r]!]!;
+    dst[2 * at] = x;
+    dst[2 * at + 1] = 0;
+    at += ~x >>> 31;
+  }
+  return at;
 }
 
 function sparseIdxWide(src: Uint32Array, valid: Uint8Array | null, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {

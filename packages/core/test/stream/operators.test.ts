@@ -210,7 +210,7 @@ describe('packed chunks', () => {
   it('packRows of indexed columns (row r = dict[idx[r]]) equals packRows of the gathered columns', () => {
     const flat: BatchLayout = {
       dense: ['f32', 'i32', 'f64', 'i64'].map((name, offset) => ({ name, offset, width: 1, vector: false })),
-      denseNames: ['f32', 'i32', 'f64', 'i64'], dim: 4, sparseKeys: ['s64', 's32'], label: false,
+      denseNames: ['f32', 'i32', 'f64', 'i64'], dim: 4, sparseKeys: ['s64', 's32', 'c64', 'c32', 'n32'], label: false,
     };
     const D = 11;
     const valid = Uint8Array.from({ length: D }, (_, j) => (j % 4 === 3 ? 0 : 1));
@@ -221,6 +221,10 @@ describe('packed chunks', () => {
       ['i64', { type: 'int64', values: BigInt64Array.from({ length: D }, (_, j) => BigInt(j) * 12345678901n), valid }],
       ['s64', { type: 'int64', values: BigInt64Array.from({ length: D }, (_, j) => -BigInt(j) * 98765432109n), valid }],
       ['s32', { type: 'int32', values: Int32Array.from({ length: D }, (_, j) => j - 6), valid: null }],
+      // Ids in [0, 2^31) with nulls: the compact (int32, -1 = null) path, as the last key too.
+      ['c64', { type: 'int64', values: BigInt64Array.from({ length: D }, (_, j) => BigInt(j * 191 + 2147481000 * (j % 2))), valid }],
+      ['c32', { type: 'int32', values: Int32Array.from({ length: D }, (_, j) => j * 3), valid }],
+      ['n32', { type: 'int32', values: Int32Array.from({ length: D }, (_, j) => 2147483647 - j), valid: Uint8Array.from({ length: D }, (_, j) => (j % 3 === 1 ? 0 : 1)) }],
     ]);
     const rows = 50;
     const idx = Int32Array.from({ length: rows }, (_, r) => (r * 7) % D);
