@@ -4,10 +4,13 @@
  * cross (batch arrays for the transports; the real response bodies for HTTP), side by side with a
  * plain memcpy of the same batch bytes in the same run (ARCHITECTURE.md: a figure is a ratio
  * against a peer measured alongside). Each transport runs `--reps` times; the table gives the
- * median and the spread. memcpy is the best of its runs (TypedArray.set and Buffer.copy), so the
- * ratios are against the fastest copy this machine managed, never a slow one.
+ * median and the spread. memcpy is the best of its runs (TypedArray.set, Buffer.copy, and the
+ * native memcpy of Buffer#fill that the shared-memory transport copies with), so the ratios are
+ * against the fastest copy this machine managed, never a slow one. Each run first moves `--warmup`
+ * batches untimed, so the clock sees the steady stream a trainer sees, not the first touch of
+ * fresh buffers (page faults) or code not yet optimised.
  *
- *   npm run bench:transport [-- --batches 60 --reps 5 --json]
+ *   npm run bench:transport [-- --batches 60 --warmup 8 --reps 5 --json]
  */
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
@@ -16,9 +19,10 @@ import {
 } from '@sluice/core';
 import { cachedDataset, emitJson, fmtRatio, log, machine, median, printTable } from './lib.js';
 
-const { values } = parseArgs({ options: { batches: { type: 'string', default: '60' }, reps: { type: 'string', default: '5' }, json: { type: 'boolean' } } });
+const { values } = parseArgs({ options: { batches: { type: 'string', default: '60' }, reps: { type: 'string', default: '5' }, warmup: { type: 'string', default: '8' }, json: { type: 'boolean' } } });
 const N = Number(values.batches);
 const REPS = Number(values.reps);
+const WARM = Number(values.warmup);
 const ROWS = 8192;
 const CORE = new URL('../packages/core/dist/index.js', import.meta.url).href;
 
@@ -32,8 +36,12 @@ let total = 0;
 for (let i = 0; i < N; i++) total += batchBytes(source[i % source.length]!);
 log(`${N} RM1 batches of ${ROWS} rows, ${(perBatch / 1e6).toFixed(2)} MB each`);
 
-async function* stream(): AsyncGenerator<Batch> {
-  for (let i = 0; i < N; i++) yield source[i % source.length]!;
+/** WARM untimed batches, then `start()`, then the N timed ones. */
+async function* stream(start: () => void = () => undefined): AsyncGenerator<Batch> {
+  for (let i = 0; i < WARM + N; i++) {
+    if (i === WARM) start();
+    yield source[i % source.length]!;
+  }
 }
 
 /**
@@ -92,12 +100,18 @@ await measure('memcpy, Buffer.copy', total, async () => {
     for (const seg of segBufs[i % segBufs.length]!) o += seg.copy(dstBuf, o);
   }
 });
+await measure('memcpy, Buffer#fill (native)', total, async () => {
+  for (let i = 0; i < N; i++) {
+    let o = 0;
+    for (const seg of segBufs[i % segBufs.length]!) { dstBuf.fill(seg, o, o + seg.byteLength); o += seg.byteLength; }
+  }
+});
 
-await measure('in-process', total, async () => {
+await measure('in-process', total, async (start) => {
   const [a, b] = inProcessPair();
   const recv = (async () => { let n = 0; for await (const _ of fromTransport(b, { maxBatchBytes: 8 << 20 })) n++; return n; })();
-  await toTransport(a, stream());
-  if ((await recv) !== N) throw new Error('in-process: lost batches');
+  await toTransport(a, stream(start));
+  if ((await recv) !== WARM + N) throw new Error('in-process: lost batches');
 });
 
 await measure('SharedArrayBuffer ring (worker)', total, async (start) => {
@@ -105,9 +119,8 @@ await measure('SharedArrayBuffer ring (worker)', total, async (start) => {
   const qp = sabQueuePair(mine);
   const recv = inWorker<{ n: number }>(`const qp = core.sabQueuePair(workerData); ${RECEIVE}`, theirs);
   await recv.ready;
-  start();
-  await toTransport(qp, stream());
-  if ((await recv.done).n !== N) throw new Error('sab: lost batches');
+  await toTransport(qp, stream(start));
+  if ((await recv.done).n !== WARM + N) throw new Error('sab: lost batches');
   qp.close();
 });
 
@@ -116,9 +129,8 @@ await measure('TCP loopback (worker)', total, async (start) => {
   const recv = inWorker<{ n: number }>(`const qp = await core.connectTcp({ port: workerData }); ${RECEIVE}`, l.port);
   const qp = await l.accept();
   await recv.ready;
-  start();
-  await toTransport(qp, stream());
-  if ((await recv.done).n !== N) throw new Error('tcp: lost batches');
+  await toTransport(qp, stream(start));
+  if ((await recv.done).n !== WARM + N) throw new Error('tcp: lost batches');
   qp.close();
   await l.close();
 });
@@ -135,9 +147,9 @@ for (const accept of ['application/msgpack', 'application/vnd.apache.arrow.strea
   log(`  ${accept} body: ${(sizes[0]! / 1e6).toFixed(2)} MB`);
 }
 await measure('HTTP loopback, msgpack (worker client)', bodyBytes['application/msgpack'], async (start) => {
-  const w = inWorker<{ n: number }>(`const c = core.createClient(workerData.url); await c.batch(0); ready(); let n = 0;
+  const w = inWorker<{ n: number }>(`const c = core.createClient(workerData.url); for (let i = 0; i < workerData.warm; i++) await c.batch(i % workerData.k); ready(); let n = 0;
     for (let i = 0; i < workerData.n; i++) { const b = await c.batch(i % workerData.k); if (b.rows !== ${ROWS}) throw new Error('short'); n++; }
-    await c.close(); return { n };`, { url, n: N, k: source.length });
+    await c.close(); return { n };`, { url, n: N, k: source.length, warm: Math.max(WARM, 1) });
   await w.ready;
   start();
   const r = await w.done;
@@ -148,9 +160,9 @@ await measure('HTTP loopback, Arrow (worker client)', bodyBytes['application/vnd
   const w = inWorker<{ n: number }>(`const { request, Agent } = require('undici'); const { tableFromIPC } = require('apache-arrow');
     const agent = new Agent({ connections: 1, pipelining: 1 });
     const get = async (s) => { const r = await request(workerData.url + '/v1/batches/' + s, { dispatcher: agent }); return tableFromIPC(new Uint8Array(await r.body.arrayBuffer())); };
-    await get(0); ready(); let n = 0;
+    for (let i = 0; i < workerData.warm; i++) await get(i % workerData.k); ready(); let n = 0;
     for (let i = 0; i < workerData.n; i++) { const t = await get(i % workerData.k); if (t.numRows !== ${ROWS}) throw new Error('short'); n++; }
-    await agent.close(); return { n };`, { url, n: N, k: source.length });
+    await agent.close(); return { n };`, { url, n: N, k: source.length, warm: Math.max(WARM, 1) });
   await w.ready;
   start();
   const r = await w.done;
