@@ -146,28 +146,35 @@ for (const accept of ['application/msgpack', 'application/vnd.apache.arrow.strea
   for (let i = 0; i < N; i++) bodyBytes[accept] += sizes[i % sizes.length]!;
   log(`  ${accept} body: ${(sizes[0]! / 1e6).toFixed(2)} MB`);
 }
-await measure('HTTP loopback, msgpack (worker client)', bodyBytes['application/msgpack'], async (start) => {
-  const w = inWorker<{ n: number }>(`const c = core.createClient(workerData.url); for (let i = 0; i < workerData.warm; i++) await c.batch(i % workerData.k); ready(); let n = 0;
-    for (let i = 0; i < workerData.n; i++) { const b = await c.batch(i % workerData.k); if (b.rows !== ${ROWS}) throw new Error('short'); n++; }
-    await c.close(); return { n };`, { url, n: N, k: source.length, warm: Math.max(WARM, 1) });
+/**
+ * The typed client in a worker asks for N batches with `depth` requests in flight: depth 2 is how
+ * `client.batches()` reads (its default prefetch), depth 1 one request at a time. msgpack bodies
+ * are decoded to typed arrays, Arrow bodies to an apache-arrow Table (columns are views).
+ */
+async function http(format: 'msgpack' | 'arrow', depth: number, start: () => void): Promise<void> {
+  const w = inWorker<{ n: number }>(`const c = core.createClient(workerData.url);
+    const get = workerData.arrow ? (s) => c.arrow(s) : (s) => c.batch(s);
+    const rows = (b) => (workerData.arrow ? b.numRows : b.rows);
+    for (let i = 0; i < workerData.warm; i++) await get(i % workerData.k);
+    ready();
+    const ahead = []; let next = 0; let n = 0;
+    while (n < workerData.n) {
+      while (ahead.length < workerData.depth && next < workerData.n) ahead.push(get(next++ % workerData.k));
+      if (rows(await ahead.shift()) !== ${ROWS}) throw new Error('short batch');
+      n++;
+    }
+    await c.close(); return { n };`, { url, n: N, k: source.length, warm: Math.max(WARM, 1), depth, arrow: format === 'arrow' });
   await w.ready;
   start();
-  const r = await w.done;
-  if (r.n !== N) throw new Error('http: lost batches');
-});
-// The default body: an Arrow IPC stream, read with undici and decoded by apache-arrow (zero-copy columns).
-await measure('HTTP loopback, Arrow (worker client)', bodyBytes['application/vnd.apache.arrow.stream'], async (start) => {
-  const w = inWorker<{ n: number }>(`const { request, Agent } = require('undici'); const { tableFromIPC } = require('apache-arrow');
-    const agent = new Agent({ connections: 1, pipelining: 1 });
-    const get = async (s) => { const r = await request(workerData.url + '/v1/batches/' + s, { dispatcher: agent }); return tableFromIPC(new Uint8Array(await r.body.arrayBuffer())); };
-    for (let i = 0; i < workerData.warm; i++) await get(i % workerData.k); ready(); let n = 0;
-    for (let i = 0; i < workerData.n; i++) { const t = await get(i % workerData.k); if (t.numRows !== ${ROWS}) throw new Error('short'); n++; }
-    await agent.close(); return { n };`, { url, n: N, k: source.length, warm: Math.max(WARM, 1) });
-  await w.ready;
-  start();
-  const r = await w.done;
-  if (r.n !== N) throw new Error('http: lost batches');
-});
+  if ((await w.done).n !== N) throw new Error('http: lost batches');
+}
+const MSGPACK_BYTES = bodyBytes['application/msgpack'];
+const ARROW_BYTES = bodyBytes['application/vnd.apache.arrow.stream'];
+await measure('HTTP loopback, msgpack (worker client, prefetch 2)', MSGPACK_BYTES, (start) => http('msgpack', 2, start));
+// The default body: an Arrow IPC stream.
+await measure('HTTP loopback, Arrow (worker client, prefetch 2)', ARROW_BYTES, (start) => http('arrow', 2, start));
+await measure('HTTP loopback, msgpack (one request at a time)', MSGPACK_BYTES, (start) => http('msgpack', 1, start));
+await measure('HTTP loopback, Arrow (one request at a time)', ARROW_BYTES, (start) => http('arrow', 1, start));
 await srv.close();
 
 const gbps = (r: Result, seconds: number): number => r.bytes / seconds / 1e9;
