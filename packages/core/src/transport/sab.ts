@@ -43,14 +43,15 @@ function newRing(capacity: number): SharedArrayBuffer {
  * list straight there: the ring then carries only the 32-byte frame header, so a message is copied
  * once, not into the ring and out again. Memory registered beyond `heapBytes` (or given as a
  * buffer) is private; sends into it, and one-sided writes, travel through the ring (two copies).
- * The heap is address space: the OS commits its pages only when they are first used.
+ * The heap is address space: the OS commits its pages only when they are first used. The default
+ * (128 MiB per end) holds fromTransport's default receive buffers (4 x 16 MiB) twice over.
  *
  * @example
  * const [mine, theirs] = sabChannel();
  * new Worker(url, { workerData: theirs });
  * const qp = sabQueuePair(mine);
  */
-export function sabChannel(capacity = 8 << 20, heapBytes = 256 << 20): [SabPort, SabPort] {
+export function sabChannel(capacity = 8 << 20, heapBytes = 128 << 20): [SabPort, SabPort] {
   if (!Number.isInteger(Math.log2(capacity)) || capacity < 4096 || capacity > 1 << 30) {
     throw new TransportError(`ring capacity must be a power of two from 4096 to 2^30 bytes, got ${capacity}`);
   }
