@@ -1,20 +1,28 @@
 /**
  * Transport throughput: real RM1 batches of 8192 rows sent to a receiver in another thread over
- * the SharedArrayBuffer ring, TCP and HTTP (loopback), and in-process, in GB/s of batch bytes
- * (dense + lengths + offsets + values + labels), side by side with a plain memcpy of the same bytes
- * in the same run (ARCHITECTURE.md: a figure is a ratio against a peer measured alongside).
+ * the SharedArrayBuffer ring, TCP and HTTP (loopback), and in-process, in GB/s of the bytes that
+ * cross (batch arrays for the transports; the real response bodies for HTTP), side by side with a
+ * plain memcpy of the same batch bytes in the same run (ARCHITECTURE.md: a figure is a ratio
+ * against a peer measured alongside). Each transport runs `--reps` times; the table gives the
+ * median and the spread. memcpy is the best of its runs (TypedArray.set, Buffer.copy, and the
+ * native memcpy of Buffer#fill that the shared-memory transport copies with), so the ratios are
+ * against the fastest copy this machine managed, never a slow one. Each run first moves `--warmup`
+ * batches untimed, so the clock sees the steady stream a trainer sees, not the first touch of
+ * fresh buffers (page faults) or code not yet optimised.
  *
- *   npm run bench:transport [-- --batches 60 --json]
+ *   npm run bench:transport [-- --batches 60 --warmup 8 --reps 5 --json]
  */
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import {
   createBatchServer, encodeBatch, fromTransport, getPreset, inProcessPair, listenTcp, pipeline, sabChannel, sabQueuePair, toTransport, type Batch,
 } from '@sluice/core';
-import { cachedDataset, emitJson, fmtRatio, log, machine, printTable } from './lib.js';
+import { cachedDataset, emitJson, fmtRatio, log, machine, median, printTable } from './lib.js';
 
-const { values } = parseArgs({ options: { batches: { type: 'string', default: '60' }, json: { type: 'boolean' } } });
+const { values } = parseArgs({ options: { batches: { type: 'string', default: '60' }, reps: { type: 'string', default: '5' }, warmup: { type: 'string', default: '8' }, json: { type: 'boolean' } } });
 const N = Number(values.batches);
+const REPS = Number(values.reps);
+const WARM = Number(values.warmup);
 const ROWS = 8192;
 const CORE = new URL('../packages/core/dist/index.js', import.meta.url).href;
 
@@ -28,8 +36,12 @@ let total = 0;
 for (let i = 0; i < N; i++) total += batchBytes(source[i % source.length]!);
 log(`${N} RM1 batches of ${ROWS} rows, ${(perBatch / 1e6).toFixed(2)} MB each`);
 
-async function* stream(): AsyncGenerator<Batch> {
-  for (let i = 0; i < N; i++) yield source[i % source.length]!;
+/** WARM untimed batches, then `start()`, then the N timed ones. */
+async function* stream(start: () => void = () => undefined): AsyncGenerator<Batch> {
+  for (let i = 0; i < WARM + N; i++) {
+    if (i === WARM) start();
+    yield source[i % source.length]!;
+  }
 }
 
 /**
@@ -56,84 +68,122 @@ const RECEIVE = `ready(); let bytes = 0; let n = 0;
   for await (const b of core.fromTransport(qp, { maxBatchBytes: 8 << 20, slots: 4 })) { bytes += b.dense.data.byteLength + b.sparse.lengths.byteLength + b.sparse.offsets.byteLength + b.sparse.values.byteLength + (b.labels ? b.labels.byteLength : 0); n++; }
   qp.close(); return { bytes, n };`;
 
-const results: Array<{ transport: string; seconds: number }> = [];
-async function measure(transport: string, run: (start: () => void) => Promise<void>): Promise<void> {
-  let t0 = performance.now();
-  await run(() => { t0 = performance.now(); });
-  results.push({ transport, seconds: (performance.now() - t0) / 1000 });
-  log(`  ${transport}: ${((total / results.at(-1)!.seconds) / 1e9).toFixed(2)} GB/s`);
+interface Result { transport: string; bytes: number; seconds: number[] }
+const results: Result[] = [];
+/** Runs `run` REPS times; each run's clock starts when it calls `start` (after its set-up) and stops when it resolves. */
+async function measure(transport: string, bytes: number, run: (start: () => void) => Promise<void>): Promise<void> {
+  const r: Result = { transport, bytes, seconds: [] };
+  for (let k = 0; k < REPS; k++) {
+    let t0 = performance.now();
+    await run(() => { t0 = performance.now(); });
+    r.seconds.push((performance.now() - t0) / 1000);
+  }
+  results.push(r);
+  log(`  ${transport}: ${r.seconds.map((x) => (bytes / x / 1e9).toFixed(2)).join(' ')} GB/s`);
 }
 
-// memcpy: gather-copy each batch's arrays into one buffer, once per batch.
+// memcpy: gather-copy each batch's arrays (the same segments a transport sends) into one buffer,
+// once per batch; the best of REPS runs each of TypedArray.set and Buffer.copy.
+const segments = source.map((b) => encodeBatch(b));
 const dst = new Uint8Array(perBatch + 4096);
-await measure('memcpy (same bytes)', async () => {
+const dstBuf = Buffer.from(dst.buffer, dst.byteOffset, dst.byteLength);
+const segBufs = segments.map((l) => l.map((seg) => Buffer.from(seg.buffer, seg.byteOffset, seg.byteLength)));
+await measure('memcpy, TypedArray.set', total, async () => {
   for (let i = 0; i < N; i++) {
     let o = 0;
-    for (const seg of encodeBatch(source[i % source.length]!)) { dst.set(seg, o); o += seg.byteLength; }
+    for (const seg of segments[i % segments.length]!) { dst.set(seg, o); o += seg.byteLength; }
+  }
+});
+await measure('memcpy, Buffer.copy', total, async () => {
+  for (let i = 0; i < N; i++) {
+    let o = 0;
+    for (const seg of segBufs[i % segBufs.length]!) o += seg.copy(dstBuf, o);
+  }
+});
+await measure('memcpy, Buffer#fill (native)', total, async () => {
+  for (let i = 0; i < N; i++) {
+    let o = 0;
+    for (const seg of segBufs[i % segBufs.length]!) { dstBuf.fill(seg, o, o + seg.byteLength); o += seg.byteLength; }
   }
 });
 
-await measure('in-process', async () => {
+await measure('in-process', total, async (start) => {
   const [a, b] = inProcessPair();
   const recv = (async () => { let n = 0; for await (const _ of fromTransport(b, { maxBatchBytes: 8 << 20 })) n++; return n; })();
-  await toTransport(a, stream());
-  if ((await recv) !== N) throw new Error('in-process: lost batches');
+  await toTransport(a, stream(start));
+  if ((await recv) !== WARM + N) throw new Error('in-process: lost batches');
 });
 
-await measure('SharedArrayBuffer ring (worker)', async (start) => {
+await measure('SharedArrayBuffer ring (worker)', total, async (start) => {
   const [mine, theirs] = sabChannel(16 << 20);
   const qp = sabQueuePair(mine);
   const recv = inWorker<{ n: number }>(`const qp = core.sabQueuePair(workerData); ${RECEIVE}`, theirs);
   await recv.ready;
-  start();
-  await toTransport(qp, stream());
-  if ((await recv.done).n !== N) throw new Error('sab: lost batches');
+  await toTransport(qp, stream(start));
+  if ((await recv.done).n !== WARM + N) throw new Error('sab: lost batches');
   qp.close();
 });
 
-await measure('TCP loopback (worker)', async (start) => {
+await measure('TCP loopback (worker)', total, async (start) => {
   const l = await listenTcp({ port: 0 });
   const recv = inWorker<{ n: number }>(`const qp = await core.connectTcp({ port: workerData }); ${RECEIVE}`, l.port);
   const qp = await l.accept();
   await recv.ready;
-  start();
-  await toTransport(qp, stream());
-  if ((await recv.done).n !== N) throw new Error('tcp: lost batches');
+  await toTransport(qp, stream(start));
+  if ((await recv.done).n !== WARM + N) throw new Error('tcp: lost batches');
   qp.close();
   await l.close();
 });
 
-// HTTP: the server holds the 4 distinct batches (warmed once); a client in a worker fetches and decodes N of them.
+// HTTP: the server holds the 4 distinct batches (warmed once); a client in a worker fetches and
+// decodes N of them. Throughput counts the bytes of the response bodies themselves.
 const srv = await createBatchServer(plan, { input: ds.path }, { cacheBatches: 8, prefetch: 0 });
 const url = await srv.listen(0);
-for (let s = 0; s < source.length; s++) {
-  for (const accept of ['application/msgpack', 'application/vnd.apache.arrow.stream']) await fetch(`${url}/v1/batches/${s}`, { headers: { accept } }).then((r) => r.arrayBuffer());
+const bodyBytes = { 'application/msgpack': 0, 'application/vnd.apache.arrow.stream': 0 };
+for (const accept of ['application/msgpack', 'application/vnd.apache.arrow.stream'] as const) {
+  const sizes: number[] = [];
+  for (let s = 0; s < source.length; s++) sizes.push(await fetch(`${url}/v1/batches/${s}`, { headers: { accept } }).then(async (r) => (await r.arrayBuffer()).byteLength));
+  for (let i = 0; i < N; i++) bodyBytes[accept] += sizes[i % sizes.length]!;
+  log(`  ${accept} body: ${(sizes[0]! / 1e6).toFixed(2)} MB`);
 }
-await measure('HTTP loopback, msgpack (worker client)', async (start) => {
-  const w = inWorker<{ n: number }>(`const c = core.createClient(workerData.url); await c.batch(0); ready(); let n = 0;
-    for (let i = 0; i < workerData.n; i++) { const b = await c.batch(i % workerData.k); if (b.rows !== ${ROWS}) throw new Error('short'); n++; }
-    await c.close(); return { n };`, { url, n: N, k: source.length });
+/**
+ * The typed client in a worker asks for N batches with `depth` requests in flight: depth 2 is how
+ * `client.batches()` reads (its default prefetch), depth 1 one request at a time. msgpack bodies
+ * are decoded to typed arrays, Arrow bodies to an apache-arrow Table (columns are views).
+ */
+async function http(format: 'msgpack' | 'arrow', depth: number, start: () => void): Promise<void> {
+  const w = inWorker<{ n: number }>(`const c = core.createClient(workerData.url);
+    const get = workerData.arrow ? (s) => c.arrow(s) : (s) => c.batch(s);
+    const rows = (b) => (workerData.arrow ? b.numRows : b.rows);
+    for (let i = 0; i < workerData.warm; i++) await get(i % workerData.k);
+    ready();
+    const ahead = []; let next = 0; let n = 0;
+    while (n < workerData.n) {
+      while (ahead.length < workerData.depth && next < workerData.n) ahead.push(get(next++ % workerData.k));
+      if (rows(await ahead.shift()) !== ${ROWS}) throw new Error('short batch');
+      n++;
+    }
+    await c.close(); return { n };`, { url, n: N, k: source.length, warm: Math.max(WARM, 1), depth, arrow: format === 'arrow' });
   await w.ready;
   start();
-  const r = await w.done;
-  if (r.n !== N) throw new Error('http: lost batches');
-});
-// The default body: an Arrow IPC stream, read with undici and decoded by apache-arrow (zero-copy columns).
-await measure('HTTP loopback, Arrow (worker client)', async (start) => {
-  const w = inWorker<{ n: number }>(`const { request, Agent } = require('undici'); const { tableFromIPC } = require('apache-arrow');
-    const agent = new Agent({ connections: 1, pipelining: 1 });
-    const get = async (s) => { const r = await request(workerData.url + '/v1/batches/' + s, { dispatcher: agent }); return tableFromIPC(new Uint8Array(await r.body.arrayBuffer())); };
-    await get(0); ready(); let n = 0;
-    for (let i = 0; i < workerData.n; i++) { const t = await get(i % workerData.k); if (t.numRows !== ${ROWS}) throw new Error('short'); n++; }
-    await agent.close(); return { n };`, { url, n: N, k: source.length });
-  await w.ready;
-  start();
-  const r = await w.done;
-  if (r.n !== N) throw new Error('http: lost batches');
-});
+  if ((await w.done).n !== N) throw new Error('http: lost batches');
+}
+const MSGPACK_BYTES = bodyBytes['application/msgpack'];
+const ARROW_BYTES = bodyBytes['application/vnd.apache.arrow.stream'];
+await measure('HTTP loopback, msgpack (worker client, prefetch 2)', MSGPACK_BYTES, (start) => http('msgpack', 2, start));
+// The default body: an Arrow IPC stream.
+await measure('HTTP loopback, Arrow (worker client, prefetch 2)', ARROW_BYTES, (start) => http('arrow', 2, start));
+await measure('HTTP loopback, msgpack (one request at a time)', MSGPACK_BYTES, (start) => http('msgpack', 1, start));
+await measure('HTTP loopback, Arrow (one request at a time)', ARROW_BYTES, (start) => http('arrow', 1, start));
 await srv.close();
 
-const memcpy = results[0]!.seconds;
-const rows = results.map((r) => [r.transport, ((total / r.seconds) / 1e9).toFixed(2), fmtRatio(memcpy / r.seconds)]);
-if (values.json) emitJson({ bench: 'transport', batches: N, rowsPerBatch: ROWS, bytesPerBatch: perBatch, results: results.map((r) => ({ ...r, gbPerSecond: total / r.seconds / 1e9, vsMemcpy: memcpy / r.seconds })), machine: machine() });
-else printTable(`Transport throughput: ${N} RM1 batches of ${ROWS} rows (${(perBatch / 1e6).toFixed(2)} MB each)`, ['transport', 'GB/s', 'vs memcpy'], rows);
+const gbps = (r: Result, seconds: number): number => r.bytes / seconds / 1e9;
+const summary = results.map((r) => {
+  const rates = r.seconds.map((x) => gbps(r, x));
+  return { transport: r.transport, bytes: r.bytes, seconds: r.seconds, median: median(rates), min: Math.min(...rates), max: Math.max(...rates) };
+});
+// The peer of every ratio: the fastest memcpy of the run.
+const memcpy = Math.max(...summary.filter((r) => r.transport.startsWith('memcpy')).map((r) => r.max));
+const rows = summary.map((r) => [r.transport, r.median.toFixed(2), `${r.min.toFixed(2)}–${r.max.toFixed(2)}`, fmtRatio(r.median / memcpy)]);
+if (values.json) emitJson({ bench: 'transport', batches: N, reps: REPS, rowsPerBatch: ROWS, bytesPerBatch: perBatch, memcpyGbPerSecond: memcpy, results: summary.map((r) => ({ ...r, gbPerSecond: r.median, vsMemcpy: r.median / memcpy })), machine: machine() });
+else printTable(`Transport throughput: ${N} RM1 batches of ${ROWS} rows (${(perBatch / 1e6).toFixed(2)} MB each), median of ${REPS} runs; vs the best memcpy (${memcpy.toFixed(2)} GB/s)`, ['transport', 'GB/s', 'min–max', 'vs memcpy'], rows);

@@ -1,5 +1,6 @@
+import { tableFromIPC, type Table } from 'apache-arrow';
 import { unpack } from 'msgpackr';
-import { Agent, request } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { SluiceError } from '../errors.js';
 
 /** A batch as the HTTP client decodes it (the msgpack layout, with offsets worked out). */
@@ -55,6 +56,8 @@ export interface BatchClient {
   info(): Promise<ServerInfo>;
   /** Batch `seq`, or null past the end of the sequence. */
   batch(seq: number, signal?: AbortSignal): Promise<ClientBatch | null>;
+  /** Batch `seq` as the server's Arrow table (one column per feature, as `sluice run` writes), or null past the end. */
+  arrow(seq: number, signal?: AbortSignal): Promise<Table | null>;
   /** Iterates batches start, start+step, … until the end; `cursor` is the next seq to resume from. */
   batches(options?: BatchesOptions): AsyncIterable<ClientBatch> & { readonly cursor: number };
   close(): Promise<void>;
@@ -63,7 +66,7 @@ export interface BatchClient {
 type Bin = { dtype: string; shape: number[]; data: Uint8Array };
 type Wire = { seq: number; epoch: number; rows: number; dense: { names: string[]; shape: [number, number]; data: Uint8Array }; sparse: { keys: string[]; lengths: Bin; values: Bin }; labels: Bin | null };
 
-/** A typed array over msgpack bin bytes: a view when aligned, else an aligned copy. */
+/** A typed array over msgpack bin bytes: a view when aligned (the server aligns them), else an aligned copy. */
 function typed<T>(C: { new(b: ArrayBufferLike, o: number, n: number): T; BYTES_PER_ELEMENT: number }, u: Uint8Array): T {
   const n = u.byteLength / C.BYTES_PER_ELEMENT;
   if (u.byteOffset % C.BYTES_PER_ELEMENT === 0) return new C(u.buffer, u.byteOffset, n);
@@ -76,11 +79,15 @@ export function decodeMsgpackBatch(body: Uint8Array): ClientBatch {
   const w = unpack(body) as Wire;
   const lengths = typed(Int32Array, w.sparse.lengths.data);
   const K = w.sparse.keys.length;
+  const B = w.rows;
   const offsets = new Int32Array(K + 1);
   for (let k = 0; k < K; k++) {
-    let s = 0;
-    for (let r = 0; r < w.rows; r++) s += lengths[k * w.rows + r]!;
-    offsets[k + 1] = offsets[k]! + s;
+    // Four running sums: half the time of one on 26 x 8192 lengths (the loop is the decode's main cost).
+    const l = lengths.subarray(k * B, (k + 1) * B);
+    let s0 = 0, s1 = 0, s2 = 0, s3 = 0, r = 0;
+    for (; r + 3 < B; r += 4) { s0 += l[r]!; s1 += l[r + 1]!; s2 += l[r + 2]!; s3 += l[r + 3]!; }
+    for (; r < B; r++) s0 += l[r]!;
+    offsets[k + 1] = offsets[k]! + s0 + s1 + s2 + s3;
   }
   return {
     seq: w.seq, epoch: w.epoch, rows: w.rows,
@@ -88,6 +95,56 @@ export function decodeMsgpackBatch(body: Uint8Array): ClientBatch {
     sparse: { keys: w.sparse.keys, lengths, offsets, values: typed(BigInt64Array, w.sparse.values.data) },
     labels: w.labels === null ? null : typed(Float32Array, w.labels.data),
   };
+}
+
+/**
+ * One GET, its body read straight into a single buffer of the response's content-length (chunks
+ * are copied in as they arrive: no list of chunks, no concatenation, no stream), so the body is an
+ * ArrayBuffer of its own at offset 0 and the server's 8-aligned arrays can be viewed in place.
+ */
+function getOnce(agent: Agent, origin: string, path: string, headers: Record<string, string>, signal?: AbortSignal): Promise<{ status: number; body: Uint8Array }> {
+  return new Promise((resolve, reject) => {
+    let status = 0;
+    let body: Uint8Array | null = null;
+    let chunks: Uint8Array[] = [];
+    let at = 0;
+    let settled = false;
+    let onAbort: (() => void) | null = null;
+    const settle = (e: unknown, r?: { status: number; body: Uint8Array }): void => {
+      if (settled) return;
+      settled = true;
+      if (onAbort !== null) signal!.removeEventListener('abort', onAbort);
+      if (e === null) resolve(r!); else reject(e);
+    };
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(controller) {
+        if (signal === undefined || onAbort !== null) return;
+        if (signal.aborted) { controller.abort(signal.reason); return; }
+        onAbort = () => controller.abort(signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+      },
+      onResponseStart(_controller, statusCode, h) {
+        status = statusCode;
+        at = 0;
+        chunks = [];
+        const len = Number(h['content-length']);
+        body = Number.isSafeInteger(len) && len >= 0 ? Buffer.allocUnsafeSlow(len) : null;
+      },
+      onResponseData(controller, chunk) {
+        if (body === null) { chunks.push(chunk); return; }
+        if (at + chunk.byteLength > body.byteLength) { controller.abort(new HttpError(status, `${path}: body longer than its content-length`)); return; }
+        body.set(chunk, at);
+        at += chunk.byteLength;
+      },
+      onResponseEnd() {
+        if (body === null) body = Buffer.concat(chunks);
+        else if (at !== body.byteLength) { settle(Object.assign(new Error(`${path}: body cut off at ${at} of ${body.byteLength} bytes`), { code: 'UND_ERR_SOCKET' })); return; }
+        settle(null, { status, body });
+      },
+      onResponseError(_controller, e) { settle(e); },
+    };
+    agent.dispatch({ origin, path, method: 'GET', headers }, handler);
+  });
 }
 
 const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED']);
@@ -116,10 +173,9 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
     let delay = options.retryDelayMs ?? 100;
     for (let attempt = 0; ; attempt++) {
       try {
-        const r = await request(new URL(path, base), { method: 'GET', headers: { ...headers, accept }, dispatcher: agent, ...(signal ? { signal } : {}) });
-        const body = new Uint8Array(await r.body.arrayBuffer());
-        if (r.statusCode >= 500) throw new HttpError(r.statusCode, `${path}: HTTP ${r.statusCode} ${new TextDecoder().decode(body)}`);
-        return { status: r.statusCode, body };
+        const r = await getOnce(agent, base.origin, ((u) => u.pathname + u.search)(new URL(path, base)), { ...headers, accept }, signal);
+        if (r.status >= 500) throw new HttpError(r.status, `${path}: HTTP ${r.status} ${new TextDecoder().decode(r.body)}`);
+        return r;
       } catch (e) {
         if (signal?.aborted || !transient(e) || attempt >= retries) throw e;
         await new Promise((res) => setTimeout(res, delay));
@@ -134,6 +190,18 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
     throw new HttpError(r.status, `${path}: HTTP ${r.status}: ${msg}`);
   };
 
+  /** The body of batch `seq` in a format, or null past the end. */
+  async function batchBody(seq: number, accept: string, signal?: AbortSignal): Promise<Uint8Array | null> {
+    if (!Number.isSafeInteger(seq) || seq < 0) throw new RangeError(`seq must be a non-negative integer, got ${seq}`);
+    const path = `/v1/batches/${seq}`;
+    const r = await get(path, accept, signal);
+    if (r.status === 404) {
+      try { if ((JSON.parse(new TextDecoder().decode(r.body)) as { end?: boolean }).end) return null; } catch { /* not the end marker */ }
+    }
+    if (r.status !== 200) fail(path, r);
+    return r.body;
+  }
+
   const client: BatchClient = {
     async info() {
       const r = await get('/v1/info', 'application/json');
@@ -141,14 +209,13 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
       return JSON.parse(new TextDecoder().decode(r.body)) as ServerInfo;
     },
     async batch(seq, signal) {
-      if (!Number.isSafeInteger(seq) || seq < 0) throw new RangeError(`seq must be a non-negative integer, got ${seq}`);
-      const path = `/v1/batches/${seq}`;
-      const r = await get(path, 'application/msgpack', signal);
-      if (r.status === 404) {
-        try { if ((JSON.parse(new TextDecoder().decode(r.body)) as { end?: boolean }).end) return null; } catch { /* not the end marker */ }
-      }
-      if (r.status !== 200) fail(path, r);
-      return decodeMsgpackBatch(r.body);
+      const body = await batchBody(seq, 'application/msgpack', signal);
+      return body === null ? null : decodeMsgpackBatch(body);
+    },
+    async arrow(seq, signal) {
+      // Arrow IPC aligns its buffers to 8 bytes and the body is a buffer of its own: columns are views.
+      const body = await batchBody(seq, 'application/vnd.apache.arrow.stream', signal);
+      return body === null ? null : tableFromIPC(body);
     },
     batches(o = {}) {
       const step = o.step ?? 1;

@@ -1,3 +1,4 @@
+import { copyBytes } from './copy.js';
 import {
   TransportError, type Completion, type CompletionQueue, type MemoryRegion, type Payload, type QueuePair, type QueuePairState, type RemoteAddress,
 } from './types.js';
@@ -8,10 +9,17 @@ import {
  * and completion rules live once, here.
  */
 export type Frame =
-  /** The peer posted a receive of `length` bytes: one credit. */
-  | { type: 'credit'; length: number }
-  /** A message for the oldest posted receive. `placed`: a byte-stream wire already copied it there. */
-  | { type: 'send'; id: number; imm: number | null; data: readonly Uint8Array[]; placed?: Uint8Array }
+  /**
+   * The peer posted a receive of `length` bytes: one credit. Going out, `buffer` is the posted
+   * memory (a shared-memory wire names it to the peer when the peer can write there); coming in,
+   * `addr` is where in the peer's shared memory this side may write the message itself.
+   */
+  | { type: 'credit'; length: number; buffer?: Uint8Array; addr?: number }
+  /**
+   * A message for the oldest posted receive. `placed`: a byte-stream wire already copied it there.
+   * `addr`: the credit it uses named a receive the wire can write into directly (one copy).
+   */
+  | { type: 'send'; id: number; imm: number | null; data: readonly Uint8Array[]; placed?: Uint8Array; addr?: number }
   /** A one-sided write. `placed`: already copied into the region (undefined: not yet; null: refused). */
   | { type: 'write'; id: number; key: number; offset: number; imm: number | null; data: readonly Uint8Array[]; placed?: Uint8Array | null }
   /** The peer finished send/write `id` (ok = false: refused). */
@@ -31,6 +39,13 @@ export interface WireSink {
 /** Moves frames to the peer, in order, reliably while connected. */
 export interface Wire {
   start(sink: WireSink): void;
+  /**
+   * Memory for a region that the peer can write into directly (shared memory), or null when the
+   * wire has none left; a wire without it gets private memory.
+   */
+  alloc?(bytes: number): Uint8Array | null;
+  /** Gives back memory from `alloc`. */
+  free?(bytes: Uint8Array): void;
   send(f: Frame): void;
   /** Flushes what was sent, then ends the connection. */
   close(): void;
@@ -95,7 +110,7 @@ function checkWrId(wrId: number): void {
 /** Copies a gather list into `dst` (which is exactly its size). */
 export function gather(data: readonly Uint8Array[], dst: Uint8Array): void {
   let o = 0;
-  for (const d of data) { dst.set(d, o); o += d.byteLength; }
+  for (const d of data) { copyBytes(dst, o, d); o += d.byteLength; }
 }
 
 /**
@@ -112,8 +127,10 @@ export class Endpoint implements QueuePair {
   private readonly regions = new Map<number, MemoryRegion>();
   private nextKey = 1;
   private readonly recvs: PostedRecv[] = [];
-  /** Lengths of the receives the peer has posted and no send has used yet, oldest first. */
-  private readonly credit: number[] = [];
+  /** The receives the peer has posted and no send has used yet, oldest first: their lengths, and where the wire may place a message directly (-1: it may not). */
+  private readonly credit: Array<{ length: number; addr: number }> = [];
+  /** Regions whose memory came from the wire. */
+  private readonly wireOwned = new Set<MemoryRegion>();
   private readonly waiting: Outgoing[] = [];
   private readonly unacked = new Map<number, Outgoing>();
   private nextId = 1;
@@ -133,18 +150,24 @@ export class Endpoint implements QueuePair {
 
   registerMemory(bytes: number | Uint8Array, options: { remoteWrite?: boolean } = {}): MemoryRegion {
     let buf: Uint8Array;
+    let fromWire = false;
     if (typeof bytes === 'number') {
       if (!Number.isSafeInteger(bytes) || bytes < 0) throw new TransportError(`region size must be a non-negative integer, got ${bytes}`);
-      buf = new Uint8Array(bytes);
+      // Memory the peer can reach lets a send land in a receive with one copy; else private memory.
+      const shared = bytes > 0 ? this.wire.alloc?.(bytes) ?? null : null;
+      fromWire = shared !== null;
+      buf = shared ?? new Uint8Array(bytes);
     } else buf = bytes;
     const region: MemoryRegion = { key: this.nextKey++, bytes: buf, remoteWrite: options.remoteWrite ?? false };
     this.regions.set(region.key, region);
+    if (fromWire) this.wireOwned.add(region);
     return region;
   }
 
   deregisterMemory(region: MemoryRegion): void {
     if (this.recvs.some((r) => r.region === region)) throw new TransportError(`region ${region.key} still has posted receives`);
     this.regions.delete(region.key);
+    if (this.wireOwned.delete(region)) this.wire.free?.(region.bytes);
   }
 
   postRecv(wrId: number, region: MemoryRegion, offset = 0, length?: number): void {
@@ -156,7 +179,7 @@ export class Endpoint implements QueuePair {
       throw new TransportError(`receive [${offset}, ${offset + len}) is outside region ${region.key} of ${region.bytes.byteLength} bytes`);
     }
     this.recvs.push({ wrId, region, offset, length: len });
-    this.wire.send({ type: 'credit', length: len });
+    this.wire.send({ type: 'credit', length: len, buffer: region.bytes.subarray(offset, offset + len) });
   }
 
   postSend(wrId: number, payload: Payload, options: { imm?: number } = {}): void {
@@ -202,21 +225,21 @@ export class Endpoint implements QueuePair {
       const op = this.waiting[0]!;
       // A write with an immediate consumes a receive but places its bytes by address.
       const need = op.opcode === 'send' ? op.bytes : 0;
-      if (need > this.credit[0]!) {
+      if (need > this.credit[0]!.length) {
         this.waiting.shift();
         this.q.push({ wrId: op.wrId, opcode: op.opcode, status: 'length-error', byteLength: 0 });
         continue;
       }
       this.waiting.shift();
-      this.credit.shift();
-      this.transmit(op);
+      const { addr } = this.credit.shift()!;
+      this.transmit(op, addr);
     }
   }
 
-  private transmit(op: Outgoing): void {
+  private transmit(op: Outgoing, addr = -1): void {
     const id = this.nextId++;
     this.unacked.set(id, op);
-    if (op.opcode === 'send') this.wire.send({ type: 'send', id, imm: op.imm, data: op.data });
+    if (op.opcode === 'send') this.wire.send({ type: 'send', id, imm: op.imm, data: op.data, ...(addr >= 0 ? { addr } : {}) });
     else this.wire.send({ type: 'write', id, key: op.remote!.key, offset: op.remote!.offset, imm: op.imm, data: op.data });
   }
 
@@ -239,7 +262,7 @@ export class Endpoint implements QueuePair {
     if (this._state !== 'ready') return;
     switch (f.type) {
       case 'credit':
-        this.credit.push(f.length);
+        this.credit.push({ length: f.length, addr: f.addr ?? -1 });
         this.pump();
         return;
       case 'send': {

@@ -1,52 +1,98 @@
-import { Endpoint, type Frame, type Wire, type WireSink } from './engine.js';
+import { copyBytes } from './copy.js';
+import { Endpoint, gather, type Frame, type Wire, type WireSink } from './engine.js';
 import { FrameParser, encodeFrame } from './frames.js';
 import { TransportError } from './types.js';
 
-// Ring control words (Int32): bytes written and bytes read so far (both wrap at 2^32), and a
-// "gone" flag set when either end leaves.
-const HEAD = 0, TAIL = 1, GONE = 2;
-const CTRL_BYTES = 16;
+// Ring control words (Int32): bytes written and bytes read so far (both wrap at 2^32), a "gone"
+// flag set when either end leaves, and for each side a flag "I may be asleep" plus a doorbell
+// counter it sleeps on. A side wakes the other (Atomics.notify, which costs a system call and
+// often a context switch on the other thread) only when that flag is set, so a busy peer is never
+// woken for nothing. The doorbell, rung after every change a sleeper waits for (data, room, gone),
+// means no wake-up is lost between a sleeper's last look and its wait.
+const HEAD = 0, TAIL = 1, GONE = 2, R_SLEEP = 3, R_BELL = 4, W_SLEEP = 5, W_BELL = 6;
+const CTRL_BYTES = 64;
+/** Alignment of regions in a heap: whole cache lines, and any typed array can view them. */
+const ALIGN = 64;
+const roundUp = (n: number): number => Math.ceil(n / ALIGN) * ALIGN;
 
-/** One end of a shared-memory channel: plain data that `postMessage` can hand to a worker. */
+/**
+ * One end of a shared-memory channel: plain data that `postMessage` can hand to a worker.
+ * `tx`/`rx` are the frame rings; `heap` holds the memory this end registers, and the peer, which
+ * has it as its `peerHeap`, writes a send straight into the posted receive there (one copy).
+ */
 export interface SabPort {
   readonly tx: SharedArrayBuffer;
   readonly rx: SharedArrayBuffer;
+  readonly heap: SharedArrayBuffer;
+  readonly peerHeap: SharedArrayBuffer;
 }
 
 type WaitAsync = (a: Int32Array, i: number, v: number) => { async: false; value: string } | { async: true; value: Promise<string> };
 const waitAsync = (Atomics as unknown as { waitAsync?: WaitAsync }).waitAsync;
 
-function ring(capacity: number): SharedArrayBuffer {
+function newRing(capacity: number): SharedArrayBuffer {
   return new SharedArrayBuffer(CTRL_BYTES + capacity);
 }
 
 /**
  * Two ends of a channel over two single-producer single-consumer byte rings in SharedArrayBuffers
- * (one per direction). Pass one end to a worker with `postMessage` and open each with `sabQueuePair`.
+ * (one per direction), plus a shared heap per end for the memory it registers. Pass one end to a
+ * worker with `postMessage` and open each with `sabQueuePair`.
+ *
+ * A receive posted in the heap tells the peer its address, and the peer copies a send's gather
+ * list straight there: the ring then carries only the 32-byte frame header, so a message is copied
+ * once, not into the ring and out again. Memory registered beyond `heapBytes` (or given as a
+ * buffer) is private; sends into it, and one-sided writes, travel through the ring (two copies).
+ * The heap is address space: the OS commits its pages only when they are first used. The default
+ * (128 MiB per end) holds fromTransport's default receive buffers (4 x 16 MiB) twice over.
  *
  * @example
  * const [mine, theirs] = sabChannel();
  * new Worker(url, { workerData: theirs });
  * const qp = sabQueuePair(mine);
  */
-export function sabChannel(capacity = 8 << 20): [SabPort, SabPort] {
+export function sabChannel(capacity = 8 << 20, heapBytes = 128 << 20): [SabPort, SabPort] {
   if (!Number.isInteger(Math.log2(capacity)) || capacity < 4096 || capacity > 1 << 30) {
     throw new TransportError(`ring capacity must be a power of two from 4096 to 2^30 bytes, got ${capacity}`);
   }
+  if (!Number.isInteger(heapBytes) || heapBytes < 0 || heapBytes > 2 ** 32 - ALIGN || heapBytes % ALIGN !== 0) {
+    throw new TransportError(`heap size must be a multiple of ${ALIGN} bytes below 4 GiB, got ${heapBytes}`);
+  }
   if (waitAsync === undefined) throw new TransportError('this runtime has no Atomics.waitAsync (Node 16 or later is needed)');
-  const ab = ring(capacity);
-  const ba = ring(capacity);
-  return [{ tx: ab, rx: ba }, { tx: ba, rx: ab }];
+  const ab = newRing(capacity);
+  const ba = newRing(capacity);
+  const ha = new SharedArrayBuffer(heapBytes);
+  const hb = new SharedArrayBuffer(heapBytes);
+  return [{ tx: ab, rx: ba, heap: ha, peerHeap: hb }, { tx: ba, rx: ab, heap: hb, peerHeap: ha }];
 }
 
 /** Marks both rings of a port gone, as a supervisor does when the worker holding it exits. */
 export function abandonSabPort(port: SabPort): void {
   for (const sab of [port.tx, port.rx]) {
-    const c = new Int32Array(sab, 0, 4);
+    const c = new Int32Array(sab, 0, CTRL_BYTES / 4);
     Atomics.store(c, GONE, 1);
-    Atomics.notify(c, HEAD);
-    Atomics.notify(c, TAIL);
+    ring(c, R_BELL);
+    ring(c, W_BELL);
   }
+}
+
+function ring(c: Int32Array, bell: number): void {
+  Atomics.add(c, bell, 1);
+  Atomics.notify(c, bell);
+}
+
+/**
+ * Waits until `ready()` holds or the doorbell rings: announces the sleep, looks once more, then
+ * sleeps on the bell as it was before that look.
+ */
+async function sleep(c: Int32Array, flag: number, bell: number, ready: () => boolean): Promise<void> {
+  const b = Atomics.load(c, bell);
+  Atomics.store(c, flag, 1);
+  if (!ready()) {
+    const w = waitAsync!(c, bell, b);
+    if (w.async) await w.value;
+  }
+  Atomics.store(c, flag, 0);
 }
 
 class SabWire implements Wire {
@@ -55,6 +101,12 @@ class SabWire implements Wire {
   private readonly rxCtrl: Int32Array;
   private readonly rxData: Uint8Array;
   private readonly mask: number;
+  /** Where this end's registered memory lives (the peer writes sends into it). */
+  private readonly heap: Uint8Array;
+  /** The peer's heap, where this end places its sends. */
+  private readonly peerHeap: Uint8Array;
+  /** Free ranges of `heap` [at, end), sorted, never adjacent. */
+  private readonly holes: Array<{ at: number; end: number }>;
   private readonly out: Uint8Array[] = [];
   /** Bytes of out[0] already written. */
   private outAt = 0;
@@ -69,11 +121,14 @@ class SabWire implements Wire {
   private keepAlive: ReturnType<typeof setInterval> | null = setInterval(() => undefined, 1 << 30);
 
   constructor(private readonly port: SabPort) {
-    this.txCtrl = new Int32Array(port.tx, 0, 4);
-    this.rxCtrl = new Int32Array(port.rx, 0, 4);
+    this.txCtrl = new Int32Array(port.tx, 0, CTRL_BYTES / 4);
+    this.rxCtrl = new Int32Array(port.rx, 0, CTRL_BYTES / 4);
     this.txData = new Uint8Array(port.tx, CTRL_BYTES);
     this.rxData = new Uint8Array(port.rx, CTRL_BYTES);
     this.mask = this.txData.byteLength - 1;
+    this.heap = new Uint8Array(port.heap);
+    this.peerHeap = new Uint8Array(port.peerHeap);
+    this.holes = this.heap.byteLength > 0 ? [{ at: 0, end: this.heap.byteLength }] : [];
   }
 
   start(sink: WireSink): void {
@@ -81,9 +136,51 @@ class SabWire implements Wire {
     void this.readLoop();
   }
 
+  alloc(bytes: number): Uint8Array | null {
+    // Once the connection is going, the peer may still be writing into receives flushed here.
+    if (this.done || this.closing) return null;
+    const size = roundUp(bytes);
+    const i = this.holes.findIndex((h) => h.end - h.at >= size);
+    if (i < 0) return null;
+    const h = this.holes[i]!;
+    const at = h.at;
+    h.at += size;
+    if (h.at === h.end) this.holes.splice(i, 1);
+    return this.heap.subarray(at, at + bytes);
+  }
+
+  free(bytes: Uint8Array): void {
+    if (bytes.buffer !== this.heap.buffer || this.done || this.closing) return;
+    const at = bytes.byteOffset;
+    const end = at + roundUp(bytes.byteLength);
+    let i = this.holes.findIndex((h) => h.at > at);
+    if (i < 0) i = this.holes.length;
+    this.holes.splice(i, 0, { at, end });
+    // Merge with the neighbours it touches.
+    const next = this.holes[i + 1];
+    if (next !== undefined && next.at === end) { this.holes[i]!.end = next.end; this.holes.splice(i + 1, 1); }
+    const prev = this.holes[i - 1];
+    if (prev !== undefined && prev.end === at) { prev.end = this.holes[i]!.end; this.holes.splice(i, 1); }
+  }
+
   send(f: Frame): void {
     if (this.done || this.closing) return;
-    this.out.push(...encodeFrame(f));
+    let placedAt = -1;
+    if (f.type === 'credit' && f.buffer !== undefined && f.buffer.buffer === this.heap.buffer) {
+      // The peer can reach this receive: name its address so the send lands there directly.
+      f = { type: 'credit', length: f.length, addr: f.buffer.byteOffset };
+    } else if (f.type === 'send' && f.addr !== undefined) {
+      // The credit named a receive in the peer's heap (it stays the peer's until this send's
+      // header reaches it, so nothing there reads these bytes yet): copy the message once, into
+      // place. The header published after it with an Atomics store makes the bytes visible.
+      let bytes = 0;
+      for (const d of f.data) bytes += d.byteLength;
+      if (f.addr + bytes <= this.peerHeap.byteLength) {
+        gather(f.data, this.peerHeap.subarray(f.addr, f.addr + bytes));
+        placedAt = f.addr;
+      }
+    }
+    this.out.push(...encodeFrame(f, placedAt));
     if (!this.writing) void this.writeLoop();
   }
 
@@ -119,18 +216,17 @@ class SabWire implements Wire {
       const tail = Atomics.load(c, TAIL);
       const free = cap - ((head - tail) | 0);
       if (free === 0) {
-        const w = waitAsync!(c, TAIL, tail);
-        if (w.async) await w.value;
+        await sleep(c, W_SLEEP, W_BELL, () => Atomics.load(c, TAIL) !== tail || Atomics.load(c, GONE) === 1);
         continue;
       }
       const piece = this.out[0]!;
       const at = head & this.mask;
       const n = Math.min(free, piece.byteLength - this.outAt, cap - at);
-      this.txData.set(piece.subarray(this.outAt, this.outAt + n), at);
+      copyBytes(this.txData, at, piece.subarray(this.outAt, this.outAt + n));
       this.outAt += n;
       if (this.outAt === piece.byteLength) { this.out.shift(); this.outAt = 0; }
       Atomics.store(c, HEAD, (head + n) | 0);
-      Atomics.notify(c, HEAD);
+      if (Atomics.load(c, R_SLEEP) === 1) ring(c, R_BELL);
     }
     this.writing = false;
     if (this.closing) this.finish();
@@ -139,7 +235,8 @@ class SabWire implements Wire {
   private async readLoop(): Promise<void> {
     const c = this.rxCtrl;
     const cap = this.rxData.byteLength;
-    const parser = new FrameParser(this.sink!);
+    const heap = this.heap.buffer;
+    const parser = new FrameParser(this.sink!, (dst, addr) => dst.buffer === heap && dst.byteOffset === addr);
     for (;;) {
       const head = Atomics.load(c, HEAD);
       const tail = Atomics.load(c, TAIL);
@@ -151,15 +248,14 @@ class SabWire implements Wire {
           this.sink!.lost(new TransportError('the peer went away'));
           return;
         }
-        const w = waitAsync!(c, HEAD, head);
-        if (w.async) await w.value;
+        await sleep(c, R_SLEEP, R_BELL, () => Atomics.load(c, HEAD) !== head || Atomics.load(c, GONE) === 1);
         continue;
       }
       const at = tail & (cap - 1);
       const n = Math.min(avail, cap - at);
       parser.push(this.rxData.subarray(at, at + n));
       Atomics.store(c, TAIL, (tail + n) | 0);
-      Atomics.notify(c, TAIL);
+      if (Atomics.load(c, W_SLEEP) === 1) ring(c, W_BELL);
     }
   }
 }

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tableFromIPC } from 'apache-arrow';
+import { unpack } from 'msgpackr';
 import * as pw from 'parquet-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBatchServer, createClient, generateDataset, getPreset, pipeline, type Batch, type BatchServer, type ClientBatch, type PlanSpec } from '@sluice/core';
@@ -99,6 +100,27 @@ describe('sluice serve (HTTP)', () => {
     expect(metrics).toMatch(/sluice_batches_served_total\{format="arrow"\} [1-9]/);
     expect(metrics).toMatch(/sluice_request_duration_seconds_bucket/);
     expect(metrics).toMatch(/sluice_queue_depth 0/);
+  });
+
+  it('msgpack arrays start 8-aligned in the body, so the typed client views them in place; it reads Arrow too', async () => {
+    const r = await get('/v1/batches/3', { authorization: `Bearer ${TOKEN}`, accept: 'application/msgpack' });
+    const body = new Uint8Array(await r.arrayBuffer());
+    expect(Number(r.headers.get('content-length'))).toBe(body.byteLength);
+    const w = unpack(body) as { dense: { data: Uint8Array }; sparse: { lengths: { data: Uint8Array }; values: { data: Uint8Array } }; labels: { data: Uint8Array } };
+    for (const bin of [w.dense.data, w.sparse.lengths.data, w.sparse.values.data, w.labels.data]) expect(bin.byteOffset % 8).toBe(0);
+    const c = createClient(url, { token: TOKEN });
+    try {
+      const b = (await c.batch(3))!;
+      expectSame(b, oracle[3]!);
+      expect(b.dense.data.buffer).toBe(b.sparse.values.buffer); // views of one body, no copies
+      const t = (await c.arrow(3))!;
+      expect(t.numRows).toBe(128);
+      const want = tableFromIPC(new Uint8Array(await (await get('/v1/batches/3')).arrayBuffer()));
+      expect(t.getChild('I1')!.toArray()).toEqual(want.getChild('I1')!.toArray());
+      expect(await c.arrow(8)).toBeNull();
+    } finally {
+      await c.close();
+    }
   });
 
   it('the typed client splits the stream by rank and resumes from a cursor', async () => {

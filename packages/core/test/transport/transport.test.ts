@@ -10,8 +10,10 @@ interface Pair { a: Endpoint; b: Endpoint; cleanup(): Promise<void> }
 
 const IMPLS: Array<[string, () => Promise<Pair>]> = [
   ['in-process', async () => { const [a, b] = inProcessPair(); return { a, b, cleanup: async () => undefined }; }],
-  // A small ring so that messages wrap around it and the writer has to wait for room.
-  ['shared-memory ring', async () => { const [pa, pb] = sabChannel(1 << 12); return { a: sabQueuePair(pa), b: sabQueuePair(pb), cleanup: async () => undefined }; }],
+  // Receives in the shared heap: a send is copied once, straight into the posted receive.
+  ['shared memory', async () => { const [pa, pb] = sabChannel(1 << 12); return { a: sabQueuePair(pa), b: sabQueuePair(pb), cleanup: async () => undefined }; }],
+  // No heap: every message goes through a small ring, wraps around it, and the writer waits for room.
+  ['shared-memory ring only', async () => { const [pa, pb] = sabChannel(1 << 12, 0); return { a: sabQueuePair(pa), b: sabQueuePair(pb), cleanup: async () => undefined }; }],
   ['tcp', async () => {
     const l = await listenTcp({ port: 0 });
     const [a, b] = await Promise.all([connectTcp({ port: l.port }), l.accept()]);
@@ -227,5 +229,47 @@ describe('transport: in-process hand-off', () => {
       expect(x.sparse.values.buffer).toBe(sent.sparse.values.buffer);
     }
     await sending;
+  });
+});
+
+describe('transport: shared memory', () => {
+  it('copies a send once, into the receive posted in the shared heap: the ring carries only its header', async () => {
+    const [pa, pb] = sabChannel(1 << 12);
+    const a = sabQueuePair(pa);
+    const b = sabQueuePair(pb);
+    const mr = b.registerMemory(1 << 16);
+    expect(mr.bytes.buffer).toBe(pb.heap);
+    b.postRecv(1, mr, 64, 40_000);
+    const big = Uint8Array.from({ length: 40_000 }, (_, i) => (i * 31) % 251); // ten times the ring
+    await settle();
+    a.postSend(1, [big.subarray(0, 123), big.subarray(123)]);
+    const [r] = await take(b.cq, 1);
+    expect(r).toMatchObject({ wrId: 1, status: 'success', byteLength: 40_000 });
+    expect(r!.data![0]!.buffer).toBe(pb.heap);
+    expect(r!.data![0]!.byteOffset).toBe(mr.bytes.byteOffset + 64);
+    expect(Buffer.compare(r!.data![0]!, big)).toBe(0);
+    const written = Atomics.load(new Int32Array(pa.tx, 0, 1), 0);
+    expect(written).toBe(32); // one frame header, no payload
+    a.close();
+    b.close();
+  });
+
+  it('hands out heap memory once, takes it back on deregistration, and falls back to private memory when it is full', () => {
+    const [pa] = sabChannel(1 << 12, 4096);
+    const a = sabQueuePair(pa);
+    const x = a.registerMemory(1000);
+    const y = a.registerMemory(2000);
+    expect(x.bytes.buffer).toBe(pa.heap);
+    expect(y.bytes.buffer).toBe(pa.heap);
+    expect(y.bytes.byteOffset % 64).toBe(0);
+    const z = a.registerMemory(2000); // 1024 + 2048 used: no room left
+    expect(z.bytes.buffer).not.toBe(pa.heap);
+    a.deregisterMemory(x);
+    a.deregisterMemory(y);
+    const w = a.registerMemory(4096);
+    expect(w.bytes.buffer).toBe(pa.heap);
+    expect(w.bytes.byteOffset).toBe(0);
+    a.close();
+    expect(a.registerMemory(64).bytes.buffer).not.toBe(pa.heap); // the peer may still write into what it had
   });
 });
