@@ -353,11 +353,17 @@ function dictColumn(d: Dict): Column {
   let total = 0;
   for (let i = 0; i < n; i++) total += d.lens![i]!;
   const data = new Uint8Array(total);
+  const src = d.data!;
   let end = 0;
   for (let i = 0; i < n; i++) {
     offsets[i] = end;
-    data.set(d.data!.subarray(d.starts![i]!, d.starts![i]! + d.lens![i]!), end);
-    end += d.lens![i]!;
+    const s = d.starts![i]!;
+    const len = d.lens![i]!;
+    // By hand for short strings: a subarray per entry is a heap object per entry, and for
+    // dictionaries of tens of thousands of ids that garbage alone triggered major GCs.
+    if (len <= 16) for (let b = 0; b < len; b++) data[end + b] = src[s + b]!;
+    else data.set(src.subarray(s, s + len), end);
+    end += len;
   }
   offsets[n] = end;
   offsets[n + 1] = end;
@@ -541,7 +547,9 @@ function plainUtf8(page: Uint8Array, p: number, n: number, present: number, at: 
     if (p + 4 > page.length) throw new Error(`column ${col}: PLAIN strings run past the page`);
     const len = view.getUint32(p, true);
     if (p + 4 + len > page.length) throw new Error(`column ${col}: PLAIN string runs past the page`);
-    utf8.data.set(page.subarray(p + 4, p + 4 + len), end);
+    const data = utf8.data;
+    if (len <= 16) for (let b = 0; b < len; b++) data[end + b] = page[p + 4 + b]!;
+    else data.set(page.subarray(p + 4, p + 4 + len), end);
     end += len;
     p += 4 + len;
     k++;
