@@ -416,28 +416,24 @@ export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly 
   const dense = new Float32Array(rows * dim);
   const lengths = new Int32Array(K * rows);
   const offsets = new Int32Array(K + 1);
-  // Each part's first value index per key: its pack's key offset plus the lengths of the rows before `from`.
-  const starts = parts.map(({ pack, from }) => {
-    const st = new Int32Array(K + 1);
-    for (let k = 0; k <= K; k++) {
-      let s = pack.offsets[k]!;
-      if (k < K) for (let r = 0; r < from; r++) s += pack.lengths[k * pack.rows + r]!;
-      st[k] = s;
-    }
-    return st;
-  });
-  const ends = parts.map(({ pack, to }, i) => {
-    const en = new Int32Array(K);
+  // Each part's values per key k in its pack: [r[2k], r[2k + 1]), from the key's offset plus the
+  // lengths of the rows before `from`, through the lengths of rows [from, to).
+  const ranges = parts.map(({ pack, from, to }) => {
+    const r = new Int32Array(2 * K);
     for (let k = 0; k < K; k++) {
-      let s = starts[i]![k]!;
-      for (let r = parts[i]!.from; r < to; r++) s += pack.lengths[k * pack.rows + r]!;
-      en[k] = s;
+      const l = k * pack.rows;
+      let s = pack.offsets[k]!;
+      for (let j = 0; j < from; j++) s += pack.lengths[l + j]!;
+      let e = s;
+      for (let j = from; j < to; j++) e += pack.lengths[l + j]!;
+      r[2 * k] = s;
+      r[2 * k + 1] = e;
     }
-    return en;
+    return r;
   });
   for (let k = 0; k < K; k++) {
     let n = 0;
-    for (let i = 0; i < parts.length; i++) n += ends[i]![k]! - starts[i]![k]!;
+    for (const r of ranges) n += r[2 * k + 1]! - r[2 * k]!;
     offsets[k + 1] = offsets[k]! + n;
   }
   const values = new BigInt64Array(offsets[K]!);
@@ -449,8 +445,8 @@ export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly 
     dense.set(pack.dense.subarray(from * dim, to * dim), row0 * dim);
     for (let k = 0; k < K; k++) {
       lengths.set(pack.lengths.subarray(k * pack.rows + from, k * pack.rows + to), k * rows + row0);
-      const s = starts[i]![k]!;
-      const e = ends[i]![k]!;
+      const s = ranges[i]![2 * k]!;
+      const e = ranges[i]![2 * k + 1]!;
       values.set(pack.values.subarray(s, e), at[k]!);
       at[k] = at[k]! + e - s;
     }

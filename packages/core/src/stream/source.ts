@@ -156,7 +156,8 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     // are known up front (the workers need them to pack chunks); skipped rows of a resumed window
     // give no chunks.
     const shuffled = opts.shuffle !== null;
-    const plan: Array<{ w: number; u: number; cuts: number[] | null }> = [];
+    // `at`: the row group's first row within its window.
+    const plan: Array<{ w: number; u: number; at: number; cuts: number[] | null }> = [];
     let emitted = 0;
     for (let w = firstWindow; w < windows.length; w++) {
       const skip = epoch === start.epoch && w === start.window ? start.offset : 0;
@@ -167,7 +168,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
           cuts = chunkCuts(Math.max(0, skip - at), unit.rows, emitted, opts.chunkRows);
           emitted += unit.rows - cuts[0]!;
         }
-        plan.push({ w, u, cuts });
+        plan.push({ w, u, at, cuts });
         at += unit.rows;
       });
     }
@@ -188,15 +189,14 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     let emittedShuffled = 0;
     for (let w = firstWindow; w < windows.length; w++) {
       const win = windows[w]!;
-      let skip = epoch === start.epoch && w === start.window ? start.offset : 0;
+      const skip = epoch === start.epoch && w === start.window ? start.offset : 0;
       const lastWindow = w === windows.length - 1;
       const unitCols: Map<string, Column>[] = [];
-      let at = 0;
       for (let u = 0; u < win.units.length; u++) {
         issue();
         throwIfAborted(opts.signal);
         const { columns: cols, packs } = await inflight.shift()!;
-        const cuts = plan[entry++]!.cuts;
+        const { at, cuts } = plan[entry++]!;
         throwIfAborted(opts.signal);
         if (shuffled) { unitCols.push(cols); continue; }
         // Unshuffled: stream the row group as it is, in the chunks cut above.
@@ -213,7 +213,6 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
             else yield makeChunk([...cols.keys()], [...cols.values()], from, end, at0, win.rows, last, locate);
           }
         }
-        at += rows;
       }
       if (!shuffled) continue;
       // Shuffled window: permute all its rows with (seed, epoch, window), then slice chunks.
@@ -236,7 +235,6 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         };
         yield makeChunk(names, cols, 0, end - r, { epoch, window: w, offset: r }, win.rows, lastWindow && end === win.rows, locate);
       }
-      skip = 0;
     }
   }
 }
