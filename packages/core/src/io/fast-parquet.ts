@@ -339,6 +339,16 @@ export function gatherIndexed(d: IndexedColumn): Column {
   return gatherRows(d.dict, d.idx)!;
 }
 
+/**
+ * Copies src[s, s + len) to dst at d. Short strings (hex ids are 8 bytes) are copied by hand: that
+ * is faster than set(), and a subarray per string is a heap object per string; for dictionaries of
+ * tens of thousands of ids that garbage alone kept V8's major GC busy.
+ */
+function copyBytes(src: Uint8Array, s: number, len: number, dst: Uint8Array, d: number): void {
+  if (len <= 16) for (let b = 0; b < len; b++) dst[d + b] = src[s + b]!;
+  else dst.set(src.subarray(s, s + len), d);
+}
+
 /** The dictionary as a column with one extra null slot at the end. */
 function dictColumn(d: Dict): Column {
   const n = d.size;
@@ -359,10 +369,7 @@ function dictColumn(d: Dict): Column {
     offsets[i] = end;
     const s = d.starts![i]!;
     const len = d.lens![i]!;
-    // By hand for short strings: a subarray per entry is a heap object per entry, and for
-    // dictionaries of tens of thousands of ids that garbage alone triggered major GCs.
-    if (len <= 16) for (let b = 0; b < len; b++) data[end + b] = src[s + b]!;
-    else data.set(src.subarray(s, s + len), end);
+    copyBytes(src, s, len, data, end);
     end += len;
   }
   offsets[n] = end;
@@ -520,9 +527,7 @@ function gatherUtf8(utf8: Utf8Out, dict: Dict, idx: Int32Array, at: number, n: n
     const j = idx[k++]!;
     const s = starts[j]!;
     const len = lens[j]!;
-    // Short strings (hex ids are 8 bytes) copy faster by hand than through set().
-    if (len <= 16) for (let b = 0; b < len; b++) data[end + b] = src[s + b]!;
-    else data.set(src.subarray(s, s + len), end);
+    copyBytes(src, s, len, data, end);
     end += len;
   }
   utf8.end = end;
@@ -547,9 +552,7 @@ function plainUtf8(page: Uint8Array, p: number, n: number, present: number, at: 
     if (p + 4 > page.length) throw new Error(`column ${col}: PLAIN strings run past the page`);
     const len = view.getUint32(p, true);
     if (p + 4 + len > page.length) throw new Error(`column ${col}: PLAIN string runs past the page`);
-    const data = utf8.data;
-    if (len <= 16) for (let b = 0; b < len; b++) data[end + b] = page[p + 4 + b]!;
-    else data.set(page.subarray(p + 4, p + 4 + len), end);
+    copyBytes(page, p + 4, len, utf8.data, end);
     end += len;
     p += 4 + len;
     k++;
