@@ -187,3 +187,6 @@ parentPort.on('message', async (msg) => {
     parentPort.postMessage({ id, error: String(err && err.message ? err.message : err) });
   }
 });
+
+// Every import above has loaded: a failure from here on is about a task's data, not the install.
+parentPort.postMessage({ started: true });

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
 import { tableFromIPC, type Schema } from 'apache-arrow';
-import { InputError } from '../errors.js';
+import { InputError, SluiceError } from '../errors.js';
 import type { Column, ColumnType } from '../column.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 import type { Pack } from '../stream/batch.js';
@@ -26,6 +27,8 @@ interface Pending {
 interface Slot {
   worker: Worker;
   busy: Map<number, Pending>;
+  /** The worker finished loading its modules (it says so before it reads any task). */
+  started: boolean;
 }
 
 interface Task {
@@ -131,8 +134,9 @@ export class DecoderPool {
 
   private spawn(): Slot {
     const worker = new Worker(WORKER_URL);
-    const slot: Slot = { worker, busy: new Map() };
-    worker.on('message', (m: { id: number; ipc?: Uint8Array; meta?: unknown; columns?: [string, Column][]; packs?: Pack[]; done?: boolean; error?: string }) => {
+    const slot: Slot = { worker, busy: new Map(), started: false };
+    worker.on('message', (m: { id: number; started?: true; ipc?: Uint8Array; meta?: unknown; columns?: [string, Column][]; packs?: Pack[]; done?: boolean; error?: string }) => {
+      if (m.started === true) { slot.started = true; return; }
       const p = slot.busy.get(m.id);
       if (p === undefined) return;
       if (m.ipc !== undefined) { p.chunks.push(m.ipc); return; }
@@ -148,7 +152,10 @@ export class DecoderPool {
     const fail = (reason: string): void => {
       const i = this.slots.indexOf(slot);
       if (i >= 0) this.slots.splice(i, 1);
-      for (const p of slot.busy.values()) p.reject(describeFailure(p.what, reason, true));
+      // A worker that dies before it has loaded its modules never saw the data: that is a broken
+      // installation (a missing build output, say), not a corrupt file.
+      const err = slot.started ? null : new SluiceError(`the Parquet decode worker (${fileURLToPath(WORKER_URL)}) could not start: ${reason.replace(/^Error: /, '')}`);
+      for (const p of slot.busy.values()) p.reject(err ?? describeFailure(p.what, reason, true));
       slot.busy.clear();
       if (!this.closed) this.pump();
     };

@@ -1,7 +1,9 @@
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { lastValueFrom, take, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backendNames, createBackend, pipeline, registerBackend, type Batch, type PlanSpec } from '../../src/index.js';
@@ -226,6 +228,19 @@ describe('pipeline errors name what and where', () => {
     expect(String(err)).toMatch(/corrupt\.parquet, row group \d+/);
     // The process (and later reads) still work.
     expect((await collect(pipeline(basePlan(), { input: file }))).length).toBe(32);
+  });
+
+  it('a decode worker that cannot start is reported as that, not as a corrupt file', () => {
+    // A copy of the build without its workers/ folder: the worker script is missing.
+    const root = join(tempDir(), 'core');
+    cpSync(fileURLToPath(new URL('../../dist', import.meta.url)), join(root, 'dist'), { recursive: true });
+    symlinkSync(fileURLToPath(new URL('../../../../node_modules', import.meta.url)), join(root, 'node_modules'), 'dir');
+    const script = `const core = await import(${JSON.stringify(pathToFileURL(join(root, 'dist/index.js')).href)});
+      try { for await (const b of core.pipeline(${JSON.stringify(basePlan())}, { input: ${JSON.stringify(file)} })) {} console.log('no error'); }
+      catch (e) { console.log(e.name + ': ' + e.message); }`;
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(out).toMatch(/^SluiceError: the Parquet decode worker \(.*decode-worker\.mjs\) could not start: Cannot find module/);
+    expect(out).not.toMatch(/corrupt/);
   });
 
   it('a missing file or empty glob is named', async () => {
