@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Observable, defer, finalize, from, mergeMap, type Subscription } from 'rxjs';
 import { createBackend } from './backend/registry.js';
-import { planPushdown, type Pushdown } from './plan/pushdown.js';
+import { allInReader, planPushdown, type Pushdown } from './plan/pushdown.js';
 import { eliminateRedundant } from './plan/optimize.js';
 import { readColumnStats } from './plan/stats.js';
 import { autoPlacement } from './backend/auto.js';
@@ -286,7 +286,7 @@ export class Pipeline implements AsyncIterable<Batch> {
           const { spec, pushdown } = this.pushdownFor(info, plan, resolved);
           // Every feature pushed into the reader: no backend work is left, so no worker pool is
           // started; the in-process backend stands in (it is never called).
-          const target = pushdown !== null && pushdown.plan === null ? { name: 'reference' } : spec;
+          const target = allInReader(pushdown) ? { name: 'reference' } : spec;
           const backend = await createBackend(pushdown?.plan ?? plan, target, this.fit!);
           if (cancelled) { void backend.dispose(); return; }
           sub.next({ info: { ...info, plan }, backend, pushdown, optimizer, placement });
@@ -302,7 +302,7 @@ export class Pipeline implements AsyncIterable<Batch> {
         // At least `concurrency` chunks must be allowed in flight for a pool to run in parallel.
         const flow = new Flow(Math.max(this.options.prefetch ?? plan.prefetch, backend.concurrency));
         // With pushdown the decoders run the pushed ops too, so they get the backend's parallelism.
-        const pool = new DecoderPool(this.options.decoders ?? (pushdown === null ? Math.min(2, backend.concurrency) : pushdown.plan === null ? this.workersWanted() : backend.concurrency));
+        const pool = new DecoderPool(this.options.decoders ?? (pushdown === null ? Math.min(2, backend.concurrency) : allInReader(pushdown) ? this.workersWanted() : backend.concurrency));
         const resume = this.options.resume;
         const fp = this.fingerprint(info);
         let start: Cursor = START;
@@ -327,7 +327,7 @@ export class Pipeline implements AsyncIterable<Batch> {
             ...(pushdown ? { derived: pushdown.derived } : {}),
             // Nothing left for the backend: the decoders lay the batches out themselves, and this
             // thread only hands their arrays on.
-            ...(pushdown !== null && pushdown.plan === null && this.options.pack !== false
+            ...(allInReader(pushdown) && this.options.pack !== false
               ? { pack: { layout: info.layout, outputs: [...pushdown.outputs], label: plan.label } } : {}),
             ...(this.options.signal ? { signal: this.options.signal } : {}),
           });

@@ -43,6 +43,9 @@ export interface Pushdown {
   readonly plan: TypedPlan | null;
 }
 
+/** True when the reader computes every feature, so no backend work is left (the plan runs in the decoders). */
+export const allInReader = (pd: Pushdown | null): pd is Pushdown & { readonly plan: null } => pd !== null && pd.plan === null;
+
 const isScalar = (t: ColumnType): boolean => t.kind !== 'list' && t.kind !== 'fixed';
 
 /** Splits a typed plan into derived columns for the reader and a plan for the backend, or null when nothing can be pushed. */
