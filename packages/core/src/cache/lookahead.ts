@@ -133,10 +133,11 @@ function home(lo: number, hi: number, shift: number): number {
  * the buffered batches can be renumbered.
  */
 class TableState {
-  idx: Int32Array = new Int32Array(2 * INITIAL_SLOTS);
+  /** Hash index: slot s holds e + 1 for the entry e of an id homed near s, 0 when empty. */
+  idx: Int32Array = new Int32Array(INITIAL_SLOTS);
   mask = INITIAL_SLOTS - 1;
   shift = 32 - Math.log2(INITIAL_SLOTS);
-  /** Entries [low half, meta]; room for slots / 2 of them, the most the index admits. */
+  /** Entries [low half, meta]. */
   ent: Int32Array = new Int32Array(INITIAL_SLOTS);
   /** High halves per entry once an id needs them; null while HI_NEG is enough. */
   his: Int32Array | null = null;
@@ -151,47 +152,64 @@ class TableState {
   private stop = 0;
 
   /**
-   * Makes room for `n` more ids with at most half the index slots used (live + tombstones), so
+   * Makes room for `n` more ids with at most 5/8 of the index slots used (live + tombstones), so
    * the hot loop never grows the table. Returns the old → new entry map when it dropped
    * tombstones, else null.
    */
   prepare(n: number): Int32Array | null {
     const slots = this.mask + 1;
-    if (2 * (this.entries + n) <= slots) return null;
-    // Rehash to a load of at most 1/4 for the live ids and the batch, so that the next rehash is
-    // at least as many insertions and deletions away as there are live ids (amortized O(1)).
-    let bits = Math.log2(INITIAL_SLOTS);
-    while (1 << bits < 4 * (this.live + n)) bits++;
-    return this.rehash(bits);
+    if (8 * (this.entries + n) > 5 * slots) {
+      // Rehash to a load of at most 1/2 for the live ids and the batch, so that the next rehash
+      // is at least (live + n) / 4 insertions and deletions away (amortized O(1)).
+      let bits = Math.log2(INITIAL_SLOTS);
+      while (1 << bits < 2 * (this.live + n)) bits++;
+      return this.rehash(bits, n);
+    }
+    if (2 * (this.entries + n) > this.ent.length) this.growEntries(this.entries + n);
+    return null;
   }
 
-  private rehash(bits: number): Int32Array | null {
+  /** Room for `cap` entries (entry numbers stay). */
+  private growEntries(cap: number): void {
+    let words = this.ent.length;
+    while (words < 2 * cap) words *= 2;
+    const ent = new Int32Array(words);
+    ent.set(this.ent.subarray(0, 2 * this.entries));
+    this.ent = ent;
+    if (this.his !== null) {
+      const his = new Int32Array(words >>> 1);
+      his.set(this.his.subarray(0, this.entries));
+      this.his = his;
+    }
+  }
+
+  private rehash(bits: number, n: number): Int32Array | null {
     const slots = 1 << bits;
     const shift = 32 - bits;
     const mask = slots - 1;
     const old = this.ent;
     const oldHis = this.his;
-    const n = this.entries;
+    const count = this.entries;
     // Entries keep their order (dense and in first-use order); tombstones are dropped.
-    const remap = this.tombstones > 0 ? new Int32Array(n) : null;
-    const ent = new Int32Array(slots);
-    const his = oldHis !== null ? new Int32Array(slots >>> 1) : null;
-    const idx = new Int32Array(2 * slots);
+    const remap = this.tombstones > 0 ? new Int32Array(count) : null;
+    let words = INITIAL_SLOTS;
+    while (words < 2 * (this.live + n)) words *= 2;
+    const ent = remap !== null || words > old.length ? new Int32Array(words) : old;
+    const his = oldHis === null ? null : ent === old ? oldHis : new Int32Array(words >>> 1);
+    const idx = new Int32Array(slots);
     let k = 0;
-    for (let e = 0; e < n; e++) {
+    for (let e = 0; e < count; e++) {
+      const lo = old[2 * e]!;
       const meta = old[2 * e + 1]!;
       if ((meta & 3) === TOMBSTONE) { remap![e] = -1; continue; }
-      const lo = old[2 * e]!;
       const hi = oldHis !== null ? oldHis[e]! : -((meta & HI_NEG) >>> 2);
       ent[2 * k] = lo;
       ent[2 * k + 1] = meta;
       if (his !== null) his[k] = hi;
       if (remap !== null) remap[e] = k;
       let s = home(lo, hi, shift);
-      while (idx[2 * s + 1] !== 0) s = (s + 1) & mask;
-      idx[2 * s] = lo;
-      idx[2 * s + 1] = k + 1;
-      k++;
+      while (idx[s] !== 0) s = (s + 1) & mask;
+      idx[s] = ++k;
     }
     this.idx = idx;
     this.ent = ent;
@@ -249,18 +267,17 @@ class TableState {
       const hi = words[2 * i + 1]!;
       let s = Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
       for (;;) {
-        const tag = idx[2 * s + 1]!;
+        const tag = idx[s]!;
         if (tag === 0) {
           if ((hi ^ (hi >> 31)) !== 0) break outer;
-          idx[2 * s] = lo;
-          idx[2 * s + 1] = e + 1;
+          idx[s] = e + 1;
           ent[2 * e] = lo;
           ent[2 * e + 1] = stamp | (hi & HI_NEG) | WAITING;
           list[u++] = e++;
           break;
         }
-        if (idx[2 * s] === lo) {
-          const q = 2 * tag - 1;
+        const q = 2 * tag - 1;
+        if (ent[q - 1] === lo) {
           const meta = ent[q]!;
           if (-((meta & HI_NEG) >>> 2) === hi) {
             // Popped steps (hence tombstones' TTLs) are all before `step`.
@@ -302,17 +319,16 @@ class TableState {
       const hi = lo >> 31;
       let s = Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
       for (;;) {
-        const tag = idx[2 * s + 1]!;
+        const tag = idx[s]!;
         if (tag === 0) {
-          idx[2 * s] = lo;
-          idx[2 * s + 1] = e + 1;
+          idx[s] = e + 1;
           ent[2 * e] = lo;
           ent[2 * e + 1] = stamp | (hi & HI_NEG) | WAITING;
           list[u++] = e++;
           break;
         }
-        if (idx[2 * s] === lo) {
-          const q = 2 * tag - 1;
+        const q = 2 * tag - 1;
+        if (ent[q - 1] === lo) {
           const meta = ent[q]!;
           if (-((meta & HI_NEG) >>> 2) === hi) {
             if ((meta & ~7) !== stamp) {
@@ -346,18 +362,17 @@ class TableState {
       const hi = words[2 * i + 1]!;
       let s = Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
       for (;;) {
-        const tag = idx[2 * s + 1]!;
+        const tag = idx[s]!;
         if (tag === 0) {
-          idx[2 * s] = lo;
-          idx[2 * s + 1] = e + 1;
+          idx[s] = e + 1;
           ent[2 * e] = lo;
           ent[2 * e + 1] = stamp | WAITING;
           his[e] = hi;
           list[u++] = e++;
           break;
         }
-        if (idx[2 * s] === lo && his[tag - 1] === hi) {
-          const q = 2 * tag - 1;
+        const q = 2 * tag - 1;
+        if (ent[q - 1] === lo && his[tag - 1] === hi) {
           const meta = ent[q]!;
           if ((meta & ~3) !== stamp) {
             if ((meta & 3) === TOMBSTONE) { ent[q] = stamp | WAITING; revived++; } else ent[q] = stamp | (meta & 3);
