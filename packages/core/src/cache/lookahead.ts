@@ -276,18 +276,17 @@ class TableState {
           list[u++] = e++;
           break;
         }
+        // Both words of the entry at once (one cache line); meta << 29 >> 31 is the high half HI_NEG holds.
         const q = 2 * tag - 1;
-        if (ent[q - 1] === lo) {
-          const meta = ent[q]!;
-          if (-((meta & HI_NEG) >>> 2) === hi) {
-            // Popped steps (hence tombstones' TTLs) are all before `step`.
-            if ((meta & ~7) !== stamp) {
-              // A tombstone of this id is its only entry: revive it.
-              if ((meta & 3) === TOMBSTONE) { ent[q] = stamp | (meta & HI_NEG) | WAITING; revived++; } else ent[q] = stamp | (meta & 7);
-              list[u++] = tag - 1;
-            }
-            break;
+        const meta = ent[q]!;
+        if (ent[q - 1] === lo && meta << 29 >> 31 === hi) {
+          // Popped steps (hence tombstones' TTLs) are all before `step`.
+          if ((meta & ~7) !== stamp) {
+            // A tombstone of this id is its only entry: revive it.
+            if ((meta & 3) === TOMBSTONE) { ent[q] = stamp | (meta & HI_NEG) | WAITING; revived++; } else ent[q] = stamp | (meta & 7);
+            list[u++] = tag - 1;
           }
+          break;
         }
         s = (s + 1) & mask;
       }
@@ -328,15 +327,13 @@ class TableState {
           break;
         }
         const q = 2 * tag - 1;
-        if (ent[q - 1] === lo) {
-          const meta = ent[q]!;
-          if (-((meta & HI_NEG) >>> 2) === hi) {
-            if ((meta & ~7) !== stamp) {
-              if ((meta & 3) === TOMBSTONE) { ent[q] = stamp | (meta & HI_NEG) | WAITING; revived++; } else ent[q] = stamp | (meta & 7);
-              list[u++] = tag - 1;
-            }
-            break;
+        const meta = ent[q]!;
+        if (ent[q - 1] === lo && meta << 29 >> 31 === hi) {
+          if ((meta & ~7) !== stamp) {
+            if ((meta & 3) === TOMBSTONE) { ent[q] = stamp | (meta & HI_NEG) | WAITING; revived++; } else ent[q] = stamp | (meta & 7);
+            list[u++] = tag - 1;
           }
+          break;
         }
         s = (s + 1) & mask;
       }
@@ -372,8 +369,8 @@ class TableState {
           break;
         }
         const q = 2 * tag - 1;
+        const meta = ent[q]!;
         if (ent[q - 1] === lo && his[tag - 1] === hi) {
-          const meta = ent[q]!;
           if ((meta & ~3) !== stamp) {
             if ((meta & 3) === TOMBSTONE) { ent[q] = stamp | WAITING; revived++; } else ent[q] = stamp | (meta & 3);
             list[u++] = tag - 1;
