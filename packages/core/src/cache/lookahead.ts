@@ -90,6 +90,9 @@ export interface StepHints {
   readonly retained: number;
 }
 
+/** Steps `drain` pops at a time, table by table. */
+const DRAIN_CHUNK = 16;
+
 /** Initial hash-index slots per table; grows by doubling. */
 const INITIAL_SLOTS = 1 << 12;
 
@@ -112,6 +115,14 @@ export const MAX_STEPS = 1 << 28;
 function home(lo: number, hi: number, shift: number): number {
   return Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
 }
+
+/**
+ * Math.imul(hi, 0x85ebca6b) for hi = −1; hi & HI_MUL equals it for hi = 0 too, so the compact
+ * loops hash with one multiply. For any other hi it gives some other slot, which is harmless
+ * there: such an id is never in a compact table, so its probe ends at an empty slot and the table
+ * switches to full high halves before inserting it (with the full hash from then on).
+ */
+const HI_MUL = Math.imul(-1, 0x85ebca6b);
 
 /**
  * One table's ids in the window or in the cache: BAGPIPE's LatestTracker and InCache (Algorithm 1
@@ -265,7 +276,7 @@ class TableState {
     outer: for (; i < n; i++) {
       const lo = words[2 * i]!;
       const hi = words[2 * i + 1]!;
-      let s = Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
+      let s = Math.imul(lo ^ (hi & HI_MUL), 0x9e3779b1) >>> shift;
       for (;;) {
         const tag = idx[s]!;
         if (tag === 0) {
@@ -316,7 +327,7 @@ class TableState {
     for (let i = 0; i < n; i++) {
       const lo = ids[i]!;
       const hi = lo >> 31;
-      let s = Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
+      let s = Math.imul(lo ^ (hi & HI_MUL), 0x9e3779b1) >>> shift;
       for (;;) {
         const tag = idx[s]!;
         if (tag === 0) {
@@ -538,6 +549,9 @@ export class LookaheadCache {
   private tail = 0;
   private ended = false;
   private ingestList = new Int32Array(1024);
+  /** Steps `drain` popped ahead (table by table) and has not yielded yet: ahead[aheadAt …]. */
+  private ahead: StepHints[] = [];
+  private aheadAt = 0;
 
   /** Throws a RangeError naming the first bad option. */
   static checkOptions(opts: LookaheadOptions): void {
@@ -565,7 +579,7 @@ export class LookaheadCache {
 
   /** Batches pushed and not yet returned with hints. */
   get pending(): number {
-    return this.tail - this.head;
+    return this.tail - this.head + this.ahead.length - this.aheadAt;
   }
 
   /**
@@ -660,24 +674,49 @@ export class LookaheadCache {
   /**
    * Ends the stream and yields the buffered batches' hints one at a time (the cache state between
    * two yields is the state after the step just yielded).
+   *
+   * It pops DRAIN_CHUNK steps at a time table by table, as `pushAll` does (one table's entries
+   * stay in the CPU caches across the chunk; step by step, 26 tables take turns), and hands them
+   * out one by one; `cachedIds`, `cacheSize` and `pending` undo the steps popped ahead, so what
+   * they report between two yields is unchanged.
    */
   *drain(): Generator<StepHints, void, undefined> {
     this.ended = true;
     // Everything read fitted the budget: any L covering the stream gives the same hints.
     if (this.L === null) this.L = Math.max(0, this.tail - 1);
-    while (this.head < this.tail) yield this.popSteps(1)[0]!;
+    for (;;) {
+      if (this.aheadAt < this.ahead.length) {
+        yield this.ahead[this.aheadAt++]!;
+        continue;
+      }
+      this.ahead = [];
+      this.aheadAt = 0;
+      if (this.head >= this.tail) return;
+      this.ahead = this.popSteps(DRAIN_CHUNK);
+    }
   }
 
   /** The ids of table t cached now (between steps), in no particular order. */
   cachedIds(t: number): BigInt64Array {
     const w = this.state[t]!.cachedWords();
-    return new BigInt64Array(w.buffer, 0, w.length / 2);
+    const ids = new BigInt64Array(w.buffer, 0, w.length / 2);
+    if (this.aheadAt >= this.ahead.length) return ids;
+    // Undo the steps popped ahead, last first: after = (before ∪ prefetch) − evict, and prefetch
+    // is disjoint from before, so before = (after ∪ evict) − prefetch.
+    const set = new Set<bigint>(ids);
+    for (let k = this.ahead.length - 1; k >= this.aheadAt; k--) {
+      const th = this.ahead[k]!.tables[t]!;
+      for (const id of th.evict) set.add(BigInt(id));
+      for (const id of th.prefetch) set.delete(BigInt(id));
+    }
+    return BigInt64Array.from(set);
   }
 
   /** Ids cached now, all tables. */
   get cacheSize(): number {
     let n = 0;
     for (const st of this.state) n += st.inCache;
+    for (let k = this.aheadAt; k < this.ahead.length; k++) for (const th of this.ahead[k]!.tables) n -= th.prefetch.length - th.evict.length;
     return n;
   }
 
@@ -724,20 +763,21 @@ export class LookaheadCache {
     this.ringMask = cap - 1;
   }
 
-  /** Pops the next `k` steps of every table (their windows are complete). */
+  /** Pops the next `k` steps (their windows are complete), table by table. */
   private popSteps(k: number): StepHints[] {
-    const out: StepHints[] = [];
-    for (let i = 0; i < k && this.head < this.tail; i++) {
-      const step = this.head++;
-      const tables: TableHints[] = [];
-      let retained = 0;
-      for (let t = 0; t < this.tables; t++) {
-        tables.push(this.popTable(t, step));
-        retained += this.state[t]!.inCache;
+    const head = this.head;
+    const m = Math.min(k, this.tail - head);
+    const tables: TableHints[][] = Array.from({ length: m }, () => new Array<TableHints>(this.tables));
+    const retained = new Float64Array(m);
+    for (let t = 0; t < this.tables; t++) {
+      const st = this.state[t]!;
+      for (let i = 0; i < m; i++) {
+        tables[i]![t] = this.popTable(t, head + i);
+        retained[i] += st.inCache;
       }
-      out.push(this.stepHints(step, tables, retained));
     }
-    return out;
+    this.head += m;
+    return tables.map((th, i) => this.stepHints(head + i, th, retained[i]!));
   }
 
   /** Table t's hints for `step` (Algorithm 1 lines 13–22 for one table). */
