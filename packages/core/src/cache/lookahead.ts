@@ -132,8 +132,12 @@ const HI_MUL = Math.imul(-1, 0x85ebca6b);
  * entry numbers, and popping a batch reads ~8 bytes per id from a compact array (RM1's largest
  * table: ~100K entries, under 1 MB) instead of one cache line per id scattered over a sparse hash
  * table several times larger — popping was half the time with slot lists. The hash index `idx`
- * (open addressing, linear probing, load ≤ 1/2) maps an id to its entry: slot s = [low half,
- * e + 1], 0 = empty; comparing the low half there skips the entry on a probe collision.
+ * (open addressing, linear probing, load between 1/2 after a rehash and 5/8) maps an id to its
+ * entry: slot s = e + 1, 0 = empty, 4 bytes, so RM1's largest index is 1 MB where 8-byte slots
+ * at load ≤ 1/4 took 4 MB; the key compare reads the entry, which a hit needs anyway. On the
+ * 2-core development VM random loads past ~3 MB of tables cost ~100 ns, and the ingest loop's
+ * time is mostly these two loads (index slot, then entry); 8-byte [low half, meta] slots (one
+ * load, no entries) measured ~10% slower overall, their pops reading scattered slots.
  *
  * While every id's high half is 0 or −1 (int32 ids, hex2int of Criteo's 8-digit hex) HI_NEG holds
  * it. The first other id switches the table to `his`, a parallel array of high halves per entry
