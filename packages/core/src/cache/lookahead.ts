@@ -90,15 +90,17 @@ export interface StepHints {
   readonly retained: number;
 }
 
-/** Initial slots per table; grows by doubling. */
+/** Steps `drain` pops at a time, table by table. */
+const DRAIN_CHUNK = 16;
+
+/** Initial hash-index slots per table; grows by doubling. */
 const INITIAL_SLOTS = 1 << 12;
 
-/** Slot states (low 2 bits of a slot's meta word). */
-const EMPTY = 0;
+/** Entry states (low 2 bits of an entry's meta word). */
 /** In the window, not prefetched yet. */
 const WAITING = 1;
 const CACHED = 2;
-/** Deleted; keeps its id so that the id coming back reuses the slot. */
+/** Deleted; keeps its id and its index slot so that the id coming back reuses the entry. */
 const TOMBSTONE = 3;
 /** Meta bit 2: the id's high half is −1 (else 0), for tables whose ids all have a high half of 0 or −1. */
 const HI_NEG = 4;
@@ -114,131 +116,200 @@ function home(lo: number, hi: number, shift: number): number {
   return Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
 }
 
-/** True when every id (lo, hi) of the words has a high half of 0 or −1 (int32 ids, hex2int of ≤ 8 digits, small hashes). */
-function compactable(words: Int32Array, n: number): boolean {
-  let bad = 0;
-  for (let i = 1, end = 2 * n; i < end; i += 2) {
-    const hi = words[i]!;
-    bad |= hi ^ (hi >> 31);
-  }
-  return bad === 0;
-}
+/**
+ * Math.imul(hi, 0x85ebca6b) for hi = −1; hi & HI_MUL equals it for hi = 0 too, so the compact
+ * loops hash with one multiply. For any other hi it gives some other slot, which is harmless
+ * there: such an id is never in a compact table, so its probe ends at an empty slot and the table
+ * switches to full high halves before inserting it (with the full hash from then on).
+ */
+const HI_MUL = Math.imul(-1, 0x85ebca6b);
 
 /**
  * One table's ids in the window or in the cache: BAGPIPE's LatestTracker and InCache (Algorithm 1
- * lines 2–3) in one open-addressing table with linear probing. Slot s is two words [2s, 2s + 2):
- * the id's low half, and a meta word = last step that uses the id (its TTL) << 3 | HI_NEG | state.
- * While every id's high half is 0 or −1 (int32 ids, hex2int of Criteo's 8-digit hex) HI_NEG holds
- * it, so a slot is 8 bytes: the per-batch cost is one cache miss per distinct id, and a small table
- * keeps more of them in cache. The first other id switches the table to `his`, a parallel array
- * of high halves.
+ * lines 2–3). Each id has an *entry* e in `ent`, two words [2e, 2e + 2): the id's low half, and a
+ * meta word = last step that uses the id (its TTL) << 3 | HI_NEG | state. Entries are numbered in
+ * first-insertion order, so they are dense: the ring buffer holds each batch's distinct ids as
+ * entry numbers, and popping a batch reads ~8 bytes per id from a compact array (RM1's largest
+ * table: ~100K entries, under 1 MB) instead of one cache line per id scattered over a sparse hash
+ * table several times larger — popping was half the time with slot lists. The hash index `idx`
+ * (open addressing, linear probing, load between 1/2 after a rehash and 5/8) maps an id to its
+ * entry: slot s = e + 1, 0 = empty, 4 bytes, so RM1's largest index is 1 MB where 8-byte slots
+ * at load ≤ 1/4 took 4 MB; the key compare reads the entry, which a hit needs anyway. On the
+ * 2-core development VM random loads past ~3 MB of tables cost ~100 ns, and the ingest loop's
+ * time is mostly these two loads (index slot, then entry); 8-byte [low half, meta] slots (one
+ * load, no entries) measured ~10% slower overall, their pops reading scattered slots.
  *
- * Deletion leaves a tombstone instead of shifting later slots back, so a slot index is stable until
- * the next rehash: the ring buffer holds slot indices and popping a batch reads each distinct id's
- * slot directly, with no second hash lookup. A rehash returns the old → new slot map so the
- * buffered batches can be renumbered.
+ * While every id's high half is 0 or −1 (int32 ids, hex2int of Criteo's 8-digit hex) HI_NEG holds
+ * it. The first other id switches the table to `his`, a parallel array of high halves per entry
+ * (entry numbers do not change).
+ *
+ * Deletion leaves the entry as a tombstone (and its index slot in place), so entry numbers are
+ * stable until the next rehash; a rehash that drops tombstones returns the old → new entry map so
+ * the buffered batches can be renumbered.
  */
 class TableState {
-  tab: Int32Array = new Int32Array(2 * INITIAL_SLOTS);
+  /** Hash index: slot s holds e + 1 for the entry e of an id homed near s, 0 when empty. */
+  idx: Int32Array = new Int32Array(INITIAL_SLOTS);
   mask = INITIAL_SLOTS - 1;
   shift = 32 - Math.log2(INITIAL_SLOTS);
-  /** High halves per slot once an id needs them; null while HI_NEG is enough. */
+  /** Entries [low half, meta]. */
+  ent: Int32Array = new Int32Array(INITIAL_SLOTS);
+  /** High halves per entry once an id needs them; null while HI_NEG is enough. */
   his: Int32Array | null = null;
+  /** Entries used (live + tombstones). */
+  entries = 0;
   /** Ids present (in the window or cached). */
   live = 0;
   tombstones = 0;
   /** Ids cached. */
   inCache = 0;
+  /** Set by `ingestCompact`: the index of the first id it could not take (n when it took all). */
+  private stop = 0;
 
   /**
-   * Makes room for `n` more ids with at most half the slots used (live + tombstones), so the hot
-   * loop never grows the table, and switches to full high halves if `words` need them. Returns
-   * the old → new slot map when it rehashed, else null.
+   * Makes room for `n` more ids with at most 5/8 of the index slots used (live + tombstones), so
+   * the hot loop never grows the table. Returns the old → new entry map when it dropped
+   * tombstones, else null.
    */
-  prepare(words: Int32Array | null, n: number): Int32Array | null {
-    const wide = this.his !== null || (words !== null && !compactable(words, n));
+  prepare(n: number): Int32Array | null {
     const slots = this.mask + 1;
-    if (2 * (this.live + this.tombstones + n) <= slots && wide === (this.his !== null)) return null;
-    // Rehash to a load of at most 1/4 for the live ids and the batch, so that the next rehash is
-    // at least as many insertions and deletions away as there are live ids (amortized O(1)).
-    let bits = Math.log2(INITIAL_SLOTS);
-    while (1 << bits < 4 * (this.live + n)) bits++;
-    return this.rehash(bits, wide);
+    if (8 * (this.entries + n) > 5 * slots) {
+      // Rehash to a load of at most 1/2 for the live ids and the batch, so that the next rehash
+      // is at least (live + n) / 4 insertions and deletions away (amortized O(1)).
+      let bits = Math.log2(INITIAL_SLOTS);
+      while (1 << bits < 2 * (this.live + n)) bits++;
+      return this.rehash(bits, n);
+    }
+    if (2 * (this.entries + n) > this.ent.length) this.growEntries(this.entries + n);
+    return null;
   }
 
-  private rehash(bits: number, wide: boolean): Int32Array {
+  /** Room for `cap` entries (entry numbers stay). */
+  private growEntries(cap: number): void {
+    let words = this.ent.length;
+    while (words < 2 * cap) words *= 2;
+    const ent = new Int32Array(words);
+    ent.set(this.ent.subarray(0, 2 * this.entries));
+    this.ent = ent;
+    if (this.his !== null) {
+      const his = new Int32Array(words >>> 1);
+      his.set(this.his.subarray(0, this.entries));
+      this.his = his;
+    }
+  }
+
+  private rehash(bits: number, n: number): Int32Array | null {
     const slots = 1 << bits;
     const shift = 32 - bits;
-    const old = this.tab;
-    const oldHis = this.his;
-    const remap = new Int32Array(old.length >>> 1).fill(-1);
-    const tab = new Int32Array(2 * slots);
-    const his = wide ? new Int32Array(slots) : null;
     const mask = slots - 1;
-    for (let p = 0, o = 0; p < old.length; p += 2, o++) {
-      const meta = old[p + 1]!;
-      const state = meta & 3;
-      if (state === EMPTY || state === TOMBSTONE) continue;
-      const lo = old[p]!;
-      const hi = oldHis !== null ? oldHis[o]! : -((meta & HI_NEG) >>> 2);
+    const old = this.ent;
+    const oldHis = this.his;
+    const count = this.entries;
+    // Entries keep their order (dense and in first-use order); tombstones are dropped.
+    const remap = this.tombstones > 0 ? new Int32Array(count) : null;
+    let words = INITIAL_SLOTS;
+    while (words < 2 * (this.live + n)) words *= 2;
+    const ent = remap !== null || words > old.length ? new Int32Array(words) : old;
+    const his = oldHis === null ? null : ent === old ? oldHis : new Int32Array(words >>> 1);
+    const idx = new Int32Array(slots);
+    let k = 0;
+    for (let e = 0; e < count; e++) {
+      const lo = old[2 * e]!;
+      const meta = old[2 * e + 1]!;
+      if ((meta & 3) === TOMBSTONE) { remap![e] = -1; continue; }
+      const hi = oldHis !== null ? oldHis[e]! : -((meta & HI_NEG) >>> 2);
+      ent[2 * k] = lo;
+      ent[2 * k + 1] = meta;
+      if (his !== null) his[k] = hi;
+      if (remap !== null) remap[e] = k;
       let s = home(lo, hi, shift);
-      while ((tab[(s << 1) + 1]! & 3) !== EMPTY) s = (s + 1) & mask;
-      tab[s << 1] = lo;
-      // With `his`, HI_NEG is not used (and must be clear: the step compares take meta & ~3).
-      tab[(s << 1) + 1] = his !== null ? meta & ~HI_NEG : meta;
-      if (his !== null) his[s] = hi;
-      remap[o] = s;
+      while (idx[s] !== 0) s = (s + 1) & mask;
+      idx[s] = ++k;
     }
-    this.tab = tab;
+    this.idx = idx;
+    this.ent = ent;
     this.his = his;
     this.mask = mask;
     this.shift = shift;
+    this.entries = k;
     this.tombstones = 0;
     return remap;
   }
 
+  /** Switches to full high halves (entry numbers stay). */
+  private widen(): void {
+    const ent = this.ent;
+    const his = new Int32Array(ent.length >>> 1);
+    for (let e = 0; e < this.entries; e++) {
+      const meta = ent[2 * e + 1]!;
+      his[e] = -((meta & HI_NEG) >>> 2);
+      // With `his`, HI_NEG is not used (and must be clear: the step compares take meta & ~3).
+      ent[2 * e + 1] = meta & ~HI_NEG;
+    }
+    this.his = his;
+  }
+
   /**
    * Records that batch `step` uses ids (lo, hi) = (words[2i], words[2i + 1]), i < n (Algorithm 1
-   * lines 8–9), and writes the slots of its distinct ids to `list` in first-occurrence order.
-   * Returns how many. The caller has called `prepare(words, n)`.
+   * lines 8–9), and writes the entries of its distinct ids to `list` in first-occurrence order.
+   * Returns how many. The caller has called `prepare(n)`.
    */
   ingestWords(words: Int32Array, n: number, step: number, list: Int32Array): number {
-    if (this.his !== null) return this.ingestWide(words, n, step, list);
-    const tab = this.tab;
+    if (this.his !== null) return this.ingestWide(words, 0, n, step, list, 0);
+    const u = this.ingestCompact(words, n, step, list);
+    if (this.stop === n) return u;
+    // An id whose high half is neither 0 nor −1: go on with full high halves.
+    this.widen();
+    return this.ingestWide(words, this.stop, n, step, list, u);
+  }
+
+  /**
+   * `ingestWords` while HI_NEG holds the high halves. Stops before the first new id that it
+   * cannot hold (setting `stop`); an id already present was compared with its full high half.
+   */
+  private ingestCompact(words: Int32Array, n: number, step: number, list: Int32Array): number {
+    const idx = this.idx;
+    const ent = this.ent;
     const mask = this.mask;
     const shift = this.shift;
     const stamp = step << 3;
-    let added = 0;
+    let e = this.entries;
     let revived = 0;
     let u = 0;
-    for (let i = 0, end = 2 * n; i < end; i += 2) {
-      const lo = words[i]!;
-      const hi = words[i + 1]!;
-      const neg = hi & HI_NEG;
-      let s = Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
+    let i = 0;
+    outer: for (; i < n; i++) {
+      const lo = words[2 * i]!;
+      const hi = words[2 * i + 1]!;
+      let s = Math.imul(lo ^ (hi & HI_MUL), 0x9e3779b1) >>> shift;
       for (;;) {
-        const p = s << 1;
-        const meta = tab[p + 1]!;
-        if (meta === EMPTY) {
-          tab[p] = lo;
-          tab[p + 1] = stamp | neg | WAITING;
-          list[u++] = s;
-          added++;
+        const tag = idx[s]!;
+        if (tag === 0) {
+          if ((hi ^ (hi >> 31)) !== 0) break outer;
+          idx[s] = e + 1;
+          ent[2 * e] = lo;
+          ent[2 * e + 1] = stamp | (hi & HI_NEG) | WAITING;
+          list[u++] = e++;
           break;
         }
-        if (tab[p] === lo && (meta & HI_NEG) === neg) {
-          if ((meta & ~HI_NEG & ~3) !== stamp || (meta & 3) === TOMBSTONE) {
-            // A tombstone of this id is its only slot in the table: revive it.
-            if ((meta & 3) === TOMBSTONE) { tab[p + 1] = stamp | neg | WAITING; revived++; } else tab[p + 1] = stamp | (meta & 7);
-            list[u++] = s;
+        // Both words of the entry at once (one cache line); meta << 29 >> 31 is the high half HI_NEG holds.
+        const q = 2 * tag - 1;
+        const meta = ent[q]!;
+        if (ent[q - 1] === lo && meta << 29 >> 31 === hi) {
+          // Popped steps (hence tombstones' TTLs) are all before `step`.
+          if ((meta & ~7) !== stamp) {
+            // A tombstone of this id is its only entry: revive it.
+            if ((meta & 3) === TOMBSTONE) { ent[q] = stamp | (meta & HI_NEG) | WAITING; revived++; } else ent[q] = stamp | (meta & 7);
+            list[u++] = tag - 1;
           }
           break;
         }
         s = (s + 1) & mask;
       }
     }
-    this.live += added + revived;
+    this.stop = i;
+    this.live += e - this.entries + revived;
     this.tombstones -= revived;
+    this.entries = e;
     return u;
   }
 
@@ -247,142 +318,181 @@ class TableState {
     if (this.his !== null) {
       const words = new Int32Array(2 * n);
       for (let i = 0; i < n; i++) { words[2 * i] = ids[i]!; words[2 * i + 1] = ids[i]! >> 31; }
-      return this.ingestWide(words, n, step, list);
+      return this.ingestWide(words, 0, n, step, list, 0);
     }
-    const tab = this.tab;
+    const idx = this.idx;
+    const ent = this.ent;
     const mask = this.mask;
     const shift = this.shift;
     const stamp = step << 3;
-    let added = 0;
+    let e = this.entries;
     let revived = 0;
     let u = 0;
     for (let i = 0; i < n; i++) {
       const lo = ids[i]!;
       const hi = lo >> 31;
-      const neg = hi & HI_NEG;
-      let s = Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
+      let s = Math.imul(lo ^ (hi & HI_MUL), 0x9e3779b1) >>> shift;
       for (;;) {
-        const p = s << 1;
-        const meta = tab[p + 1]!;
-        if (meta === EMPTY) {
-          tab[p] = lo;
-          tab[p + 1] = stamp | neg | WAITING;
-          list[u++] = s;
-          added++;
+        const tag = idx[s]!;
+        if (tag === 0) {
+          idx[s] = e + 1;
+          ent[2 * e] = lo;
+          ent[2 * e + 1] = stamp | (hi & HI_NEG) | WAITING;
+          list[u++] = e++;
           break;
         }
-        if (tab[p] === lo && (meta & HI_NEG) === neg) {
-          if ((meta & ~HI_NEG & ~3) !== stamp || (meta & 3) === TOMBSTONE) {
-            if ((meta & 3) === TOMBSTONE) { tab[p + 1] = stamp | neg | WAITING; revived++; } else tab[p + 1] = stamp | (meta & 7);
-            list[u++] = s;
+        const q = 2 * tag - 1;
+        const meta = ent[q]!;
+        if (ent[q - 1] === lo && meta << 29 >> 31 === hi) {
+          if ((meta & ~7) !== stamp) {
+            if ((meta & 3) === TOMBSTONE) { ent[q] = stamp | (meta & HI_NEG) | WAITING; revived++; } else ent[q] = stamp | (meta & 7);
+            list[u++] = tag - 1;
           }
           break;
         }
         s = (s + 1) & mask;
       }
     }
-    this.live += added + revived;
+    this.live += e - this.entries + revived;
     this.tombstones -= revived;
+    this.entries = e;
     return u;
   }
 
-  /** `ingestWords` once the table keeps full high halves in `his`. */
-  private ingestWide(words: Int32Array, n: number, step: number, list: Int32Array): number {
-    const tab = this.tab;
+  /** `ingestWords` from id `from` on, once the table keeps full high halves in `his`; `u` distinct ids are in `list` already. */
+  private ingestWide(words: Int32Array, from: number, n: number, step: number, list: Int32Array, u: number): number {
+    const idx = this.idx;
+    const ent = this.ent;
     const his = this.his!;
     const mask = this.mask;
     const shift = this.shift;
     const stamp = step << 3;
-    let added = 0;
+    let e = this.entries;
     let revived = 0;
-    let u = 0;
-    for (let i = 0, end = 2 * n; i < end; i += 2) {
-      const lo = words[i]!;
-      const hi = words[i + 1]!;
+    for (let i = from; i < n; i++) {
+      const lo = words[2 * i]!;
+      const hi = words[2 * i + 1]!;
       let s = Math.imul(lo ^ Math.imul(hi, 0x85ebca6b), 0x9e3779b1) >>> shift;
       for (;;) {
-        const p = s << 1;
-        const meta = tab[p + 1]!;
-        if (meta === EMPTY) {
-          tab[p] = lo;
-          tab[p + 1] = stamp | WAITING;
-          his[s] = hi;
-          list[u++] = s;
-          added++;
+        const tag = idx[s]!;
+        if (tag === 0) {
+          idx[s] = e + 1;
+          ent[2 * e] = lo;
+          ent[2 * e + 1] = stamp | WAITING;
+          his[e] = hi;
+          list[u++] = e++;
           break;
         }
-        if (tab[p] === lo && his[s] === hi) {
-          if ((meta & ~3) !== stamp || (meta & 3) === TOMBSTONE) {
-            if ((meta & 3) === TOMBSTONE) { tab[p + 1] = stamp | WAITING; revived++; } else tab[p + 1] = stamp | (meta & 3);
-            list[u++] = s;
+        const q = 2 * tag - 1;
+        const meta = ent[q]!;
+        if (ent[q - 1] === lo && his[tag - 1] === hi) {
+          if ((meta & ~3) !== stamp) {
+            if ((meta & 3) === TOMBSTONE) { ent[q] = stamp | WAITING; revived++; } else ent[q] = stamp | (meta & 3);
+            list[u++] = tag - 1;
           }
           break;
         }
         s = (s + 1) & mask;
       }
     }
-    this.live += added + revived;
+    this.live += e - this.entries + revived;
     this.tombstones -= revived;
+    this.entries = e;
     return u;
   }
 
   /**
-   * Pops batch `step` whose distinct ids are in slots list[0, u) (Algorithm 1 lines 13–22). Writes
-   * the id words of prefetches to out[0, 2u), of keeps to out[2u, 4u), of evictions to out[4u, 6u)
-   * and the keeps' TTLs to out[6u, 7u); returns the counts in `counts` [prefetch, keep, evict].
+   * Pops batch `step` whose distinct ids are entries list[0, u) (Algorithm 1 lines 13–22) and
+   * returns its hints, written straight into one exact-size buffer (transferable): ids as int64
+   * when `wide` (the batch's input was a BigInt64Array), else as int32; `cachedBefore` = inCache
+   * before the step. One pass counts prefetches and evictions to place the three lists, a second
+   * one writes them and updates the entries (the batch's entries are in cache by then).
    */
-  pop(list: Int32Array, u: number, step: number, out: Int32Array, counts: Int32Array): void {
-    const tab = this.tab;
+  pop(list: Int32Array, u: number, step: number, wide: boolean): TableHints {
+    const ent = this.ent;
     const his = this.his;
+    const cachedBefore = this.inCache;
     let np = 0;
-    let nk = 0;
     let ne = 0;
-    const K = 2 * u;
-    const E = 4 * u;
-    const T = 6 * u;
     for (let j = 0; j < u; j++) {
-      const s = list[j]!;
-      const p = s << 1;
-      const lo = tab[p]!;
-      const meta = tab[p + 1]!;
-      const hi = his !== null ? his[s]! : -((meta & HI_NEG) >>> 2);
-      const ttl = meta >>> 3;
-      if ((meta & 3) === WAITING) {
-        out[2 * np] = lo;
-        out[2 * np + 1] = hi;
-        np++;
+      const meta = ent[2 * list[j]! + 1]!;
+      if ((meta & 3) === WAITING) np++;
+      if (meta >>> 3 === step) ne++;
+    }
+    const nk = u - ne;
+    // prefetch ⊆ the distinct ids = keep + evict.
+    const ids = np + u;
+    const width = wide ? 8 : 4;
+    const buf = new ArrayBuffer(ids * width + nk * 4);
+    const ttl = new Int32Array(buf, ids * width, nk);
+    let prefetch: IdArray;
+    let keep: IdArray;
+    let evict: IdArray;
+    let p = 0;
+    let k = 0;
+    let x = 0;
+    if (wide) {
+      const w = new Int32Array(buf, 0, 2 * ids);
+      const K = 2 * np;
+      const E = 2 * (np + nk);
+      for (let j = 0; j < u; j++) {
+        const e = list[j]!;
+        const lo = ent[2 * e]!;
+        const meta = ent[2 * e + 1]!;
+        const hi = his !== null ? his[e]! : -((meta & HI_NEG) >>> 2);
+        if ((meta & 3) === WAITING) { w[p++] = lo; w[p++] = hi; }
+        if (meta >>> 3 === step) {
+          w[E + x++] = lo;
+          w[E + x++] = hi;
+          ent[2 * e + 1] = (meta & ~3) | TOMBSTONE;
+        } else {
+          ttl[k >> 1] = meta >>> 3;
+          w[K + k++] = lo;
+          w[K + k++] = hi;
+          ent[2 * e + 1] = (meta & ~3) | CACHED;
+        }
       }
-      if (ttl === step) {
-        out[E + 2 * ne] = lo;
-        out[E + 2 * ne + 1] = hi;
-        ne++;
-        tab[p + 1] = (meta & ~3) | TOMBSTONE;
-      } else {
-        out[K + 2 * nk] = lo;
-        out[K + 2 * nk + 1] = hi;
-        out[T + nk] = ttl;
-        nk++;
-        tab[p + 1] = (meta & ~3) | CACHED;
+      prefetch = new BigInt64Array(buf, 0, np);
+      keep = new BigInt64Array(buf, 8 * np, nk);
+      evict = new BigInt64Array(buf, 8 * (np + nk), ne);
+    } else {
+      const w = new Int32Array(buf, 0, ids);
+      const K = np;
+      const E = np + nk;
+      for (let j = 0; j < u; j++) {
+        const e = list[j]!;
+        const lo = ent[2 * e]!;
+        const meta = ent[2 * e + 1]!;
+        if ((meta & 3) === WAITING) w[p++] = lo;
+        if (meta >>> 3 === step) {
+          w[E + x++] = lo;
+          ent[2 * e + 1] = (meta & ~3) | TOMBSTONE;
+        } else {
+          ttl[k] = meta >>> 3;
+          w[K + k++] = lo;
+          ent[2 * e + 1] = (meta & ~3) | CACHED;
+        }
       }
+      prefetch = w.subarray(0, np);
+      keep = w.subarray(K, K + nk);
+      evict = w.subarray(E, E + ne);
     }
     this.inCache += np - ne;
     this.live -= ne;
     this.tombstones += ne;
-    counts[0] = np;
-    counts[1] = nk;
-    counts[2] = ne;
+    return { prefetch, keep, ttl, evict, unique: u, hits: u - np, resident: cachedBefore + np };
   }
 
-  /** Words (lo, hi) of the cached ids, in slot order. */
+  /** Words (lo, hi) of the cached ids, in entry order. */
   cachedWords(): Int32Array {
     const out = new Int32Array(2 * this.inCache);
     let o = 0;
-    const tab = this.tab;
-    for (let p = 0, s = 0; p < tab.length; p += 2, s++) {
-      const meta = tab[p + 1]!;
+    const ent = this.ent;
+    for (let e = 0; e < this.entries; e++) {
+      const meta = ent[2 * e + 1]!;
       if ((meta & 3) === CACHED) {
-        out[o++] = tab[p]!;
-        out[o++] = this.his !== null ? this.his[s]! : -((meta & HI_NEG) >>> 2);
+        out[o++] = ent[2 * e]!;
+        out[o++] = this.his !== null ? this.his[e]! : -((meta & HI_NEG) >>> 2);
       }
     }
     return out;
@@ -442,9 +552,10 @@ export class LookaheadCache {
   private head = 0;
   private tail = 0;
   private ended = false;
-  private scratch = new Int32Array(1024);
   private ingestList = new Int32Array(1024);
-  private readonly counts = new Int32Array(3);
+  /** Steps `drain` popped ahead (table by table) and has not yielded yet: ahead[aheadAt …]. */
+  private ahead: StepHints[] = [];
+  private aheadAt = 0;
 
   /** Throws a RangeError naming the first bad option. */
   static checkOptions(opts: LookaheadOptions): void {
@@ -472,7 +583,7 @@ export class LookaheadCache {
 
   /** Batches pushed and not yet returned with hints. */
   get pending(): number {
-    return this.tail - this.head;
+    return this.tail - this.head + this.ahead.length - this.aheadAt;
   }
 
   /**
@@ -534,7 +645,7 @@ export class LookaheadCache {
         const a = batches[from + j]![t]!;
         const n = a.length;
         const words = isWide(a) ? new Int32Array(a.buffer, a.byteOffset, 2 * n) : null;
-        const remap = st.prepare(words, n);
+        const remap = st.prepare(n);
         // Renumber this table's buffered batches: [head, step) less those already popped in this group.
         if (remap !== null) this.renumber(t, remap, L === null ? head : Math.max(head, step - L), step);
         const r = (step & this.ringMask) * this.tables + t;
@@ -567,24 +678,49 @@ export class LookaheadCache {
   /**
    * Ends the stream and yields the buffered batches' hints one at a time (the cache state between
    * two yields is the state after the step just yielded).
+   *
+   * It pops DRAIN_CHUNK steps at a time table by table, as `pushAll` does (one table's entries
+   * stay in the CPU caches across the chunk; step by step, 26 tables take turns), and hands them
+   * out one by one; `cachedIds`, `cacheSize` and `pending` undo the steps popped ahead, so what
+   * they report between two yields is unchanged.
    */
   *drain(): Generator<StepHints, void, undefined> {
     this.ended = true;
     // Everything read fitted the budget: any L covering the stream gives the same hints.
     if (this.L === null) this.L = Math.max(0, this.tail - 1);
-    while (this.head < this.tail) yield this.popSteps(1)[0]!;
+    for (;;) {
+      if (this.aheadAt < this.ahead.length) {
+        yield this.ahead[this.aheadAt++]!;
+        continue;
+      }
+      this.ahead = [];
+      this.aheadAt = 0;
+      if (this.head >= this.tail) return;
+      this.ahead = this.popSteps(DRAIN_CHUNK);
+    }
   }
 
   /** The ids of table t cached now (between steps), in no particular order. */
   cachedIds(t: number): BigInt64Array {
     const w = this.state[t]!.cachedWords();
-    return new BigInt64Array(w.buffer, 0, w.length / 2);
+    const ids = new BigInt64Array(w.buffer, 0, w.length / 2);
+    if (this.aheadAt >= this.ahead.length) return ids;
+    // Undo the steps popped ahead, last first: after = (before ∪ prefetch) − evict, and prefetch
+    // is disjoint from before, so before = (after ∪ evict) − prefetch.
+    const set = new Set<bigint>(ids);
+    for (let k = this.ahead.length - 1; k >= this.aheadAt; k--) {
+      const th = this.ahead[k]!.tables[t]!;
+      for (const id of th.evict) set.add(BigInt(id));
+      for (const id of th.prefetch) set.delete(BigInt(id));
+    }
+    return BigInt64Array.from(set);
   }
 
   /** Ids cached now, all tables. */
   get cacheSize(): number {
     let n = 0;
     for (const st of this.state) n += st.inCache;
+    for (let k = this.aheadAt; k < this.ahead.length; k++) for (const th of this.ahead[k]!.tables) n -= th.prefetch.length - th.evict.length;
     return n;
   }
 
@@ -631,32 +767,28 @@ export class LookaheadCache {
     this.ringMask = cap - 1;
   }
 
-  /** Pops the next `k` steps of every table (their windows are complete). */
+  /** Pops the next `k` steps (their windows are complete), table by table. */
   private popSteps(k: number): StepHints[] {
-    const out: StepHints[] = [];
-    for (let i = 0; i < k && this.head < this.tail; i++) {
-      const step = this.head++;
-      const tables: TableHints[] = [];
-      let retained = 0;
-      for (let t = 0; t < this.tables; t++) {
-        tables.push(this.popTable(t, step));
-        retained += this.state[t]!.inCache;
+    const head = this.head;
+    const m = Math.min(k, this.tail - head);
+    const tables: TableHints[][] = Array.from({ length: m }, () => new Array<TableHints>(this.tables));
+    const retained = new Float64Array(m);
+    for (let t = 0; t < this.tables; t++) {
+      const st = this.state[t]!;
+      for (let i = 0; i < m; i++) {
+        tables[i]![t] = this.popTable(t, head + i);
+        retained[i] += st.inCache;
       }
-      out.push(this.stepHints(step, tables, retained));
     }
-    return out;
+    this.head += m;
+    return tables.map((th, i) => this.stepHints(head + i, th, retained[i]!));
   }
 
   /** Table t's hints for `step` (Algorithm 1 lines 13–22 for one table). */
   private popTable(t: number, step: number): TableHints {
     const r = (step & this.ringMask) * this.tables + t;
     const u = this.ringLen[r]!;
-    const st = this.state[t]!;
-    if (this.scratch.length < 7 * u) this.scratch = new Int32Array(Math.max(7 * u, 2 * this.scratch.length));
-    const before = st.inCache;
-    const counts = this.counts;
-    st.pop(this.ring[r]!, u, step, this.scratch, counts);
-    return tableHints(this.scratch, u, counts[0]!, counts[1]!, counts[2]!, this.ringWide[r] === 1, before);
+    return this.state[t]!.pop(this.ring[r]!, u, step, this.ringWide[r] === 1);
   }
 
   private stepHints(step: number, tables: TableHints[], retained: number): StepHints {
@@ -670,37 +802,6 @@ export class LookaheadCache {
     }
     return { step, window: this.L!, tables, unique, hits, hitRatio: unique === 0 ? 1 : hits / unique, cacheSize, retained };
   }
-}
-
-/** Copies one table's hints out of the scratch words into one exact-size buffer (transferable). */
-function tableHints(w: Int32Array, u: number, np: number, nk: number, ne: number, wide: boolean, cachedBefore: number): TableHints {
-  const ids = np + nk + ne;
-  const width = wide ? 8 : 4;
-  const buf = new ArrayBuffer(ids * width + nk * 4);
-  const ttl = new Int32Array(buf, ids * width, nk);
-  ttl.set(w.subarray(6 * u, 6 * u + nk));
-  let prefetch: IdArray;
-  let keep: IdArray;
-  let evict: IdArray;
-  if (wide) {
-    const words = new Int32Array(buf, 0, 2 * ids);
-    words.set(w.subarray(0, 2 * np), 0);
-    words.set(w.subarray(2 * u, 2 * u + 2 * nk), 2 * np);
-    words.set(w.subarray(4 * u, 4 * u + 2 * ne), 2 * (np + nk));
-    prefetch = new BigInt64Array(buf, 0, np);
-    keep = new BigInt64Array(buf, 8 * np, nk);
-    evict = new BigInt64Array(buf, 8 * (np + nk), ne);
-  } else {
-    prefetch = lowWords(w, 0, np, new Int32Array(buf, 0, np));
-    keep = lowWords(w, 2 * u, nk, new Int32Array(buf, 4 * np, nk));
-    evict = lowWords(w, 4 * u, ne, new Int32Array(buf, 4 * (np + nk), ne));
-  }
-  return { prefetch, keep, ttl, evict, unique: nk + ne, hits: nk + ne - np, resident: cachedBefore + np };
-}
-
-function lowWords(w: Int32Array, at: number, n: number, out: Int32Array): Int32Array {
-  for (let i = 0; i < n; i++) out[i] = w[at + 2 * i]!;
-  return out;
 }
 
 /** Running statistics over a stream of step hints: cache size over time, hit ratio, budget overruns. */

@@ -263,6 +263,32 @@ describe('LookaheadCache against a brute-force ideal cache', () => {
     expect(hints.map((h) => [h.step, h.unique, h.hitRatio, h.cacheSize])).toEqual([[0, 0, 1, 0], [1, 0, 1, 0]]);
   });
 
+  it('reports the cache as of the last yielded step while draining, also across a drain left early and resumed', () => {
+    // drain() pops several steps at a time table by table; what is observable between yields must not show it.
+    const spec: StreamSpec = { seed: 31, steps: 60, tables: 3, maxLen: 30, vocab: 80, wide: false };
+    const stream = randomStream(spec);
+    const L = 40;
+    const want = oracle(stream, L, 3);
+    const la = new LookaheadCache({ tables: 3, window: L });
+    const got: StepHints[] = [];
+    let pushed = 0;
+    const check = (h: StepHints): void => {
+      got.push(h);
+      const x = h.step;
+      expect(la.pending).toBe(pushed - x - 1);
+      const contents = [0, 1, 2].map((t) => sorted(la.cachedIds(t)));
+      expect(contents).toEqual(want[x]!.map((r) => r.contents));
+      expect(la.cacheSize).toBe(contents.reduce((a, c) => a + c.length, 0));
+      expect(la.cacheSize).toBe(h.retained);
+    };
+    for (const b of stream) { pushed++; const h = la.push(b.map(narrowArray)); if (h !== null) check(h); }
+    for (const h of la.drain()) { check(h); if (h.step === 25) break; }
+    expect(la.pending).toBe(stream.length - 26);
+    for (const h of la.drain()) check(h);
+    expect(got.map((h) => h.step)).toEqual(stream.map((_, x) => x));
+    expect(got).toEqual(LookaheadCache.run(stream.map((b) => b.map(narrowArray)), { tables: 3, window: L }));
+  });
+
   it('gives the same hints however the batches are cut into pushes and drained', () => {
     const spec: StreamSpec = { seed: 9, steps: 25, tables: 2, maxLen: 40, vocab: 100, wide: true };
     const stream = randomStream(spec);
