@@ -1,7 +1,8 @@
-import { tableFromIPC, type Table } from 'apache-arrow';
+import type { Table } from 'apache-arrow';
 import { unpack } from 'msgpackr';
 import { Agent, type Dispatcher } from 'undici';
 import { SluiceError } from '../errors.js';
+import { tableFromArrowStream } from './arrow-ipc.js';
 
 /** A batch as the HTTP client decodes it (the msgpack layout, with offsets worked out). */
 export interface ClientBatch {
@@ -215,7 +216,7 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
     async arrow(seq, signal) {
       // Arrow IPC aligns its buffers to 8 bytes and the body is a buffer of its own: columns are views.
       const body = await batchBody(seq, 'application/vnd.apache.arrow.stream', signal);
-      return body === null ? null : tableFromIPC(body);
+      return body === null ? null : tableFromArrowStream(body);
     },
     batches(o = {}) {
       const step = o.step ?? 1;
