@@ -14,7 +14,13 @@ import { Data, Message, MessageHeader, RecordBatch, Schema, Struct, Table, Type,
  * a malformed stream) goes to `tableFromIPC` itself, so every valid stream decodes.
  */
 export function tableFromArrowStream(body: Uint8Array): Table {
-  return fastTable(body) ?? tableFromIPC(body);
+  let t: Table | null;
+  try {
+    t = fastTable(body);
+  } catch {
+    t = null; // a malformed stream: apache-arrow's reader gives its own error
+  }
+  return t ?? tableFromIPC(body);
 }
 
 /** The schema message last seen (its flatbuffer bytes) and what it decoded to. */

@@ -47,7 +47,7 @@ describe('tableFromArrowStream', () => {
     for await (const b of pipeline(plan, { input: data })) batches.push(b);
     expect(batches.length).toBe(3); // the last one short
     for (const b of [...batches, ...batches]) { // twice: the second time with the schema remembered
-      const body = own(batchToArrowStream(b, plan.label));
+      const body = own(batchToArrowStream(b, plan.label ?? null));
       const t = tableFromArrowStream(body);
       expectSameTable(t, tableFromIPC(body));
       const sparse = t.getChild(b.sparse.keys[0]!)!.data[0]!;
