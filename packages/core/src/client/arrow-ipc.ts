@@ -79,32 +79,87 @@ function fastTable(body: Uint8Array): Table | null {
     const m = next();
     if (m === null) break;
     if (m === undefined) return null;
-    const msg = Message.decode(m.meta);
-    if (msg.headerType !== MessageHeader.RecordBatch || m.bodyAt % 8 !== 0 || m.bodyAt + msg.bodyLength > body.byteLength) return null;
-    const header = msg.header() as unknown as RecordBatchHeader;
-    if (header.compression != null) return null;
+    const header = readRecordBatch(new DataView(m.meta.buffer, m.meta.byteOffset, m.meta.byteLength));
+    if (header === null || m.bodyAt % 8 !== 0 || m.bodyAt + header.bodyLength > body.byteLength) return null;
     // A plain Uint8Array (not a Buffer) over the message body, as apache-arrow's reader has.
-    const loader = new Loader(new Uint8Array(body.buffer, body.byteOffset + m.bodyAt, msg.bodyLength), header);
+    const loader = new Loader(new Uint8Array(body.buffer, body.byteOffset + m.bodyAt, header.bodyLength), header);
     const children: Data[] = [];
     for (const f of schema.fields) {
       const d = loader.visit(f.type);
       if (d === null) return null;
       children.push(d);
     }
-    if (loader.nodesUsed !== header.nodes.length || loader.buffersUsed !== header.buffers.length) return null;
-    batches.push(new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: header.length, children }), msg.metadata));
-    at = m.bodyAt + msg.bodyLength;
+    if (loader.nodesUsed * 2 !== header.nodes.length || loader.buffersUsed * 2 !== header.buffers.length) return null;
+    // The message metadata apache-arrow's reader passes: none here (readRecordBatch falls back when there is some).
+    batches.push(new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: header.length, children }), new Map<string, string>()));
+    at = m.bodyAt + header.bodyLength;
   }
   // A stream without batches: apache-arrow's own reader says what that is.
   return batches.length === 0 ? null : new Table(batches);
 }
 
-/** What apache-arrow's `Message#header()` holds for a record batch (its metadata class is not exported). */
+/** A record batch message: its row count and body length, field nodes as [length, nullCount] pairs and buffers as [offset, length] pairs. */
 interface RecordBatchHeader {
+  readonly bodyLength: number;
   readonly length: number;
-  readonly nodes: ReadonlyArray<{ length: number; nullCount: number }>;
-  readonly buffers: ReadonlyArray<{ offset: number; length: number }>;
-  readonly compression: unknown;
+  readonly nodes: readonly number[];
+  readonly buffers: readonly number[];
+}
+
+/**
+ * Reads a RecordBatch Message flatbuffer (Arrow's Message.fbs / Schema.fbs) straight into numbers:
+ * apache-arrow's Message.decode makes an object and two BigInts per node and per buffer. Null
+ * (the caller falls back) for anything else: another header type, custom metadata, compression,
+ * variadic buffer counts, values past 2^53, or offsets outside the bytes.
+ */
+function readRecordBatch(v: DataView): RecordBatchHeader | null {
+  const n = v.byteLength;
+  const u32 = (p: number): number => (p >= 0 && p + 4 <= n ? v.getUint32(p, true) : NaN);
+  const i64 = (p: number): number => {
+    if (p < 0 || p + 8 > n) return NaN;
+    const hi = v.getInt32(p + 4, true);
+    return hi < 0 || hi >= 1 << 21 ? NaN : hi * 2 ** 32 + v.getUint32(p, true);
+  };
+  /** Where field `i` of the table at `t` is, or 0 when absent (NaN: malformed). */
+  const field = (t: number, i: number): number => {
+    if (t < 0 || t + 4 > n) return NaN;
+    const vt = t - v.getInt32(t, true);
+    if (vt < 0 || vt + 4 > n) return NaN;
+    const vtSize = v.getUint16(vt, true);
+    if (4 + 2 * i + 2 > vtSize) return 0;
+    if (vt + 4 + 2 * i + 2 > n) return NaN;
+    const o = v.getUint16(vt + 4 + 2 * i, true);
+    return o === 0 ? 0 : t + o;
+  };
+  const ref = (p: number): number => p + u32(p); // a uoffset to a table or vector
+  const msg = u32(0);
+  // Message: 0 version, 1 header_type, 2 header, 3 bodyLength, 4 custom_metadata.
+  const typeAt = field(msg, 1);
+  if (!(typeAt > 0) || typeAt + 1 > n || v.getUint8(typeAt) !== MessageHeader.RecordBatch || field(msg, 4) !== 0) return null;
+  const headerAt = field(msg, 2);
+  const bodyAt = field(msg, 3);
+  if (!(headerAt > 0) || Number.isNaN(bodyAt)) return null;
+  const bodyLength = bodyAt === 0 ? 0 : i64(bodyAt);
+  const rb = ref(headerAt);
+  // RecordBatch: 0 length, 1 nodes [FieldNode], 2 buffers [Buffer], 3 compression, 4 variadicBufferCounts.
+  const lengthAt = field(rb, 0);
+  if (Number.isNaN(lengthAt) || field(rb, 3) !== 0 || field(rb, 4) !== 0) return null;
+  const length = lengthAt === 0 ? 0 : i64(lengthAt);
+  /** A vector of 16-byte structs of two int64s, flattened. */
+  const pairs = (at: number): number[] | null => {
+    if (Number.isNaN(at)) return null;
+    if (at === 0) return [];
+    const vec = ref(at);
+    const count = u32(vec);
+    if (!(vec + 4 + 16 * count <= n)) return null;
+    const out = new Array<number>(2 * count);
+    for (let k = 0; k < 2 * count; k++) out[k] = i64(vec + 4 + 8 * k);
+    return out.some(Number.isNaN) ? null : out;
+  };
+  const nodes = pairs(field(rb, 1));
+  const buffers = pairs(field(rb, 2));
+  if (nodes === null || buffers === null || Number.isNaN(bodyLength) || Number.isNaN(length)) return null;
+  return { bodyLength, length, nodes, buffers };
 }
 
 /** apache-arrow's VectorLoader for the types `supported` allows: the same buffers in the same order, as views. */
@@ -114,9 +169,13 @@ class Loader {
   constructor(private readonly body: Uint8Array, private readonly header: RecordBatchHeader) {}
 
   private bytes(): Uint8Array | null {
-    const r = this.header.buffers[this.buffersUsed++];
-    if (r === undefined || r.offset + r.length > this.body.byteLength) return null;
-    return this.body.subarray(r.offset, r.offset + r.length);
+    const b = this.header.buffers;
+    const i = 2 * this.buffersUsed++;
+    if (i + 1 >= b.length) return null;
+    const offset = b[i]!;
+    const length = b[i + 1]!;
+    if (offset + length > this.body.byteLength) return null;
+    return this.body.subarray(offset, offset + length);
   }
 
   /** The bytes as a typed array over the body, or null when they are not aligned for it. */
@@ -127,9 +186,10 @@ class Loader {
   }
 
   visit(type: DataType): Data | null {
-    const node = this.header.nodes[this.nodesUsed++];
-    if (node === undefined) return null;
-    const { length, nullCount } = node;
+    const i = 2 * this.nodesUsed++;
+    if (i + 1 >= this.header.nodes.length) return null;
+    const length = this.header.nodes[i]!;
+    const nullCount = this.header.nodes[i + 1]!;
     // The validity buffer is always there; apache-arrow reads it only when something is null (an
     // empty one otherwise: here an empty view of the body, as a fresh \`new Uint8Array(0)\` is an
     // on-heap array whose \`.buffer\` V8 must materialise when apache-arrow views it again).

@@ -50,6 +50,8 @@ describe('tableFromArrowStream', () => {
       const body = own(batchToArrowStream(b, plan.label ?? null));
       const t = tableFromArrowStream(body);
       expectSameTable(t, tableFromIPC(body));
+      // Read by the fast path (not the fallback): the remembered schema's types are reused.
+      expect(tableFromArrowStream(own(body)).schema.fields[20]!.type).toBe(t.schema.fields[20]!.type);
       const sparse = t.getChild(b.sparse.keys[0]!)!.data[0]!;
       expect(sparse.valueOffsets.buffer).toBe(body.buffer);
       expect(sparse.children[0]!.values.buffer).toBe(body.buffer);
