@@ -10,7 +10,7 @@
  * batches untimed, so the clock sees the steady stream a trainer sees, not the first touch of
  * fresh buffers (page faults) or code not yet optimised.
  *
- *   npm run bench:transport [-- --batches 60 --warmup 8 --reps 5 --json]
+ *   npm run bench:transport [-- --batches 60 --warmup 64 --reps 5 --json]
  */
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
@@ -19,7 +19,7 @@ import {
 } from '@sluice/core';
 import { cachedDataset, emitJson, fmtRatio, log, machine, median, printTable } from './lib.js';
 
-const { values } = parseArgs({ options: { batches: { type: 'string', default: '60' }, reps: { type: 'string', default: '5' }, warmup: { type: 'string', default: '8' }, json: { type: 'boolean' } } });
+const { values } = parseArgs({ options: { batches: { type: 'string', default: '60' }, reps: { type: 'string', default: '5' }, warmup: { type: 'string', default: '64' }, json: { type: 'boolean' } } });
 const N = Number(values.batches);
 const REPS = Number(values.reps);
 const WARM = Number(values.warmup);
