@@ -1,7 +1,9 @@
-import { tableFromIPC, type Table } from 'apache-arrow';
+import type { Table } from 'apache-arrow';
 import { unpack } from 'msgpackr';
 import { Agent, type Dispatcher } from 'undici';
 import { SluiceError } from '../errors.js';
+import { tableFromArrowStream } from './arrow-ipc.js';
+import { DirectPool, Unsupported } from './direct.js';
 
 /** A batch as the HTTP client decodes it (the msgpack layout, with offsets worked out). */
 export interface ClientBatch {
@@ -157,7 +159,9 @@ function transient(e: unknown): boolean {
 
 /**
  * A client for `sluice serve`: typed batches over msgpack, retries on transient errors (a body
- * cut off mid-way is asked for again), and resumable iteration from any cursor.
+ * cut off mid-way is asked for again), and resumable iteration from any cursor. Over plain HTTP,
+ * batch bodies are read by keep-alive sockets straight into one buffer each (DirectPool); other
+ * requests, https, and servers that answer without a content-length go through undici.
  *
  * @example
  * const c = createClient('http://127.0.0.1:8080', { token: process.env.SLUICE_TOKEN });
@@ -169,11 +173,28 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
   const retries = options.retries ?? 5;
   const headers: Record<string, string> = options.token === undefined ? {} : { authorization: `Bearer ${options.token}` };
 
-  async function get(path: string, accept: string, signal?: AbortSignal): Promise<{ status: number; body: Uint8Array }> {
+  // Batch bodies over plain HTTP are read by DirectPool, straight into their buffers; undici does
+  // the rest (and any response DirectPool does not take).
+  // A server (or proxy) that answers without a content-length is left to undici from then on.
+  let direct = base.protocol === 'http:' ? new DirectPool(base.hostname.replace(/^\[|\]$/g, ''), Number(base.port || 80), base.host, 8) : null;
+  const getDirect = async (target: string, h: Record<string, string>, signal?: AbortSignal): Promise<{ status: number; body: Uint8Array }> => {
+    try {
+      return await direct!.get(target, h, signal);
+    } catch (e) {
+      if (!(e instanceof Unsupported)) throw e;
+      direct?.close();
+      direct = null;
+      return getOnce(agent, base.origin, target, h, signal);
+    }
+  };
+
+  async function get(path: string, accept: string, signal?: AbortSignal, body = false): Promise<{ status: number; body: Uint8Array }> {
     let delay = options.retryDelayMs ?? 100;
+    const target = ((u) => u.pathname + u.search)(new URL(path, base));
     for (let attempt = 0; ; attempt++) {
       try {
-        const r = await getOnce(agent, base.origin, ((u) => u.pathname + u.search)(new URL(path, base)), { ...headers, accept }, signal);
+        const h = { ...headers, accept };
+        const r = body && direct !== null ? await getDirect(target, h, signal) : await getOnce(agent, base.origin, target, h, signal);
         if (r.status >= 500) throw new HttpError(r.status, `${path}: HTTP ${r.status} ${new TextDecoder().decode(r.body)}`);
         return r;
       } catch (e) {
@@ -194,7 +215,7 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
   async function batchBody(seq: number, accept: string, signal?: AbortSignal): Promise<Uint8Array | null> {
     if (!Number.isSafeInteger(seq) || seq < 0) throw new RangeError(`seq must be a non-negative integer, got ${seq}`);
     const path = `/v1/batches/${seq}`;
-    const r = await get(path, accept, signal);
+    const r = await get(path, accept, signal, true);
     if (r.status === 404) {
       try { if ((JSON.parse(new TextDecoder().decode(r.body)) as { end?: boolean }).end) return null; } catch { /* not the end marker */ }
     }
@@ -215,7 +236,7 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
     async arrow(seq, signal) {
       // Arrow IPC aligns its buffers to 8 bytes and the body is a buffer of its own: columns are views.
       const body = await batchBody(seq, 'application/vnd.apache.arrow.stream', signal);
-      return body === null ? null : tableFromIPC(body);
+      return body === null ? null : tableFromArrowStream(body);
     },
     batches(o = {}) {
       const step = o.step ?? 1;
@@ -240,7 +261,7 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
       };
       return { [Symbol.asyncIterator]: it, get cursor() { return state.cursor; } };
     },
-    close: () => agent.close(),
+    close: () => { direct?.close(); return agent.close(); },
   };
   return client;
 }

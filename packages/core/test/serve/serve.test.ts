@@ -167,6 +167,32 @@ describe('sluice serve (HTTP)', () => {
       await new Promise((r) => proxy.close(r));
     }
   });
+
+  it('the client reads chunked responses and answers on connections the server closed', async () => {
+    // A proxy that closes every other connection after its response, as servers with a short
+    // keep-alive do; from the fifth response on it drops content-length (so they are chunked).
+    let n = 0;
+    const proxy: Server = createServer((req, res) => {
+      const up = httpRequest(url + req.url!, { headers: req.headers }, (r) => {
+        const { 'content-length': length, ...h } = r.headers;
+        const k = n++;
+        res.writeHead(r.statusCode!, { ...h, ...(k < 4 ? { 'content-length': length } : {}), ...(k % 2 === 1 ? { connection: 'close' } : {}) });
+        r.pipe(res);
+      });
+      up.end();
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const c = createClient(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, { token: TOKEN, retryDelayMs: 5 });
+    try {
+      for (const seq of [0, 5, 7, 2]) expectSame((await c.batch(seq))!, oracle[seq]!);
+      expect((await c.arrow(1))!.numRows).toBe(128);
+      expect(await c.batch(8)).toBeNull();
+    } finally {
+      await c.close();
+      proxy.closeAllConnections();
+      await new Promise((r) => proxy.close(r));
+    }
+  });
 });
 
 /** The first Python with msgpack and numpy ($PYTHON, python3 on PATH, the system one), or why there is none. */
