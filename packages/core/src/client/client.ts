@@ -1,6 +1,6 @@
 import type { Table } from 'apache-arrow';
 import { unpack } from 'msgpackr';
-import { Agent, type Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import { SluiceError } from '../errors.js';
 import { tableFromArrowStream } from './arrow-ipc.js';
 import { DirectPool, Unsupported } from './direct.js';
@@ -169,7 +169,10 @@ function transient(e: unknown): boolean {
  */
 export function createClient(url: string, options: ClientOptions = {}): BatchClient {
   const base = new URL(url);
-  const agent = new Agent({ connections: 8, keepAliveTimeout: 30_000 });
+  // undici is loaded on the first request that needs it (most batch reads do not): it is the
+  // largest module core would otherwise load (~5 MB of JS heap), into every training script.
+  let agentP: Promise<Agent> | null = null;
+  const agent = (): Promise<Agent> => (agentP ??= import('undici').then(({ Agent: A }) => new A({ connections: 8, keepAliveTimeout: 30_000 })));
   const retries = options.retries ?? 5;
   const headers: Record<string, string> = options.token === undefined ? {} : { authorization: `Bearer ${options.token}` };
 
@@ -184,7 +187,7 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
       if (!(e instanceof Unsupported)) throw e;
       direct?.close();
       direct = null;
-      return getOnce(agent, base.origin, target, h, signal);
+      return getOnce(await agent(), base.origin, target, h, signal);
     }
   };
 
@@ -194,7 +197,7 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
     for (let attempt = 0; ; attempt++) {
       try {
         const h = { ...headers, accept };
-        const r = body && direct !== null ? await getDirect(target, h, signal) : await getOnce(agent, base.origin, target, h, signal);
+        const r = body && direct !== null ? await getDirect(target, h, signal) : await getOnce(await agent(), base.origin, target, h, signal);
         if (r.status >= 500) throw new HttpError(r.status, `${path}: HTTP ${r.status} ${new TextDecoder().decode(r.body)}`);
         return r;
       } catch (e) {
@@ -261,7 +264,7 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
       };
       return { [Symbol.asyncIterator]: it, get cursor() { return state.cursor; } };
     },
-    close: () => { direct?.close(); return agent.close(); },
+    close: async () => { direct?.close(); if (agentP !== null) await (await agentP).close(); },
   };
   return client;
 }
