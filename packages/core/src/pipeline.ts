@@ -8,6 +8,7 @@ import { eliminateRedundant } from './plan/optimize.js';
 import { readColumnStats } from './plan/stats.js';
 import { autoPlacement } from './backend/auto.js';
 import { autoCandidates } from './plan/cost.js';
+import { candidatePlacements, chooseMeasured, measureCandidates, predictRun, readMeasurements, writeMeasurements, type Measurement } from './plan/calibration.js';
 import type { Backend, CostReport } from './backend/types.js';
 import type { Column, ColumnType } from './column.js';
 import { PlanError, SluiceError } from './errors.js';
@@ -105,7 +106,20 @@ export interface PipelineMetrics {
    * With `backend: "auto"` or a list: where the cost model placed the features (feature count per
    * backend) and the predicted ms per chunk of each backend's share; null otherwise.
    */
-  placement: { features: Record<string, number>; predictedMs: Record<string, number>; singleMs: Record<string, number> } | null;
+  placement: {
+    /** Features per place they are computed: a backend, or `reader` for those pushed into the decode workers. */
+    features: Record<string, number>;
+    /** The cost model's predicted ms per batch of each backend's share of its own placement (ops only). */
+    predictedMs: Record<string, number>;
+    /** The cost model's predicted ms per batch of each backend running every feature (ops only). */
+    singleMs: Record<string, number>;
+    /** The candidate placement run: `cpu`, `webgpu`, `webgpu+pushdown`, `mixed`, or `given` (written in the plan). */
+    chosen: string;
+    /** What decided: measurements of the candidates on this plan's data (plan/calibration.ts), the cost model alone, or the plan. */
+    basis: 'measured' | 'model' | 'given';
+    /** Per candidate: measured ms to the first batch, per further batch, and predicted for this run. */
+    measured: Record<string, { firstMs: number; perBatchMs: number; runMs: number }>;
+  } | null;
 }
 
 /** What a run is made of once its files are open. */
@@ -154,7 +168,7 @@ export class Pipeline implements AsyncIterable<Batch> {
   /** Counters of the latest run. */
   metrics(): PipelineMetrics {
     const m = this._metrics;
-    return { ...m, reportTotals: { ...m.reportTotals }, pushdown: m.pushdown && { ...m.pushdown }, optimizer: m.optimizer && { ...m.optimizer }, placement: m.placement && { ...m.placement } };
+    return { ...m, reportTotals: { ...m.reportTotals }, pushdown: m.pushdown && { ...m.pushdown }, optimizer: m.optimizer && { ...m.optimizer }, placement: m.placement && { ...m.placement, features: { ...m.placement.features }, measured: { ...m.placement.measured } } };
   }
 
   private async open(): Promise<PipelineInfo> {
@@ -183,31 +197,86 @@ export class Pipeline implements AsyncIterable<Batch> {
   }
 
   /**
-   * `backend: "auto"` (or a list): places features with the cost model. A placement on a single
-   * backend becomes that backend itself (so all-cpu keeps the reader pushdown); a mixed one becomes
-   * the auto backend with the placement fixed.
+   * `backend: "auto"` (or a list): chooses a placement. The cost model (plan/cost.ts) proposes
+   * one; then every candidate placement (plan/calibration.ts: each backend alone, each non-cpu
+   * backend with the reader's pushdown, the model's mixed placement) is measured on the first
+   * batches of the real data through this very pipeline path, unless its measurement is cached
+   * for this plan and machine, and the one predicted fastest for this run is kept. A placement on
+   * a single backend becomes that backend itself (so all-cpu keeps the reader pushdown, webgpu its
+   * optimizer); a mixed one becomes the auto backend with the placement fixed.
    */
-  private async resolveAuto(plan: TypedPlan): Promise<{ spec: BackendSpec; placement: PipelineMetrics['placement'] }> {
+  private async resolveAuto(info: PipelineInfo): Promise<{ spec: BackendSpec; placement: PipelineMetrics['placement']; byFeature: ReadonlyMap<string, string> | null }> {
     const spec = this.backendSpec();
-    if (autoCandidates(spec) === null) return { spec, placement: null };
-    const { placement: p } = await autoPlacement(plan, spec);
-    const counts: Record<string, number> = {};
-    for (const b of p.byFeature.values()) counts[b] = (counts[b] ?? 0) + 1;
-    const placement = { features: counts, predictedMs: { ...p.predictedMs }, singleMs: { ...p.singleMs } };
-    const { backends: _b, placement: _p, ...rest } = spec;
-    void _b; void _p;
-    const names = Object.keys(counts);
-    if (names.length === 1) return { spec: { ...rest, name: names[0]! }, placement };
-    return { spec: { ...rest, name: 'auto', placement: Object.fromEntries(p.byFeature) }, placement };
+    if (autoCandidates(spec) === null) return { spec, placement: null, byFeature: null };
+    const plan = info.plan;
+    const { backends: _b, placement: given, calibrate: cal, ...rest } = spec;
+    void _b;
+    if (cal !== undefined && typeof cal !== 'boolean') throw new PlanError(`backend auto: option "calibrate" must be true or false, got ${JSON.stringify(cal)}`);
+    if (given !== undefined) {
+      // A placement written in the plan is run as written (autoBackend checks it).
+      const byFeature = new Map(Object.entries(given as Record<string, string>));
+      return { spec: { ...rest, name: 'auto', placement: given }, placement: { features: {}, predictedMs: {}, singleMs: {}, chosen: 'given', basis: 'given', measured: {} }, byFeature };
+    }
+    const { placement: p, models } = await autoPlacement(plan, spec);
+    const modelNames = [...new Set(p.byFeature.values())];
+    const pd = rest.pushdown === false || plan.shuffle !== null || info.dataset.files.some((f) => /^https?:\/\//.test(f.source)) ? null : planPushdown(plan);
+    const candidates = candidatePlacements(models.map((m) => m.backend), p, { possible: pd !== null, leavesWork: pd !== null && pd.plan !== null }, rest);
+    const batches = plannedBatches(info);
+    let measured: Record<string, Measurement> = {};
+    if (cal !== false && candidates.length > 1) {
+      const cached = readMeasurements(plan);
+      for (const c of candidates) if (cached[c.label] !== undefined) measured[c.label] = cached[c.label]!;
+      const missing = candidates.filter((c) => measured[c.label] === undefined);
+      if (missing.length > 0) {
+        const fresh = await measureCandidates(missing, batches, (c) => this.probe(info, { ...rest, ...c.spec }, batches));
+        writeMeasurements(plan, fresh);
+        measured = { ...measured, ...fresh };
+      }
+    }
+    const modelChoice = candidates.find((c) => c.label === (modelNames.length > 1 ? 'mixed' : modelNames[0]))!;
+    const chosen = chooseMeasured(candidates, measured, batches) ?? modelChoice;
+    const byFeature = chosen.label === 'mixed' ? p.byFeature : new Map(plan.features.map((f) => [f.name, chosen.spec.name]));
+    const placement: NonNullable<PipelineMetrics['placement']> = {
+      features: {},
+      predictedMs: { ...p.predictedMs },
+      singleMs: { ...p.singleMs },
+      chosen: chosen.label,
+      basis: measured[chosen.label] !== undefined ? 'measured' : 'model',
+      measured: Object.fromEntries(Object.entries(measured).map(([k, m]) => [k, { ...m, runMs: predictRun(m, batches) }])),
+    };
+    return { spec: { ...rest, ...chosen.spec }, placement, byFeature };
+  }
+
+  /**
+   * Runs a candidate backend spec over the first batches of the data through this pipeline's own
+   * path (same files, fitted state and options) and times it: the first batch, then the steady
+   * time per batch over the second half of the probe (a pool's first chunks finish together).
+   */
+  private async probe(info: PipelineInfo, spec: BackendSpec, batches: number): Promise<Measurement> {
+    const p = new Pipeline(this.plan, { ...this.options, backend: spec, resume: undefined });
+    p.info_ = Promise.resolve(info);
+    p.fit = this.fit;
+    const want = Math.max(1, Math.min(batches, Math.max(4, 2 * availableParallelism())));
+    const t0 = performance.now();
+    const at: number[] = [];
+    for await (const b of p) {
+      void b;
+      at.push(performance.now());
+      if (at.length >= want) break;
+    }
+    if (at.length === 0) throw new SluiceError('probe read no batch');
+    const firstMs = at[0]! - t0;
+    const h = Math.floor(at.length / 2);
+    return { firstMs, perBatchMs: at.length > 1 ? (at[at.length - 1]! - at[h - 1]!) / (at.length - h) : firstMs };
   }
 
   /**
    * The plan the backend runs: with the `optimize` option (on by default for webgpu, which runs
    * the optimizer's staged graph), redundant op steps are removed using the files' footer
-   * statistics (plan/optimize.ts). Outputs are identical either way.
+   * statistics (plan/optimize.ts). Outputs are identical either way. `spec` is the backend the
+   * run resolved to (auto's choice), so an auto run on webgpu is optimized like webgpu.
    */
-  private async optimizedPlan(info: PipelineInfo): Promise<{ plan: TypedPlan; optimizer: PipelineMetrics['optimizer'] }> {
-    const spec = this.backendSpec();
+  private async optimizedPlan(info: PipelineInfo, spec: BackendSpec): Promise<{ plan: TypedPlan; optimizer: PipelineMetrics['optimizer'] }> {
     const opt = this.options.optimize ?? spec.optimize;
     if (opt !== undefined && typeof opt !== 'boolean') throw new PlanError(`option "optimize" must be true or false, got ${JSON.stringify(opt)}`);
     if (!(opt ?? spec.name === 'webgpu')) return { plan: info.plan, optimizer: null };
@@ -281,9 +350,16 @@ export class Pipeline implements AsyncIterable<Batch> {
       // A backend finished after the run was cancelled is disposed at once (no stray worker pool).
       mergeMap((info) => new Observable<{ info: PipelineInfo; backend: Backend; pushdown: Pushdown | null; optimizer: PipelineMetrics['optimizer']; placement: PipelineMetrics['placement'] }>((sub) => {
         let cancelled = false;
-        this.optimizedPlan(info).then(async ({ plan, optimizer }) => {
-          const { spec: resolved, placement } = await this.resolveAuto(plan);
+        this.resolveAuto(info).then(async ({ spec: resolved, placement, byFeature }) => {
+          const { plan, optimizer } = await this.optimizedPlan(info, resolved);
           const { spec, pushdown } = this.pushdownFor(info, plan, resolved);
+          // Where each feature is computed: pushed-down features in the reader (decode workers).
+          if (placement !== null && byFeature !== null) {
+            for (const f of plan.features) {
+              const at = pushdown?.outputs.has(f.name) ? 'reader' : byFeature.get(f.name)!;
+              placement.features[at] = (placement.features[at] ?? 0) + 1;
+            }
+          }
           // Every feature pushed into the reader: no backend work is left, so no worker pool is
           // started; the in-process backend stands in (it is never called).
           const target = allInReader(pushdown) ? { name: 'reference' } : spec;
@@ -456,6 +532,12 @@ export class Pipeline implements AsyncIterable<Batch> {
       },
     };
   }
+}
+
+/** Batches the run will emit (all epochs), for predicting its time from per-batch measurements. */
+function plannedBatches(info: PipelineInfo): number {
+  const per = info.plan.dropLast ? Math.floor(info.rowsPerEpoch / info.plan.batchSize) : Math.ceil(info.rowsPerEpoch / info.plan.batchSize);
+  return Math.max(1, per * info.plan.epochs);
 }
 
 function abortReason(signal: AbortSignal): Error {

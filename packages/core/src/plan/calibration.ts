@@ -1,0 +1,175 @@
+/**
+ * Measured calibration of `backend: "auto"` (issue 7): what each candidate placement really costs
+ * on this plan, this machine and the real pipeline path.
+ *
+ * The op cost model (plan/cost.ts) predicts one op at a time on synthetic columns; it cannot see
+ * what the real path does around the ops: the cpu path's pushdown into the Parquet decoder (op
+ * chains run once per dictionary entry in the decode workers), the webgpu backend's optimizer
+ * (shared sub-chains, fused stages, one upload and dispatch per stage), decode time, or that a
+ * software GPU (llvmpipe) computes on the same cores as everything else. So auto does not trust
+ * it alone: it runs the first batches of the real data through every candidate placement — each
+ * backend alone with its own defaults (pushdown for cpu, optimizer for webgpu), each other backend
+ * with the per-value features pushed into the reader, and the model's mixed placement if it
+ * proposes one — and keeps the cheapest. Like the op model, measurements are cached per plan,
+ * candidate and machine, so only the first run pays for them.
+ *
+ * A candidate's measurement is the time to its first batch (`firstMs`: optimizer, backend start,
+ * decode and ops of the first chunk) and the steady time per further batch (`perBatchMs`); a run
+ * of `n` batches is predicted as `firstMs + (n - 1) * perBatchMs`.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import type { ColumnType } from '../column.js';
+import type { TypedPlan } from './load.js';
+import type { Placement } from './cost.js';
+import type { BackendSpec } from './types.js';
+
+/** A placement auto can run: a label (cache key, report) and the backend spec that runs it. */
+export interface Candidate {
+  /** `cpu`, `webgpu`, `webgpu+pushdown` (reader computes per-value features), `mixed`. */
+  readonly label: string;
+  readonly spec: BackendSpec;
+}
+
+/** What a candidate cost on the real path (best of the probe rounds). */
+export interface Measurement {
+  /** Milliseconds from the start of a run to its first batch. */
+  readonly firstMs: number;
+  /** Milliseconds per batch after the first (steady state). */
+  readonly perBatchMs: number;
+}
+
+/** Bump when what a measurement means changes: older cache entries are then ignored. */
+const VERSION = 1;
+
+/** The machine a measurement holds for (same key as the op cost model's cache). */
+export function machineKey(): string {
+  return createHash('sha256').update(`${cpus()[0]?.model ?? '?'}|${cpus().length}|${process.version}`).digest('hex').slice(0, 10);
+}
+
+const typeKey = (t: ColumnType): string => (t.kind === 'list' ? `list<${t.child}>` : t.kind === 'fixed' ? `fixed${t.size}` : t.kind);
+
+/**
+ * The plan part of the cache key: features as written with their input types, batch size,
+ * label, and whether the run shuffles (a shuffled run cannot push down).
+ */
+export function planKey(plan: TypedPlan): string {
+  const features = plan.features.map((f, i) => [plan.spec.features[i], typeKey(f.inputType)]);
+  return createHash('sha256').update(JSON.stringify([VERSION, features, plan.batchSize, plan.label, plan.shuffle !== null])).digest('hex').slice(0, 16);
+}
+
+function cacheDir(): string {
+  return process.env.SLUICE_CACHE_DIR ?? join(process.env.HOME ?? '.', '.cache', 'sluice');
+}
+
+/** Where a plan's measurements on this machine are cached (one file, an entry per candidate). */
+export function calibrationCachePath(plan: TypedPlan): string {
+  return join(cacheDir(), `placement-${planKey(plan)}-${machineKey()}.json`);
+}
+
+const isMeasurement = (x: unknown): x is Measurement => typeof x === 'object' && x !== null
+  && Number.isFinite((x as Measurement).firstMs) && Number.isFinite((x as Measurement).perBatchMs);
+
+/** Cached measurements of a plan's candidates on this machine, by candidate label. */
+export function readMeasurements(plan: TypedPlan): Record<string, Measurement> {
+  try {
+    const raw = JSON.parse(readFileSync(calibrationCachePath(plan), 'utf8')) as Record<string, unknown>;
+    return Object.fromEntries(Object.entries(raw).filter((e): e is [string, Measurement] => isMeasurement(e[1])));
+  } catch {
+    return {};
+  }
+}
+
+/** Adds measurements to a plan's cache entry (a read-only cache only costs a new measurement). */
+export function writeMeasurements(plan: TypedPlan, measured: Readonly<Record<string, Measurement>>): void {
+  const p = calibrationCachePath(plan);
+  try {
+    mkdirSync(join(p, '..'), { recursive: true });
+    const tmp = `${p}.tmp-${process.pid}`;
+    writeFileSync(tmp, JSON.stringify({ ...readMeasurements(plan), ...measured }));
+    renameSync(tmp, p);
+  } catch { /* ignore */ }
+}
+
+/**
+ * The placements worth measuring: every backend the model could calibrate, alone with its own
+ * defaults; every backend but cpu with the reader computing the per-value features (`+pushdown`)
+ * when pushdown applies and leaves it something to do (when it leaves nothing, that is the cpu
+ * path); and the model's placement when it mixes backends.
+ *
+ * @param pushdown whether the run can push down (no shuffle, local files) and, if so, whether
+ *   features are left for the backend afterwards.
+ */
+export function candidatePlacements(backends: readonly string[], model: Placement, pushdown: { possible: boolean; leavesWork: boolean }, extra: Readonly<Record<string, unknown>> = {}): Candidate[] {
+  const out: Candidate[] = [];
+  const withCpu = (name: string): BackendSpec => ({ name, ...(name === 'cpu' && extra.workers !== undefined ? { workers: extra.workers } : {}) });
+  for (const b of backends) {
+    out.push({ label: b, spec: withCpu(b) });
+    if (b !== 'cpu' && pushdown.possible && (pushdown.leavesWork || !backends.includes('cpu'))) out.push({ label: `${b}+pushdown`, spec: { ...withCpu(b), pushdown: true } });
+  }
+  if (new Set(model.byFeature.values()).size > 1) {
+    out.push({ label: 'mixed', spec: { name: 'auto', placement: Object.fromEntries(model.byFeature), ...(extra.workers !== undefined ? { workers: extra.workers } : {}) } });
+  }
+  return out;
+}
+
+/** Predicted milliseconds of a run of `batches` batches from a measurement. */
+export function predictRun(m: Measurement, batches: number): number {
+  return m.firstMs + Math.max(0, batches - 1) * m.perBatchMs;
+}
+
+/**
+ * The measured candidate with the least predicted run time, or null when none is measured. Ties
+ * go to the earlier candidate (single backends come first).
+ */
+export function chooseMeasured(candidates: readonly Candidate[], measured: Readonly<Record<string, Measurement>>, batches: number): Candidate | null {
+  let best: Candidate | null = null;
+  let bestMs = Infinity;
+  for (const c of candidates) {
+    const m = measured[c.label];
+    if (m === undefined) continue;
+    const ms = predictRun(m, batches);
+    if (ms < bestMs) { best = c; bestMs = ms; }
+  }
+  return best;
+}
+
+/** Probe rounds at most; a round runs every candidate still in the race once. */
+export const PROBE_ROUNDS = 3;
+/** After two rounds, a candidate predicted this much slower than the best drops out. */
+export const PROBE_KEEP = 1.15;
+
+/**
+ * Measures candidates by running them (`probe`) round-robin, interleaved so that load from other
+ * processes hits them alike, and keeps each one's best times. Every candidate runs at least twice
+ * (the first run of a process pays one-off costs such as GPU device start and shader compiles
+ * that the later run does not); a third round runs only those within `PROBE_KEEP` of the best.
+ * A candidate whose probe fails is left out (the real run reports the error, if it has it too).
+ */
+export async function measureCandidates(candidates: readonly Candidate[], batches: number, probe: (c: Candidate) => Promise<Measurement>): Promise<Record<string, Measurement>> {
+  const best: Record<string, Measurement> = {};
+  let live = [...candidates];
+  for (let round = 0; round < PROBE_ROUNDS && live.length > 0; round++) {
+    if (round >= 2) {
+      const ms = (c: Candidate): number => predictRun(best[c.label]!, batches);
+      const top = Math.min(...live.map(ms));
+      live = live.filter((c) => ms(c) <= top * PROBE_KEEP);
+      if (live.length < 2) break;
+    }
+    const next: Candidate[] = [];
+    for (const c of live) {
+      try {
+        const m = await probe(c);
+        const b = best[c.label];
+        best[c.label] = b === undefined ? m : { firstMs: Math.min(b.firstMs, m.firstMs), perBatchMs: Math.min(b.perBatchMs, m.perBatchMs) };
+        next.push(c);
+      } catch {
+        delete best[c.label];
+      }
+    }
+    live = next;
+  }
+  return best;
+}
