@@ -72,6 +72,8 @@ export interface PipelineMetrics {
   batches: number;
   /** Time the preprocess stage spent in the backend, ms. */
   preprocessMs: number;
+  /** Time from the start of the run (files open) to its backend being ready, ms: auto's choice, optimizer, backend start. */
+  setupMs: number;
   /** Time waiting for decoded chunks, ms. */
   sourceWaitMs: number;
   /** Time assembling batches, ms. */
@@ -117,8 +119,8 @@ export interface PipelineMetrics {
     chosen: string;
     /** What decided: measurements of the candidates on this plan's data (plan/calibration.ts), the cost model alone, or the plan. */
     basis: 'measured' | 'model' | 'given';
-    /** Per candidate: measured ms to the first batch, per further batch, and predicted for this run. */
-    measured: Record<string, { firstMs: number; perBatchMs: number; runMs: number }>;
+    /** Per candidate: measured fixed ms per run and ms per batch, and the ms predicted for this run from them. */
+    measured: Record<string, { fixedMs: number; perBatchMs: number; runMs: number }>;
   } | null;
 }
 
@@ -132,7 +134,7 @@ export interface PipelineInfo {
   readonly backend: string;
 }
 
-const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null, packedChunks: 0, optimizer: null, placement: null });
+const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, setupMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null, packedChunks: 0, optimizer: null, placement: null });
 
 /**
  * A preprocessing pipeline over Parquet files: iterate it with `for await`, or subscribe to
@@ -221,14 +223,14 @@ export class Pipeline implements AsyncIterable<Batch> {
     const modelNames = [...new Set(p.byFeature.values())];
     const pd = rest.pushdown === false || plan.shuffle !== null || info.dataset.files.some((f) => /^https?:\/\//.test(f.source)) ? null : planPushdown(plan);
     const candidates = candidatePlacements(models.map((m) => m.backend), p, { possible: pd !== null, leavesWork: pd !== null && pd.plan !== null }, rest);
-    const batches = plannedBatches(info);
+    const batches = (info.rowsPerEpoch * plan.epochs) / plan.batchSize;
     let measured: Record<string, Measurement> = {};
     if (cal !== false && candidates.length > 1) {
       const cached = readMeasurements(plan);
       for (const c of candidates) if (cached[c.label] !== undefined) measured[c.label] = cached[c.label]!;
       const missing = candidates.filter((c) => measured[c.label] === undefined);
       if (missing.length > 0) {
-        const fresh = await measureCandidates(missing, batches, (c) => this.probe(info, { ...rest, ...c.spec }, batches));
+        const fresh = await measureCandidates(missing, batches, (c) => this.probe(info, { ...rest, ...c.spec }));
         writeMeasurements(plan, fresh);
         measured = { ...measured, ...fresh };
       }
@@ -248,26 +250,32 @@ export class Pipeline implements AsyncIterable<Batch> {
   }
 
   /**
-   * Runs a candidate backend spec over the first batches of the data through this pipeline's own
-   * path (same files, fitted state and options) and times it: the first batch, then the steady
-   * time per batch over the second half of the probe (a pool's first chunks finish together).
+   * Runs a candidate backend spec over a prefix of the data — its first row groups, at least two
+   * and at least four batches' worth — through this pipeline's own path (same files, fitted state
+   * and options), and fits its time as fixed + per row: the per-row part from the first batch to
+   * the end (rows counted as the preprocess stage finished them: a packed reader hands over whole
+   * row groups), the fixed part (setup, worker start, pipeline fill) what remains.
    */
-  private async probe(info: PipelineInfo, spec: BackendSpec, batches: number): Promise<Measurement> {
+  private async probe(info: PipelineInfo, spec: BackendSpec): Promise<Measurement> {
+    const { units } = info.dataset;
+    let n = 0;
+    let rows = 0;
+    while (n < units.length && (n < 2 || rows < 4 * info.plan.batchSize)) rows += units[n++]!.rows;
+    const dataset = { ...info.dataset, units: units.slice(0, n), totalRows: rows };
     const p = new Pipeline(this.plan, { ...this.options, backend: spec, resume: undefined });
-    p.info_ = Promise.resolve(info);
+    p.info_ = Promise.resolve({ ...info, plan: { ...info.plan, epochs: 1 }, dataset, rowsPerEpoch: epochRows(dataset, { shard: info.plan.shard }) });
     p.fit = this.fit;
-    const want = Math.max(1, Math.min(batches, Math.max(4, 2 * availableParallelism())));
     const t0 = performance.now();
-    const at: number[] = [];
+    let first: { ms: number; rows: number } | null = null;
     for await (const b of p) {
       void b;
-      at.push(performance.now());
-      if (at.length >= want) break;
+      first ??= { ms: performance.now() - t0, rows: p._metrics.rows };
     }
-    if (at.length === 0) throw new SluiceError('probe read no batch');
-    const firstMs = at[0]! - t0;
-    const h = Math.floor(at.length / 2);
-    return { firstMs, perBatchMs: at.length > 1 ? (at[at.length - 1]! - at[h - 1]!) / (at.length - h) : firstMs };
+    const ms = performance.now() - t0;
+    const total = p._metrics.rows;
+    if (first === null || total === 0) throw new SluiceError('probe read no rows');
+    const perRow = total > first.rows ? (ms - first.ms) / (total - first.rows) : Math.max(0, ms - p._metrics.setupMs) / total;
+    return { fixedMs: Math.max(0, ms - perRow * total), perBatchMs: perRow * info.plan.batchSize };
   }
 
   /**
@@ -348,8 +356,9 @@ export class Pipeline implements AsyncIterable<Batch> {
   private run(onTaken: ((flow: Flow) => (b: Batch) => void) | null): Observable<Batch> {
     return defer(() => from(this.info())).pipe(
       // A backend finished after the run was cancelled is disposed at once (no stray worker pool).
-      mergeMap((info) => new Observable<{ info: PipelineInfo; backend: Backend; pushdown: Pushdown | null; optimizer: PipelineMetrics['optimizer']; placement: PipelineMetrics['placement'] }>((sub) => {
+      mergeMap((info) => new Observable<{ info: PipelineInfo; backend: Backend; pushdown: Pushdown | null; optimizer: PipelineMetrics['optimizer']; placement: PipelineMetrics['placement']; setupMs: number }>((sub) => {
         let cancelled = false;
+        const t0 = performance.now();
         this.resolveAuto(info).then(async ({ spec: resolved, placement, byFeature }) => {
           const { plan, optimizer } = await this.optimizedPlan(info, resolved);
           const { spec, pushdown } = this.pushdownFor(info, plan, resolved);
@@ -365,12 +374,12 @@ export class Pipeline implements AsyncIterable<Batch> {
           const target = allInReader(pushdown) ? { name: 'reference' } : spec;
           const backend = await createBackend(pushdown?.plan ?? plan, target, this.fit!);
           if (cancelled) { void backend.dispose(); return; }
-          sub.next({ info: { ...info, plan }, backend, pushdown, optimizer, placement });
+          sub.next({ info: { ...info, plan }, backend, pushdown, optimizer, placement, setupMs: performance.now() - t0 });
           sub.complete();
         }).catch((e: unknown) => sub.error(e));
         return () => { cancelled = true; };
       })),
-      mergeMap(({ info, backend, pushdown, optimizer, placement }) => {
+      mergeMap(({ info, backend, pushdown, optimizer, placement, setupMs }) => {
         const plan = info.plan;
         const fitState = this.fit!;
         // Null when every feature was pushed down into the reader: the backend is then never called.
@@ -393,6 +402,7 @@ export class Pipeline implements AsyncIterable<Batch> {
         const m = this._metrics;
         m.optimizer = optimizer;
         m.placement = placement;
+        m.setupMs = setupMs;
         if (pushdown !== null) m.pushdown = { derived: pushdown.derived.length, computedInReader: 0, computedInPipeline: 0 };
         // With pushdown the reader computes derived columns; it reads only the other columns raw.
         const readRaw = backendPlan?.columns ?? (plan.label === null ? [] : [plan.label]);
@@ -532,12 +542,6 @@ export class Pipeline implements AsyncIterable<Batch> {
       },
     };
   }
-}
-
-/** Batches the run will emit (all epochs), for predicting its time from per-batch measurements. */
-function plannedBatches(info: PipelineInfo): number {
-  const per = info.plan.dropLast ? Math.floor(info.rowsPerEpoch / info.plan.batchSize) : Math.ceil(info.rowsPerEpoch / info.plan.batchSize);
-  return Math.max(1, per * info.plan.epochs);
 }
 
 function abortReason(signal: AbortSignal): Error {

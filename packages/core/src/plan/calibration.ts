@@ -13,9 +13,11 @@
  * proposes one — and keeps the cheapest. Like the op model, measurements are cached per plan,
  * candidate and machine, so only the first run pays for them.
  *
- * A candidate's measurement is the time to its first batch (`firstMs`: optimizer, backend start,
- * decode and ops of the first chunk) and the steady time per further batch (`perBatchMs`); a run
- * of `n` batches is predicted as `firstMs + (n - 1) * perBatchMs`.
+ * A candidate is measured by running it over the first row groups of the data (at least two,
+ * and at least four batches' worth), so that reading, decoding, ops and batch assembly overlap as
+ * in a real run, and its time is split into a fixed part (`fixedMs`: optimizer, backend and
+ * worker start, pipeline fill) and a steady part per batch (`perBatchMs`, from the first batch to
+ * the end); a run of `n` batches is predicted as `fixedMs + n * perBatchMs`.
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -35,14 +37,14 @@ export interface Candidate {
 
 /** What a candidate cost on the real path (best of the probe rounds). */
 export interface Measurement {
-  /** Milliseconds from the start of a run to its first batch. */
-  readonly firstMs: number;
-  /** Milliseconds per batch after the first (steady state). */
+  /** Milliseconds a run pays once: optimizer, backend and worker start, filling the pipeline. */
+  readonly fixedMs: number;
+  /** Milliseconds per full batch in steady state: reading, decoding, ops, batch assembly. */
   readonly perBatchMs: number;
 }
 
 /** Bump when what a measurement means changes: older cache entries are then ignored. */
-const VERSION = 1;
+const VERSION = 3;
 
 /** The machine a measurement holds for (same key as the op cost model's cache). */
 export function machineKey(): string {
@@ -70,7 +72,7 @@ export function calibrationCachePath(plan: TypedPlan): string {
 }
 
 const isMeasurement = (x: unknown): x is Measurement => typeof x === 'object' && x !== null
-  && Number.isFinite((x as Measurement).firstMs) && Number.isFinite((x as Measurement).perBatchMs);
+  && Number.isFinite((x as Measurement).fixedMs) && Number.isFinite((x as Measurement).perBatchMs);
 
 /** Cached measurements of a plan's candidates on this machine, by candidate label. */
 export function readMeasurements(plan: TypedPlan): Record<string, Measurement> {
@@ -115,9 +117,9 @@ export function candidatePlacements(backends: readonly string[], model: Placemen
   return out;
 }
 
-/** Predicted milliseconds of a run of `batches` batches from a measurement. */
+/** Predicted milliseconds of a run of `batches` batches (may be fractional) from a measurement. */
 export function predictRun(m: Measurement, batches: number): number {
-  return m.firstMs + Math.max(0, batches - 1) * m.perBatchMs;
+  return m.fixedMs + batches * m.perBatchMs;
 }
 
 /**
@@ -163,7 +165,7 @@ export async function measureCandidates(candidates: readonly Candidate[], batche
       try {
         const m = await probe(c);
         const b = best[c.label];
-        best[c.label] = b === undefined ? m : { firstMs: Math.min(b.firstMs, m.firstMs), perBatchMs: Math.min(b.perBatchMs, m.perBatchMs) };
+        best[c.label] = b === undefined ? m : { fixedMs: Math.min(b.fixedMs, m.fixedMs), perBatchMs: Math.min(b.perBatchMs, m.perBatchMs) };
         next.push(c);
       } catch {
         delete best[c.label];
