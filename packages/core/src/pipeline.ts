@@ -222,7 +222,7 @@ export class Pipeline implements AsyncIterable<Batch> {
     const { placement: p, models } = await autoPlacement(plan, spec);
     const modelNames = [...new Set(p.byFeature.values())];
     const pd = rest.pushdown === false || plan.shuffle !== null || info.dataset.files.some((f) => /^https?:\/\//.test(f.source)) ? null : planPushdown(plan);
-    const candidates = candidatePlacements(models.map((m) => m.backend), p, { possible: pd !== null, leavesWork: pd !== null && pd.plan !== null }, rest);
+    const candidates = candidatePlacements(models.map((m) => m.backend), p, { possible: pd !== null, leavesWork: pd !== null && !allInReader(pd) }, rest);
     const batches = (info.rowsPerEpoch * plan.epochs) / plan.batchSize;
     let measured: Record<string, Measurement> = {};
     if (cal !== false && candidates.length > 1) {
