@@ -91,7 +91,7 @@ describe('choosing from measurements', () => {
     expect(c.find((x) => x.label === 'mixed')!.spec).toEqual({ name: 'auto', placement: { a: 'cpu', b: 'webgpu' }, workers: 3 });
   });
 
-  it('measures round-robin, keeps each candidate\'s best, runs a third round only for close ones, drops failures', async () => {
+  it('measures round-robin, keeps each candidate\'s best, runs a third round only for close ones and none past the budget, drops failures', async () => {
     const script: Record<string, Measurement[]> = {
       cpu: [m(100, 12), m(90, 10), m(95, 11)],
       webgpu: [m(100, 40), m(100, 30)],
@@ -99,13 +99,18 @@ describe('choosing from measurements', () => {
     };
     const calls: string[] = [];
     const fake = [...Object.keys(script), 'broken'].map((label): Candidate => ({ label, spec: { name: label } }));
-    const got = await measureCandidates(fake, 10, async (c) => {
+    const probe = async (c: Candidate): Promise<Measurement> => {
       calls.push(c.label);
       if (c.label === 'broken') throw new Error('cannot start');
       return script[c.label]![calls.filter((x) => x === c.label).length - 1]!;
-    });
+    };
+    const got = await measureCandidates(fake, 10, probe, Infinity);
     expect(calls).toEqual(['cpu', 'webgpu', 'slow', 'broken', 'cpu', 'webgpu', 'slow', 'cpu', 'slow']);
     expect(got).toEqual({ cpu: m(90, 10), webgpu: m(100, 30), slow: m(80, 10.1) });
+    // Out of time budget: one round only.
+    calls.length = 0;
+    expect(await measureCandidates(fake, 10, probe, -1)).toEqual({ cpu: m(100, 12), webgpu: m(100, 40), slow: m(100, 10.5) });
+    expect(calls).toEqual(['cpu', 'webgpu', 'slow', 'broken']);
   });
 });
 

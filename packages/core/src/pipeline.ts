@@ -66,6 +66,9 @@ export interface PipelineOptions {
   optimize?: boolean;
 }
 
+/** A probe of auto's calibration stops once it has run this long past its first batch (plan/calibration.ts). */
+const PROBE_STEADY_MS = 1500;
+
 /** Counters of a run, for `sluice bench` and metrics endpoints. */
 export interface PipelineMetrics {
   rows: number;
@@ -253,8 +256,9 @@ export class Pipeline implements AsyncIterable<Batch> {
    * Runs a candidate backend spec over a prefix of the data — its first row groups, at least two
    * and at least four batches' worth — through this pipeline's own path (same files, fitted state
    * and options), and fits its time as fixed + per row: the per-row part from the first batch to
-   * the end (rows counted as the preprocess stage finished them: a packed reader hands over whole
-   * row groups), the fixed part (setup, worker start, pipeline fill) what remains.
+   * the last (rows counted as the preprocess stage finished them: a packed reader hands over whole
+   * row groups), the fixed part (setup, worker start, pipeline fill) what is left of the first
+   * batch's time. It stops early once it has run `PROBE_STEADY_MS` past the first batch.
    */
   private async probe(info: PipelineInfo, spec: BackendSpec): Promise<Measurement> {
     const { units } = info.dataset;
@@ -267,15 +271,17 @@ export class Pipeline implements AsyncIterable<Batch> {
     p.fit = this.fit;
     const t0 = performance.now();
     let first: { ms: number; rows: number } | null = null;
+    let last: { ms: number; rows: number } | null = null;
     for await (const b of p) {
       void b;
-      first ??= { ms: performance.now() - t0, rows: p._metrics.rows };
+      last = { ms: performance.now() - t0, rows: p._metrics.rows };
+      first ??= last;
+      if (last.rows > first.rows && last.ms - first.ms >= PROBE_STEADY_MS) break;
     }
-    const ms = performance.now() - t0;
-    const total = p._metrics.rows;
-    if (first === null || total === 0) throw new SluiceError('probe read no rows');
-    const perRow = total > first.rows ? (ms - first.ms) / (total - first.rows) : Math.max(0, ms - p._metrics.setupMs) / total;
-    return { fixedMs: Math.max(0, ms - perRow * total), perBatchMs: perRow * info.plan.batchSize };
+    if (first === null || last === null || last.rows === 0) throw new SluiceError('probe read no rows');
+    // One arrival only (the whole prefix at once): no slope to fit; all but the setup is per row.
+    const perRow = last.rows > first.rows ? (last.ms - first.ms) / (last.rows - first.rows) : Math.max(0, last.ms - p._metrics.setupMs) / last.rows;
+    return { fixedMs: Math.max(0, first.ms - perRow * first.rows), perBatchMs: perRow * info.plan.batchSize };
   }
 
   /**

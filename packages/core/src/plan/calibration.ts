@@ -19,7 +19,7 @@
  * worker start, pipeline fill) and a steady part per batch (`perBatchMs`, from the first batch to
  * the end); a run of `n` batches is predicted as `fixedMs + n * perBatchMs`.
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
@@ -54,12 +54,42 @@ export function machineKey(): string {
 const typeKey = (t: ColumnType): string => (t.kind === 'list' ? `list<${t.child}>` : t.kind === 'fixed' ? `fixed${t.size}` : t.kind);
 
 /**
+ * Feeds a JSON-like value to a hash. Arrays of numbers (bucketize borders: RM5 has 42 × 4096) go
+ * in as float64 bytes, which is an order of magnitude cheaper than stringifying them.
+ */
+function hashValue(h: Hash, v: unknown): void {
+  if (Array.isArray(v)) {
+    if (v.length > 0 && v.every((x) => typeof x === 'number')) {
+      const f = Float64Array.from(v as number[]);
+      h.update(`#${f.length}:`).update(new Uint8Array(f.buffer));
+      return;
+    }
+    h.update('[');
+    for (const x of v) { hashValue(h, x); h.update(','); }
+    h.update(']');
+  } else if (typeof v === 'object' && v !== null) {
+    h.update('{');
+    for (const [k, x] of Object.entries(v)) { h.update(JSON.stringify(k)).update(':'); hashValue(h, x); h.update(','); }
+    h.update('}');
+  } else {
+    h.update(typeof v === 'bigint' ? `${v}n` : String(JSON.stringify(v)));
+  }
+}
+
+const planKeys = new WeakMap<object, string>();
+
+/**
  * The plan part of the cache key: features as written with their input types, batch size,
  * label, and whether the run shuffles (a shuffled run cannot push down).
  */
 export function planKey(plan: TypedPlan): string {
-  const features = plan.features.map((f, i) => [plan.spec.features[i], typeKey(f.inputType)]);
-  return createHash('sha256').update(JSON.stringify([VERSION, features, plan.batchSize, plan.label, plan.shuffle !== null])).digest('hex').slice(0, 16);
+  const known = planKeys.get(plan);
+  if (known !== undefined) return known;
+  const h = createHash('sha256');
+  hashValue(h, [VERSION, plan.features.map((f, i) => [plan.spec.features[i], typeKey(f.inputType)]), plan.batchSize, plan.label, plan.shuffle !== null]);
+  const key = h.digest('hex').slice(0, 16);
+  planKeys.set(plan, key);
+  return key;
 }
 
 function cacheDir(): string {
@@ -140,6 +170,8 @@ export function chooseMeasured(candidates: readonly Candidate[], measured: Reado
 
 /** Probe rounds at most; a round runs every candidate still in the race once. */
 export const PROBE_ROUNDS = 3;
+/** No further round starts once the probes have taken this long (ms). */
+export const PROBE_BUDGET_MS = 20_000;
 /** After two rounds, a candidate predicted this much slower than the best drops out. */
 export const PROBE_KEEP = 1.15;
 
@@ -148,12 +180,17 @@ export const PROBE_KEEP = 1.15;
  * processes hits them alike, and keeps each one's best times. Every candidate runs at least twice
  * (the first run of a process pays one-off costs such as GPU device start and shader compiles
  * that the later run does not); a third round runs only those within `PROBE_KEEP` of the best.
- * A candidate whose probe fails is left out (the real run reports the error, if it has it too).
+ * No round starts after `budgetMs` of probing (large row groups of wide data make each probe
+ * long). A candidate whose probe fails is left out (the real run reports the error, if it has it
+ * too).
  */
-export async function measureCandidates(candidates: readonly Candidate[], batches: number, probe: (c: Candidate) => Promise<Measurement>): Promise<Record<string, Measurement>> {
+export async function measureCandidates(candidates: readonly Candidate[], batches: number, probe: (c: Candidate) => Promise<Measurement>, budgetMs = PROBE_BUDGET_MS): Promise<Record<string, Measurement>> {
   const best: Record<string, Measurement> = {};
   let live = [...candidates];
+  const t0 = performance.now();
   for (let round = 0; round < PROBE_ROUNDS && live.length > 0; round++) {
+    // Repeats only while they are cheap: a long probe is less noisy, and first use must end.
+    if (round > 0 && performance.now() - t0 > budgetMs) break;
     if (round >= 2) {
       const ms = (c: Candidate): number => predictRun(best[c.label]!, batches);
       const top = Math.min(...live.map(ms));
