@@ -91,11 +91,11 @@ describe('choosing from measurements', () => {
     expect(c.find((x) => x.label === 'mixed')!.spec).toEqual({ name: 'auto', placement: { a: 'cpu', b: 'webgpu' }, workers: 3 });
   });
 
-  it('measures round-robin, keeps each candidate\'s best, runs a third round only for close ones and none past the budget, drops failures', async () => {
+  it('measures round-robin: twice each, more rounds for close calls, none past the budget; best of two, median of more; drops failures', async () => {
     const script: Record<string, Measurement[]> = {
-      cpu: [m(100, 12), m(90, 10), m(95, 11)],
+      cpu: [m(100, 12), m(90, 10), m(95, 11), m(200, 20)],
       webgpu: [m(100, 40), m(100, 30)],
-      slow: [m(100, 10.5), m(80, 10.2), m(80, 10.1)],
+      close: [m(100, 10.5), m(80, 10.25), m(80, 10.125), m(80, 10)],
     };
     const calls: string[] = [];
     const fake = [...Object.keys(script), 'broken'].map((label): Candidate => ({ label, spec: { name: label } }));
@@ -105,12 +105,14 @@ describe('choosing from measurements', () => {
       return script[c.label]![calls.filter((x) => x === c.label).length - 1]!;
     };
     const got = await measureCandidates(fake, 10, probe, Infinity);
-    expect(calls).toEqual(['cpu', 'webgpu', 'slow', 'broken', 'cpu', 'webgpu', 'slow', 'cpu', 'slow']);
-    expect(got).toEqual({ cpu: m(90, 10), webgpu: m(100, 30), slow: m(80, 10.1) });
+    // Round 3 drops webgpu (400 ms vs 182.5, best of two); rounds 4 and 5 run the two within
+    // 15%, and after round 5 cpu (median 212.5 ms) is out of it.
+    expect(calls).toEqual(['cpu', 'webgpu', 'close', 'broken', 'cpu', 'webgpu', 'close', 'cpu', 'close', 'cpu', 'close']);
+    expect(got).toEqual({ cpu: m(97.5, 11.5), webgpu: m(100, 30), close: m(80, 10.1875) });
     // Out of time budget: one round only.
     calls.length = 0;
-    expect(await measureCandidates(fake, 10, probe, -1)).toEqual({ cpu: m(100, 12), webgpu: m(100, 40), slow: m(100, 10.5) });
-    expect(calls).toEqual(['cpu', 'webgpu', 'slow', 'broken']);
+    expect(await measureCandidates(fake, 10, probe, -1)).toEqual({ cpu: m(100, 12), webgpu: m(100, 40), close: m(100, 10.5) });
+    expect(calls).toEqual(['cpu', 'webgpu', 'close', 'broken']);
   });
 });
 

@@ -169,46 +169,63 @@ export function chooseMeasured(candidates: readonly Candidate[], measured: Reado
 }
 
 /** Probe rounds at most; a round runs every candidate still in the race once. */
-export const PROBE_ROUNDS = 3;
+export const PROBE_ROUNDS = 5;
 /** No further round starts once the probes have taken this long (ms). */
 export const PROBE_BUDGET_MS = 20_000;
-/** After two rounds, a candidate predicted this much slower than the best drops out. */
+/** After two rounds, a candidate predicted this much slower than the best drops out… */
+export const PROBE_DROP = 1.5;
+/** …and after three, one this much slower. */
 export const PROBE_KEEP = 1.15;
+
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const h = s.length >> 1;
+  return s.length % 2 === 1 ? s[h]! : (s[h - 1]! + s[h]!) / 2;
+};
+
+/**
+ * A candidate's estimate from its probes: the best of one or two (the first run of a process
+ * pays one-off costs such as the GPU device and shader compiles, which a real run pays once), the
+ * median of three or more (the machine is shared: a probe that ran alone is as rare as one that
+ * ran beside a benchmark, and the median is what a run can expect).
+ */
+function estimate(xs: readonly Measurement[]): Measurement {
+  if (xs.length <= 2) return { fixedMs: Math.min(...xs.map((x) => x.fixedMs)), perBatchMs: Math.min(...xs.map((x) => x.perBatchMs)) };
+  return { fixedMs: median(xs.map((x) => x.fixedMs)), perBatchMs: median(xs.map((x) => x.perBatchMs)) };
+}
 
 /**
  * Measures candidates by running them (`probe`) round-robin, interleaved so that load from other
- * processes hits them alike, and keeps each one's best times. Every candidate runs at least twice
- * (the first run of a process pays one-off costs such as GPU device start and shader compiles
- * that the later run does not); a third round runs only those within `PROBE_KEEP` of the best.
- * No round starts after `budgetMs` of probing (large row groups of wide data make each probe
- * long). A candidate whose probe fails is left out (the real run reports the error, if it has it
- * too).
+ * processes hits them alike. Every candidate runs twice; a third round runs those within
+ * `PROBE_DROP` of the best, and further rounds (up to `PROBE_ROUNDS`) those within `PROBE_KEEP`,
+ * while more than one is left: close calls get more samples. No round starts after `budgetMs`
+ * of probing (large row groups of wide data make each probe long). A candidate whose probe fails
+ * is left out (the real run reports the error, if it has it too).
  */
 export async function measureCandidates(candidates: readonly Candidate[], batches: number, probe: (c: Candidate) => Promise<Measurement>, budgetMs = PROBE_BUDGET_MS): Promise<Record<string, Measurement>> {
-  const best: Record<string, Measurement> = {};
+  const samples = new Map<string, Measurement[]>();
   let live = [...candidates];
   const t0 = performance.now();
+  const ms = (c: Candidate): number => predictRun(estimate(samples.get(c.label)!), batches);
   for (let round = 0; round < PROBE_ROUNDS && live.length > 0; round++) {
     // Repeats only while they are cheap: a long probe is less noisy, and first use must end.
     if (round > 0 && performance.now() - t0 > budgetMs) break;
     if (round >= 2) {
-      const ms = (c: Candidate): number => predictRun(best[c.label]!, batches);
       const top = Math.min(...live.map(ms));
-      live = live.filter((c) => ms(c) <= top * PROBE_KEEP);
+      live = live.filter((c) => ms(c) <= top * (round === 2 ? PROBE_DROP : PROBE_KEEP));
       if (live.length < 2) break;
     }
     const next: Candidate[] = [];
     for (const c of live) {
       try {
         const m = await probe(c);
-        const b = best[c.label];
-        best[c.label] = b === undefined ? m : { fixedMs: Math.min(b.fixedMs, m.fixedMs), perBatchMs: Math.min(b.perBatchMs, m.perBatchMs) };
+        (samples.get(c.label) ?? samples.set(c.label, []).get(c.label)!).push(m);
         next.push(c);
       } catch {
-        delete best[c.label];
+        samples.delete(c.label);
       }
     }
     live = next;
   }
-  return best;
+  return Object.fromEntries([...samples].map(([k, xs]) => [k, estimate(xs)]));
 }
