@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Observable, defer, finalize, from, mergeMap, type Subscription } from 'rxjs';
 import { createBackend } from './backend/registry.js';
-import { allInReader, planPushdown, type Pushdown } from './plan/pushdown.js';
+import { allInReader, planPushdown, pushdownExtent, type Pushdown } from './plan/pushdown.js';
 import { eliminateRedundant } from './plan/optimize.js';
 import { readColumnStats } from './plan/stats.js';
 import { autoPlacement } from './backend/auto.js';
@@ -224,8 +224,8 @@ export class Pipeline implements AsyncIterable<Batch> {
     }
     const { placement: p, models } = await autoPlacement(plan, spec);
     const modelNames = [...new Set(p.byFeature.values())];
-    const pd = rest.pushdown === false || plan.shuffle !== null || info.dataset.files.some((f) => /^https?:\/\//.test(f.source)) ? null : planPushdown(plan);
-    const candidates = candidatePlacements(models.map((m) => m.backend), p, { possible: pd !== null, leavesWork: pd !== null && !allInReader(pd) }, rest);
+    const pd = rest.pushdown === false || plan.shuffle !== null || info.dataset.files.some((f) => /^https?:\/\//.test(f.source)) ? 'none' : pushdownExtent(plan);
+    const candidates = candidatePlacements(models.map((m) => m.backend), p, { possible: pd !== 'none', leavesWork: pd === 'some' }, rest);
     const batches = (info.rowsPerEpoch * plan.epochs) / plan.batchSize;
     let measured: Record<string, Measurement> = {};
     if (cal !== false && candidates.length > 1) {

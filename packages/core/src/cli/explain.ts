@@ -5,7 +5,7 @@ import { DecoderPool } from '../io/decoder.js';
 import { openInput } from '../fit.js';
 import { autoCandidates, calibrate, provision, type Provision } from '../plan/cost.js';
 import { calibrationCachePath, candidatePlacements, chooseMeasured, predictRun, readMeasurements } from '../plan/calibration.js';
-import { allInReader, planPushdown } from '../plan/pushdown.js';
+import { pushdownExtent } from '../plan/pushdown.js';
 import { explainPlan, typedForExplain, type Explain } from '../plan/explain.js';
 import { loadPlan, type TypedPlan } from '../plan/load.js';
 import { eliminateRedundant } from '../plan/optimize.js';
@@ -85,8 +85,8 @@ export async function explainCommand(o: ExplainCommandOptions): Promise<string> 
     for (const [f, b] of placement.byFeature) (byBackend[b] ??= []).push(f);
     const base = explainPlan(typed, { stats, backendName: 'auto' });
     // The candidates a run would measure, and what this machine has measured of them so far.
-    const pd = typed.shuffle !== null || remote ? null : planPushdown(typed);
-    const candidates = candidatePlacements(models.map((m) => m.backend), placement, { possible: pd !== null, leavesWork: pd !== null && !allInReader(pd) }, spec);
+    const pd = typed.shuffle !== null || remote ? 'none' : pushdownExtent(typed);
+    const candidates = candidatePlacements(models.map((m) => m.backend), placement, { possible: pd !== 'none', leavesWork: pd === 'some' }, spec);
     const cached = readMeasurements(typed);
     const models1 = [...new Set(placement.byFeature.values())];
     const chosen = chooseMeasured(candidates, cached, batches) ?? candidates.find((c) => c.label === (models1.length > 1 ? 'mixed' : models1[0]))!;
