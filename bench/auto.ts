@@ -56,7 +56,8 @@ for (const w of workloads) {
     return [c.label, fmtRate(median(xs)), `${fmtRate(Math.min(...xs))} – ${fmtRate(Math.max(...xs))}`, `${(median(xs) / bestSingle).toFixed(2)}×`];
   });
   printTable(`${w.preset}: ${fmtInt(w.rows)} rows, ${reps} interleaved runs each (rows/s)`, ['backend', 'median', 'min – max', 'vs best single'], rows);
-  log(`auto placed: ${JSON.stringify(placement?.features)}; predicted ms/batch alone: ${JSON.stringify(placement?.singleMs)}`);
+  const measured = Object.entries(placement?.measured ?? {}).map(([k, m]) => `${k} ${m.runMs.toFixed(0)} ms (${m.fixedMs.toFixed(0)} fixed + ${m.perBatchMs.toFixed(1)}/batch)`).join(', ');
+  log(`auto chose ${placement?.chosen} (${placement?.basis}): features ${JSON.stringify(placement?.features)}; measured run: ${measured || '-'}; cost model ms/batch alone: ${JSON.stringify(placement?.singleMs)}`);
   results.push({ preset: w.preset, rows: w.rows, rates: Object.fromEntries(rates), placement });
 }
 if (values.json) emitJson({ machine: machine(), results });

@@ -1,10 +1,11 @@
 // `sluice explain` end to end (the built bin): JSON shape and figures for a preset plan, and clear
-// errors for bad input (unknown backend in a list, bad flags, a plan without known input types).
+// errors for bad input (unknown backend in a list, bad flags, a plan without known input types),
+// and auto's candidates with the measurements cached for them.
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { getPreset } from '@sluice/core';
+import { getPreset, loadPlan, typedForExplain, writeMeasurements } from '@sluice/core';
 import { tempDir } from '../packages/core/test/helpers.js';
 
 const BIN = join(import.meta.dirname, '..', 'packages', 'core', 'bin', 'sluice.js');
@@ -53,5 +54,27 @@ describe('sluice explain', () => {
     expect(u.backend).toBe('reference');
     expect(u.rowsPerSecPerUnit).toBeGreaterThan(0);
     expect(u.units).toBe(Math.ceil(1_000_000 / u.rowsPerSecPerUnit));
+  });
+
+  it('shows auto\'s candidates, their cached measurements, and the choice they imply', async () => {
+    process.env.SLUICE_CACHE_DIR = join(dir, 'cache');
+    const spec = { features: ['I1', 'I2'].map((c) => ({ name: c, input: c, kind: 'dense' as const, ops: [{ op: 'fillNull', value: 0 }, { op: 'neg2zero' }, { op: 'log', offset: 1 }] })) };
+    const small = join(dir, 'small.json');
+    writeFileSync(small, JSON.stringify(spec));
+    type P = { placement: { chosen: string; basis: string; batches: number; measured: Record<string, { fixedMs: number; perBatchMs: number; runMs: number } | null> } };
+    const before = await sluice(['explain', '--plan', small, '--backend', 'reference,cpu', '--json']);
+    expect(before.code, before.err).toBe(0);
+    const b = (JSON.parse(before.out) as P).placement;
+    // Everything pushes down, so "reference+pushdown" would be the cpu path: not a candidate of its own.
+    expect(b.measured).toEqual({ reference: null, cpu: null });
+    expect(b.basis).toBe('model');
+    writeMeasurements(typedForExplain(loadPlan(spec)), { reference: { fixedMs: 5, perBatchMs: 9 }, cpu: { fixedMs: 50, perBatchMs: 2 } });
+    const after = await sluice(['explain', '--plan', small, '--backend', 'reference,cpu', '--json']);
+    const a = (JSON.parse(after.out) as P).placement;
+    expect(a.batches).toBe(100);
+    expect(a).toMatchObject({ chosen: 'cpu', basis: 'measured', measured: { cpu: { fixedMs: 50, perBatchMs: 2, runMs: 250 }, reference: { runMs: 905 } } });
+    const text = await sluice(['explain', '--plan', small, '--backend', 'reference,cpu']);
+    expect(text.out).toMatch(/cpu: 250 ms \(50\.00 fixed \+ 2\.00 per batch\)/);
+    expect(text.out).toMatch(/chosen: cpu \(fastest measured\)/);
   });
 });

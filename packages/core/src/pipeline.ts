@@ -3,11 +3,12 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Observable, defer, finalize, from, mergeMap, type Subscription } from 'rxjs';
 import { createBackend } from './backend/registry.js';
-import { allInReader, planPushdown, type Pushdown } from './plan/pushdown.js';
+import { allInReader, planPushdown, pushdownExtent, type Pushdown } from './plan/pushdown.js';
 import { eliminateRedundant } from './plan/optimize.js';
 import { readColumnStats } from './plan/stats.js';
 import { autoPlacement } from './backend/auto.js';
 import { autoCandidates } from './plan/cost.js';
+import { candidatePlacements, chooseMeasured, measureCandidates, predictRun, readMeasurements, writeMeasurements, type Measurement } from './plan/calibration.js';
 import type { Backend, CostReport } from './backend/types.js';
 import type { Column, ColumnType } from './column.js';
 import { PlanError, SluiceError } from './errors.js';
@@ -65,12 +66,17 @@ export interface PipelineOptions {
   optimize?: boolean;
 }
 
+/** A probe of auto's calibration stops once it has run this long past its first batch (plan/calibration.ts). */
+const PROBE_STEADY_MS = 1500;
+
 /** Counters of a run, for `sluice bench` and metrics endpoints. */
 export interface PipelineMetrics {
   rows: number;
   batches: number;
   /** Time the preprocess stage spent in the backend, ms. */
   preprocessMs: number;
+  /** Time from the start of the run (files open) to its backend being ready, ms: auto's choice, optimizer, backend start. */
+  setupMs: number;
   /** Time waiting for decoded chunks, ms. */
   sourceWaitMs: number;
   /** Time assembling batches, ms. */
@@ -105,7 +111,20 @@ export interface PipelineMetrics {
    * With `backend: "auto"` or a list: where the cost model placed the features (feature count per
    * backend) and the predicted ms per chunk of each backend's share; null otherwise.
    */
-  placement: { features: Record<string, number>; predictedMs: Record<string, number>; singleMs: Record<string, number> } | null;
+  placement: {
+    /** Features per place they are computed: a backend, or `reader` for those pushed into the decode workers. */
+    features: Record<string, number>;
+    /** The cost model's predicted ms per batch of each backend's share of its own placement (ops only). */
+    predictedMs: Record<string, number>;
+    /** The cost model's predicted ms per batch of each backend running every feature (ops only). */
+    singleMs: Record<string, number>;
+    /** The candidate placement run: `cpu`, `webgpu`, `webgpu+pushdown`, `mixed`, or `given` (written in the plan). */
+    chosen: string;
+    /** What decided: measurements of the candidates on this plan's data (plan/calibration.ts), the cost model alone, or the plan. */
+    basis: 'measured' | 'model' | 'given';
+    /** Per candidate: measured fixed ms per run and ms per batch, and the ms predicted for this run from them. */
+    measured: Record<string, { fixedMs: number; perBatchMs: number; runMs: number }>;
+  } | null;
 }
 
 /** What a run is made of once its files are open. */
@@ -118,7 +137,7 @@ export interface PipelineInfo {
   readonly backend: string;
 }
 
-const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null, packedChunks: 0, optimizer: null, placement: null });
+const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, setupMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null, packedChunks: 0, optimizer: null, placement: null });
 
 /**
  * A preprocessing pipeline over Parquet files: iterate it with `for await`, or subscribe to
@@ -154,7 +173,7 @@ export class Pipeline implements AsyncIterable<Batch> {
   /** Counters of the latest run. */
   metrics(): PipelineMetrics {
     const m = this._metrics;
-    return { ...m, reportTotals: { ...m.reportTotals }, pushdown: m.pushdown && { ...m.pushdown }, optimizer: m.optimizer && { ...m.optimizer }, placement: m.placement && { ...m.placement } };
+    return { ...m, reportTotals: { ...m.reportTotals }, pushdown: m.pushdown && { ...m.pushdown }, optimizer: m.optimizer && { ...m.optimizer }, placement: m.placement && { ...m.placement, features: { ...m.placement.features }, measured: { ...m.placement.measured } } };
   }
 
   private async open(): Promise<PipelineInfo> {
@@ -183,31 +202,95 @@ export class Pipeline implements AsyncIterable<Batch> {
   }
 
   /**
-   * `backend: "auto"` (or a list): places features with the cost model. A placement on a single
-   * backend becomes that backend itself (so all-cpu keeps the reader pushdown); a mixed one becomes
-   * the auto backend with the placement fixed.
+   * `backend: "auto"` (or a list): chooses a placement. The cost model (plan/cost.ts) proposes
+   * one; then every candidate placement (plan/calibration.ts: each backend alone, each non-cpu
+   * backend with the reader's pushdown, the model's mixed placement) is measured on the first
+   * batches of the real data through this very pipeline path, unless its measurement is cached
+   * for this plan and machine, and the one predicted fastest for this run is kept. A placement on
+   * a single backend becomes that backend itself (so all-cpu keeps the reader pushdown, webgpu its
+   * optimizer); a mixed one becomes the auto backend with the placement fixed.
    */
-  private async resolveAuto(plan: TypedPlan): Promise<{ spec: BackendSpec; placement: PipelineMetrics['placement'] }> {
+  private async resolveAuto(info: PipelineInfo): Promise<{ spec: BackendSpec; placement: PipelineMetrics['placement']; byFeature: ReadonlyMap<string, string> | null }> {
     const spec = this.backendSpec();
-    if (autoCandidates(spec) === null) return { spec, placement: null };
-    const { placement: p } = await autoPlacement(plan, spec);
-    const counts: Record<string, number> = {};
-    for (const b of p.byFeature.values()) counts[b] = (counts[b] ?? 0) + 1;
-    const placement = { features: counts, predictedMs: { ...p.predictedMs }, singleMs: { ...p.singleMs } };
-    const { backends: _b, placement: _p, ...rest } = spec;
-    void _b; void _p;
-    const names = Object.keys(counts);
-    if (names.length === 1) return { spec: { ...rest, name: names[0]! }, placement };
-    return { spec: { ...rest, name: 'auto', placement: Object.fromEntries(p.byFeature) }, placement };
+    if (autoCandidates(spec) === null) return { spec, placement: null, byFeature: null };
+    const plan = info.plan;
+    const { backends: _b, placement: given, calibrate: cal, ...rest } = spec;
+    void _b;
+    if (cal !== undefined && typeof cal !== 'boolean') throw new PlanError(`backend auto: option "calibrate" must be true or false, got ${JSON.stringify(cal)}`);
+    if (given !== undefined) {
+      // A placement written in the plan is run as written (autoBackend checks it).
+      const byFeature = new Map(Object.entries(given as Record<string, string>));
+      return { spec: { ...rest, name: 'auto', placement: given }, placement: { features: {}, predictedMs: {}, singleMs: {}, chosen: 'given', basis: 'given', measured: {} }, byFeature };
+    }
+    const { placement: p, models } = await autoPlacement(plan, spec);
+    const modelNames = [...new Set(p.byFeature.values())];
+    const pd = rest.pushdown === false || plan.shuffle !== null || info.dataset.files.some((f) => /^https?:\/\//.test(f.source)) ? 'none' : pushdownExtent(plan);
+    const candidates = candidatePlacements(models.map((m) => m.backend), p, { possible: pd !== 'none', leavesWork: pd === 'some' }, rest);
+    const batches = (info.rowsPerEpoch * plan.epochs) / plan.batchSize;
+    let measured: Record<string, Measurement> = {};
+    if (cal !== false && candidates.length > 1) {
+      const cached = readMeasurements(plan);
+      for (const c of candidates) if (cached[c.label] !== undefined) measured[c.label] = cached[c.label]!;
+      const missing = candidates.filter((c) => measured[c.label] === undefined);
+      if (missing.length > 0) {
+        const fresh = await measureCandidates(missing, batches, (c) => this.probe(info, { ...rest, ...c.spec }));
+        writeMeasurements(plan, fresh);
+        measured = { ...measured, ...fresh };
+      }
+    }
+    const modelChoice = candidates.find((c) => c.label === (modelNames.length > 1 ? 'mixed' : modelNames[0]))!;
+    const chosen = chooseMeasured(candidates, measured, batches) ?? modelChoice;
+    const byFeature = chosen.label === 'mixed' ? p.byFeature : new Map(plan.features.map((f) => [f.name, chosen.spec.name]));
+    const placement: NonNullable<PipelineMetrics['placement']> = {
+      features: {},
+      predictedMs: { ...p.predictedMs },
+      singleMs: { ...p.singleMs },
+      chosen: chosen.label,
+      basis: measured[chosen.label] !== undefined ? 'measured' : 'model',
+      measured: Object.fromEntries(Object.entries(measured).map(([k, m]) => [k, { ...m, runMs: predictRun(m, batches) }])),
+    };
+    return { spec: { ...rest, ...chosen.spec }, placement, byFeature };
+  }
+
+  /**
+   * Runs a candidate backend spec over a prefix of the data — its first row groups, at least two
+   * and at least four batches' worth — through this pipeline's own path (same files, fitted state
+   * and options), and fits its time as fixed + per row: the per-row part from the first batch to
+   * the last (rows counted as the preprocess stage finished them: a packed reader hands over whole
+   * row groups), the fixed part (setup, worker start, pipeline fill) what is left of the first
+   * batch's time. It stops early once it has run `PROBE_STEADY_MS` past the first batch.
+   */
+  private async probe(info: PipelineInfo, spec: BackendSpec): Promise<Measurement> {
+    const { units } = info.dataset;
+    let n = 0;
+    let rows = 0;
+    while (n < units.length && (n < 2 || rows < 4 * info.plan.batchSize)) rows += units[n++]!.rows;
+    const dataset = { ...info.dataset, units: units.slice(0, n), totalRows: rows };
+    const p = new Pipeline(this.plan, { ...this.options, backend: spec, resume: undefined });
+    p.info_ = Promise.resolve({ ...info, plan: { ...info.plan, epochs: 1 }, dataset, rowsPerEpoch: epochRows(dataset, { shard: info.plan.shard }) });
+    p.fit = this.fit;
+    const t0 = performance.now();
+    let first: { ms: number; rows: number } | null = null;
+    let last: { ms: number; rows: number } | null = null;
+    for await (const b of p) {
+      void b;
+      last = { ms: performance.now() - t0, rows: p._metrics.rows };
+      first ??= last;
+      if (last.rows > first.rows && last.ms - first.ms >= PROBE_STEADY_MS) break;
+    }
+    if (first === null || last === null || last.rows === 0) throw new SluiceError('probe read no rows');
+    // One arrival only (the whole prefix at once): no slope to fit; all but the setup is per row.
+    const perRow = last.rows > first.rows ? (last.ms - first.ms) / (last.rows - first.rows) : Math.max(0, last.ms - p._metrics.setupMs) / last.rows;
+    return { fixedMs: Math.max(0, first.ms - perRow * first.rows), perBatchMs: perRow * info.plan.batchSize };
   }
 
   /**
    * The plan the backend runs: with the `optimize` option (on by default for webgpu, which runs
    * the optimizer's staged graph), redundant op steps are removed using the files' footer
-   * statistics (plan/optimize.ts). Outputs are identical either way.
+   * statistics (plan/optimize.ts). Outputs are identical either way. `spec` is the backend the
+   * run resolved to (auto's choice), so an auto run on webgpu is optimized like webgpu.
    */
-  private async optimizedPlan(info: PipelineInfo): Promise<{ plan: TypedPlan; optimizer: PipelineMetrics['optimizer'] }> {
-    const spec = this.backendSpec();
+  private async optimizedPlan(info: PipelineInfo, spec: BackendSpec): Promise<{ plan: TypedPlan; optimizer: PipelineMetrics['optimizer'] }> {
     const opt = this.options.optimize ?? spec.optimize;
     if (opt !== undefined && typeof opt !== 'boolean') throw new PlanError(`option "optimize" must be true or false, got ${JSON.stringify(opt)}`);
     if (!(opt ?? spec.name === 'webgpu')) return { plan: info.plan, optimizer: null };
@@ -279,22 +362,30 @@ export class Pipeline implements AsyncIterable<Batch> {
   private run(onTaken: ((flow: Flow) => (b: Batch) => void) | null): Observable<Batch> {
     return defer(() => from(this.info())).pipe(
       // A backend finished after the run was cancelled is disposed at once (no stray worker pool).
-      mergeMap((info) => new Observable<{ info: PipelineInfo; backend: Backend; pushdown: Pushdown | null; optimizer: PipelineMetrics['optimizer']; placement: PipelineMetrics['placement'] }>((sub) => {
+      mergeMap((info) => new Observable<{ info: PipelineInfo; backend: Backend; pushdown: Pushdown | null; optimizer: PipelineMetrics['optimizer']; placement: PipelineMetrics['placement']; setupMs: number }>((sub) => {
         let cancelled = false;
-        this.optimizedPlan(info).then(async ({ plan, optimizer }) => {
-          const { spec: resolved, placement } = await this.resolveAuto(plan);
+        const t0 = performance.now();
+        this.resolveAuto(info).then(async ({ spec: resolved, placement, byFeature }) => {
+          const { plan, optimizer } = await this.optimizedPlan(info, resolved);
           const { spec, pushdown } = this.pushdownFor(info, plan, resolved);
+          // Where each feature is computed: pushed-down features in the reader (decode workers).
+          if (placement !== null && byFeature !== null) {
+            for (const f of plan.features) {
+              const at = pushdown?.outputs.has(f.name) ? 'reader' : byFeature.get(f.name)!;
+              placement.features[at] = (placement.features[at] ?? 0) + 1;
+            }
+          }
           // Every feature pushed into the reader: no backend work is left, so no worker pool is
           // started; the in-process backend stands in (it is never called).
           const target = allInReader(pushdown) ? { name: 'reference' } : spec;
           const backend = await createBackend(pushdown?.plan ?? plan, target, this.fit!);
           if (cancelled) { void backend.dispose(); return; }
-          sub.next({ info: { ...info, plan }, backend, pushdown, optimizer, placement });
+          sub.next({ info: { ...info, plan }, backend, pushdown, optimizer, placement, setupMs: performance.now() - t0 });
           sub.complete();
         }).catch((e: unknown) => sub.error(e));
         return () => { cancelled = true; };
       })),
-      mergeMap(({ info, backend, pushdown, optimizer, placement }) => {
+      mergeMap(({ info, backend, pushdown, optimizer, placement, setupMs }) => {
         const plan = info.plan;
         const fitState = this.fit!;
         // Null when every feature was pushed down into the reader: the backend is then never called.
@@ -317,6 +408,7 @@ export class Pipeline implements AsyncIterable<Batch> {
         const m = this._metrics;
         m.optimizer = optimizer;
         m.placement = placement;
+        m.setupMs = setupMs;
         if (pushdown !== null) m.pushdown = { derived: pushdown.derived.length, computedInReader: 0, computedInPipeline: 0 };
         // With pushdown the reader computes derived columns; it reads only the other columns raw.
         const readRaw = backendPlan?.columns ?? (plan.label === null ? [] : [plan.label]);

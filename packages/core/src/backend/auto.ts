@@ -1,8 +1,10 @@
 /**
  * The `auto` backend: runs each feature on the backend the cost model places it on (plan/cost.ts),
  * all backends at once on the same chunk (RECom co-running), and merges their outputs in plan
- * order. The pipeline resolves a placement that puts everything on one backend to that backend
- * itself, so e.g. an all-cpu placement keeps the cpu reader pushdown.
+ * order. The pipeline chooses the placement (the cost model proposes, measurements of the
+ * candidates on the real data decide: plan/calibration.ts) and resolves one that puts everything
+ * on one backend to that backend itself, so e.g. an all-cpu placement keeps the cpu reader
+ * pushdown; this backend runs the mixed ones.
  */
 import type { Column, ColumnType } from '../column.js';
 import { columnBytes } from '../column.js';

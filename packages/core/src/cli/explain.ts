@@ -4,6 +4,8 @@ import { createBackend } from '../backend/registry.js';
 import { DecoderPool } from '../io/decoder.js';
 import { openInput } from '../fit.js';
 import { autoCandidates, calibrate, provision, type Provision } from '../plan/cost.js';
+import { calibrationCachePath, candidatePlacements, chooseMeasured, predictRun, readMeasurements } from '../plan/calibration.js';
+import { pushdownExtent } from '../plan/pushdown.js';
 import { explainPlan, typedForExplain, type Explain } from '../plan/explain.js';
 import { loadPlan, type TypedPlan } from '../plan/load.js';
 import { eliminateRedundant } from '../plan/optimize.js';
@@ -21,7 +23,21 @@ export interface ExplainCommandOptions {
 
 /** What `sluice explain --json` prints: explain's figures plus placement and provisioning when asked. */
 export interface ExplainReport extends Explain {
-  readonly placement?: { readonly byBackend: Record<string, string[]>; readonly predictedMs: Record<string, number>; readonly singleMs: Record<string, number>; readonly skipped: Record<string, string> };
+  readonly placement?: {
+    /** The cost model's placement (features per backend) and its predicted ms per batch. */
+    readonly byBackend: Record<string, string[]>;
+    readonly predictedMs: Record<string, number>;
+    readonly singleMs: Record<string, number>;
+    readonly skipped: Record<string, string>;
+    /** The candidate placement a run would take: the fastest measured one, else the model's. */
+    readonly chosen: string;
+    readonly basis: 'measured' | 'model';
+    /** Batches of the run the choice is for (from --input, else 100). */
+    readonly batches: number;
+    /** Cached measurements of the candidates on this machine (plan/calibration.ts); a run measures the missing ones. */
+    readonly measured: Record<string, { fixedMs: number; perBatchMs: number; runMs: number } | null>;
+    readonly cache: string;
+  };
   readonly provisioning?: { readonly targetRowsPerSec: number; readonly units: readonly Provision[] };
 }
 
@@ -35,11 +51,15 @@ export async function explainCommand(o: ExplainCommandOptions): Promise<string> 
   const plan = loadPlan(o.plan);
   let typed: TypedPlan;
   let stats: ReadonlyMap<string, ColumnStats> = new Map();
+  let batches = 100;
+  let remote = false;
   if (o.input.length > 0) {
     const pool = new DecoderPool(1);
     try {
       const { dataset, plan: t } = await openInput(plan, o.input, pool);
       typed = t;
+      batches = (dataset.totalRows * t.epochs) / t.batchSize;
+      remote = dataset.files.some((f) => /^https?:\/\//.test(f.source));
       stats = await readColumnStats(dataset.files.map((f) => f.source), t.columns);
     } finally {
       await pool.close();
@@ -60,11 +80,24 @@ export async function explainCommand(o: ExplainCommandOptions): Promise<string> 
     }
   } else {
     const lean = eliminateRedundant(typed, stats).plan;
-    const { placement, skipped } = await autoPlacement(lean, spec);
+    const { placement, skipped, models } = await autoPlacement(lean, spec);
     const byBackend: Record<string, string[]> = {};
     for (const [f, b] of placement.byFeature) (byBackend[b] ??= []).push(f);
     const base = explainPlan(typed, { stats, backendName: 'auto' });
-    report = { ...base, placement: { byBackend, predictedMs: placement.predictedMs, singleMs: placement.singleMs, skipped } };
+    // The candidates a run would measure, and what this machine has measured of them so far.
+    const pd = typed.shuffle !== null || remote ? 'none' : pushdownExtent(typed);
+    const candidates = candidatePlacements(models.map((m) => m.backend), placement, { possible: pd !== 'none', leavesWork: pd === 'some' }, spec);
+    const cached = readMeasurements(typed);
+    const models1 = [...new Set(placement.byFeature.values())];
+    const chosen = chooseMeasured(candidates, cached, batches) ?? candidates.find((c) => c.label === (models1.length > 1 ? 'mixed' : models1[0]))!;
+    const measured = Object.fromEntries(candidates.map((c) => [c.label, cached[c.label] === undefined ? null : { ...cached[c.label]!, runMs: predictRun(cached[c.label]!, batches) }]));
+    report = {
+      ...base,
+      placement: {
+        byBackend, predictedMs: placement.predictedMs, singleMs: placement.singleMs, skipped,
+        chosen: chosen.label, basis: cached[chosen.label] === undefined ? 'model' : 'measured', batches, measured, cache: calibrationCachePath(typed),
+      },
+    };
   }
   if (o.targetRowsPerSec !== undefined) {
     const names = candidates ?? [spec.name];
@@ -93,10 +126,14 @@ function formatExplain(r: ExplainReport): string {
     if (r.removed.length > 20) lines.push(`  … and ${r.removed.length - 20} more (--json lists all)`);
   }
   if (r.placement) {
-    lines.push('', 'placement (cost model, predicted ms per batch):');
-    for (const [b, fs] of Object.entries(r.placement.byBackend)) lines.push(`  ${b}: ${fs.length} features, ${fmt(r.placement.predictedMs[b] ?? 0)} ms`);
-    lines.push(`  each backend alone: ${Object.entries(r.placement.singleMs).map(([b, ms]) => `${b} ${fmt(ms)} ms`).join(', ')}`);
-    for (const [b, why] of Object.entries(r.placement.skipped)) lines.push(`  skipped ${b}: ${why}`);
+    const pl = r.placement;
+    lines.push('', 'placement by the cost model (op microbenchmarks, predicted ms per batch):');
+    for (const [b, fs] of Object.entries(pl.byBackend)) lines.push(`  ${b}: ${fs.length} features, ${fmt(pl.predictedMs[b] ?? 0)} ms`);
+    lines.push(`  each backend alone: ${Object.entries(pl.singleMs).map(([b, ms]) => `${b} ${fmt(ms)} ms`).join(', ')}`);
+    for (const [b, why] of Object.entries(pl.skipped)) lines.push(`  skipped ${b}: ${why}`);
+    lines.push('', `candidates measured on the real path (cached in ${pl.cache}), for a run of ${fmt(pl.batches)} batches:`);
+    for (const [c, m] of Object.entries(pl.measured)) lines.push(`  ${c}: ${m === null ? 'not measured yet (the first auto run measures it)' : `${fmt(m.runMs)} ms (${fmt(m.fixedMs)} fixed + ${fmt(m.perBatchMs)} per batch)`}`);
+    lines.push(`  chosen: ${pl.chosen} (${pl.basis === 'measured' ? 'fastest measured' : 'cost model; nothing measured yet'})`);
   }
   if (r.provisioning) {
     lines.push('', `provisioning for ${r.provisioning.targetRowsPerSec.toLocaleString('en-US')} rows/s:`);

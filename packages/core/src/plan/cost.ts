@@ -224,7 +224,9 @@ export function placeFeatures(plan: TypedPlan, models: readonly CostModel[], row
   const units: TypedFeature[][] = plan.features.filter((f) => !crossed.has(f.name)).map((f) => [f]);
   if (crossed.size > 0) units.push(plan.features.filter((f) => crossed.has(f.name)));
   const cost = (m: CostModel, u: TypedFeature[]): number => u.reduce((a, f) => a + predictOps(m, f, rows), 0);
-  units.sort((a, b) => Math.min(...models.map((m) => cost(m, b))) - Math.min(...models.map((m) => cost(m, a))));
+  // Each unit's cheapest cost, once (a comparator that recomputes it is O(n log n) predictions: RM5 has 588 units).
+  const cheapest = new Map(units.map((u) => [u, Math.min(...models.map((m) => cost(m, u)))]));
+  units.sort((a, b) => cheapest.get(b)! - cheapest.get(a)!);
   const load: Record<string, number> = Object.fromEntries(models.map((m) => [m.backend, 0]));
   const used = new Set<string>();
   const byFeature = new Map<string, string>();

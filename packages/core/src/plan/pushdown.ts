@@ -48,22 +48,37 @@ export const allInReader = (pd: Pushdown | null): pd is Pushdown & { readonly pl
 
 const isScalar = (t: ColumnType): boolean => t.kind !== 'list' && t.kind !== 'fixed';
 
+/** Features that a cross op reads by name: they stay with the backend, which computes them in order. */
+const crossedNames = (plan: TypedPlan): Set<string> => new Set(plan.features.flatMap((f) => f.ops.filter((o) => o.op === 'cross').flatMap((o) => (o.params as { inputs: readonly string[] }).inputs)));
+
+/** Whether the reader can compute a feature: per-value, stateless ops from a scalar to a non-string scalar, and not crossed. */
+const pushable = (f: TypedFeature, crossed: ReadonlySet<string>): boolean => f.ops.length > 0 && isScalar(f.inputType) && isScalar(f.outputType) && f.outputType.kind !== 'utf8'
+  && f.ops.every((o) => PER_VALUE_OPS.has(o.op) && !o.def.stateful)
+  // A feature another feature crosses by name stays with the backend (cross looks it up by name).
+  && !crossed.has(f.name);
+
+/**
+ * How much of a plan `planPushdown` would push into the reader — no feature, some, or all —
+ * without building the split (cheap: auto asks this for every run).
+ */
+export function pushdownExtent(plan: TypedPlan): 'none' | 'some' | 'all' {
+  if (plan.spec.features.length !== plan.features.length) return 'none';
+  const crossed = crossedNames(plan);
+  const n = plan.features.filter((f) => pushable(f, crossed)).length;
+  return n === 0 ? 'none' : n === plan.features.length ? 'all' : 'some';
+}
+
 /** Splits a typed plan into derived columns for the reader and a plan for the backend, or null when nothing can be pushed. */
 export function planPushdown(plan: TypedPlan): Pushdown | null {
   const derived: DerivedColumn[] = [];
   const byKey = new Map<string, DerivedColumn>();
   const specs: FeatureSpec[] = [];
   const schema = new Map<string, ColumnType>();
-  // Features that a cross op reads by name stay with the backend, which computes them in order.
-  const crossed = new Set(plan.features.flatMap((f) => f.ops.filter((o) => o.op === 'cross').flatMap((o) => (o.params as { inputs: readonly string[] }).inputs)));
+  const crossed = crossedNames(plan);
   const outputs = new Map<string, string>();
   if (plan.spec.features.length !== plan.features.length) return null;
   for (const [i, f] of plan.features.entries()) {
-    const pushable = f.ops.length > 0 && isScalar(f.inputType) && isScalar(f.outputType) && f.outputType.kind !== 'utf8'
-      && f.ops.every((o) => PER_VALUE_OPS.has(o.op) && !o.def.stateful)
-      // A feature another feature crosses by name stays with the backend (cross looks it up by name).
-      && !crossed.has(f.name);
-    if (!pushable) {
+    if (!pushable(f, crossed)) {
       specs.push(plan.spec.features[i]!);
       schema.set(f.input, f.inputType);
       continue;
