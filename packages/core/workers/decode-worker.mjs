@@ -12,6 +12,9 @@
 //       -> {id, done, packs: [Pack, ...]} (buffers transferred): rows [cuts[i], cuts[i+1]) laid out
 //          as batch arrays (../dist/stream/batch.js packRows), when the direct decoder produced
 //          every feature's column and a label without nulls; otherwise the reply above
+//   in  {id: 0, kind: 'reset'}: forget every open file and footer (no reply); the pool sends it
+//       when it parks this worker for reuse by another pool
+//   out {started: true} once, when the imports have loaded
 //   out {id, error} on a catchable failure.
 import { parentPort } from 'node:worker_threads';
 import fs from 'node:fs';
@@ -177,6 +180,11 @@ parentPort.on('message', async (msg) => {
       }
       if (direct !== null) parentPort.postMessage({ id, done: true, columns: direct.columns }, buffersOf(direct.columns));
       else parentPort.postMessage({ id, done: true });
+    } else if (msg.kind === 'reset') {
+      // Parked for another pool: forget every file (it may change before this worker reads it again).
+      for (const f of files.values()) f.free();
+      files.clear();
+      footers.clear();
     } else if (msg.kind === 'close') {
       const f = files.get(msg.source);
       if (f) { files.delete(msg.source); f.free(); }

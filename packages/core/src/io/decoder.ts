@@ -29,6 +29,10 @@ interface Slot {
   busy: Map<number, Pending>;
   /** The worker finished loading its modules (it says so before it reads any task). */
   started: boolean;
+  /** Removes this pool's listeners from the worker (before it is parked for another pool). */
+  detach: () => void;
+  /** A task failed in it: its wasm state may be broken (parquet-wasm panics), so it is not reused. */
+  failed: boolean;
 }
 
 interface Task {
@@ -39,6 +43,48 @@ interface Task {
 // The worker is plain JS beside src/ and dist/ (both two levels below the package root), so the
 // same relative URL works from the TypeScript sources under vitest and from the build.
 const WORKER_URL = new URL('../../workers/decode-worker.mjs', import.meta.url);
+
+/**
+ * Decode workers that a closed pool left idle, kept for the next pool in this process. A new
+ * worker costs ~150 ms and ~190 ms of CPU to start (thread, modules, parquet-wasm and zstd wasm
+ * compiles), then runs its first row groups unoptimized while V8 compiles its hot loops: on a
+ * 1M-row read with 2 decoders that is a sixth of the CPU. A pipeline per epoch, a benchmark's
+ * repeated runs, or `sluice serve` re-making batches then reuse warm ones. Parked workers are
+ * unref'd (they never keep the process alive), forget every file they had open (`reset`), and
+ * end after `IDLE_MS` unused.
+ */
+const idle: Worker[] = [];
+const IDLE_MS = 10_000;
+const MAX_IDLE = 8;
+
+function park(worker: Worker): void {
+  if (idle.length >= MAX_IDLE) { void worker.terminate(); return; }
+  worker.postMessage({ id: 0, kind: 'reset' });
+  worker.unref();
+  const drop = (): void => {
+    clearTimeout(timer);
+    const i = idle.indexOf(worker);
+    if (i >= 0) idle.splice(i, 1);
+  };
+  const timer = setTimeout(() => { drop(); void worker.terminate(); }, IDLE_MS);
+  timer.unref();
+  worker.once('exit', drop);
+  unpark.set(worker, () => { clearTimeout(timer); worker.off('exit', drop); });
+  idle.push(worker);
+}
+
+const unpark = new WeakMap<Worker, () => void>();
+
+function takeIdle(): Worker | null {
+  const worker = idle.pop();
+  if (worker === undefined) return null;
+  unpark.get(worker)!();
+  unpark.delete(worker);
+  return worker;
+}
+
+/** Idle decode workers kept warm in this process (see `park`). */
+export const idleDecoders = (): number => idle.length;
 
 /**
  * A pool of Parquet decode workers. Decoding off the main thread keeps a wasm panic on corrupt
@@ -105,8 +151,12 @@ export class DecoderPool {
     const err = new InputError('decoder closed');
     for (const t of this.queue.splice(0)) t.pending.reject(err);
     await Promise.all(this.slots.splice(0).map(async (s) => {
+      // A worker with nothing in hand is kept warm for the next pool; one still decoding (a run
+      // cancelled mid-read) is ended, as is one that never started or had a task fail.
+      if (s.busy.size === 0 && s.started && !s.failed) { s.detach(); park(s.worker); return; }
       for (const p of s.busy.values()) p.reject(err);
       s.busy.clear();
+      s.detach();
       await s.worker.terminate();
     }));
   }
@@ -133,20 +183,21 @@ export class DecoderPool {
   }
 
   private spawn(): Slot {
-    const worker = new Worker(WORKER_URL);
-    const slot: Slot = { worker, busy: new Map(), started: false };
-    worker.on('message', (m: { id: number; started?: true; ipc?: Uint8Array; meta?: unknown; columns?: [string, Column][]; packs?: Pack[]; done?: boolean; error?: string }) => {
+    const warm = takeIdle();
+    const worker = warm ?? new Worker(WORKER_URL);
+    const slot: Slot = { worker, busy: new Map(), started: warm !== null, detach: () => undefined, failed: false };
+    const onMessage = (m: { id: number; started?: true; ipc?: Uint8Array; meta?: unknown; columns?: [string, Column][]; packs?: Pack[]; done?: boolean; error?: string }): void => {
       if (m.started === true) { slot.started = true; return; }
       const p = slot.busy.get(m.id);
       if (p === undefined) return;
       if (m.ipc !== undefined) { p.chunks.push(m.ipc); return; }
       slot.busy.delete(m.id);
-      if (m.error !== undefined) p.reject(describeFailure(p.what, m.error));
+      if (m.error !== undefined) { slot.failed = true; p.reject(describeFailure(p.what, m.error)); }
       else if (m.packs !== undefined) p.resolve({ columns: new Map(), ipc: [], packs: m.packs });
       else p.resolve(m.columns !== undefined ? { columns: new Map(m.columns), ipc: p.chunks } : m.meta ?? p.chunks);
       if (slot.busy.size === 0) worker.unref();
       this.pump();
-    });
+    };
     // An uncaught error in the worker (a wasm panic on corrupt pages) ends it: fail what it was
     // doing with the file and row group, and let the next task start a fresh worker.
     const fail = (reason: string): void => {
@@ -159,8 +210,12 @@ export class DecoderPool {
       slot.busy.clear();
       if (!this.closed) this.pump();
     };
-    worker.on('error', (e) => fail(String(e instanceof Error ? e.message : e)));
-    worker.on('exit', (code) => { if (slot.busy.size > 0) fail(`decoder exited with code ${code}`); });
+    const onError = (e: unknown): void => fail(String(e instanceof Error ? e.message : e));
+    const onExit = (code: number): void => { if (slot.busy.size > 0) fail(`decoder exited with code ${code}`); };
+    worker.on('message', onMessage);
+    worker.on('error', onError);
+    worker.on('exit', onExit);
+    slot.detach = () => { worker.off('message', onMessage); worker.off('error', onError); worker.off('exit', onExit); };
     worker.unref();
     this.slots.push(slot);
     return slot;

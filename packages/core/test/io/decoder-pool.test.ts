@@ -1,0 +1,59 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DecoderPool, idleDecoders } from '../../src/io/decoder.js';
+import { pipeline, type Batch, type PlanSpec } from '../../src/index.js';
+import { tempDir, writeSmall } from '../helpers.js';
+
+const plan: PlanSpec = {
+  batchSize: 100,
+  label: 'label',
+  features: [
+    { name: 'id', input: 'id', kind: 'dense' },
+    { name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'sigridHash', salt: 0, max: 1000 }] },
+  ],
+};
+
+async function ids(input: string): Promise<number[]> {
+  const out: number[] = [];
+  for await (const b of pipeline(plan, { input }) as AsyncIterable<Batch>) for (let r = 0; r < b.rows; r++) out.push(b.dense.data[r * b.dense.dim]!);
+  return out;
+}
+
+describe('decode workers kept warm between pools', () => {
+  it('a closed pool leaves its idle workers for the next one, which reuses them', async () => {
+    const f = writeSmall(join(tempDir(), 'a.parquet'), 500, 100);
+    const a = new DecoderPool(2);
+    await Promise.all([a.open(f), a.readRowGroup(f, 0, ['id']), a.readRowGroup(f, 1, ['id'])]);
+    const before = idleDecoders();
+    await a.close();
+    expect(idleDecoders()).toBe(before + 2);
+    const b = new DecoderPool(1);
+    const meta = await b.open(f);
+    expect(meta.rowGroups).toEqual([100, 100, 100, 100, 100]);
+    expect(idleDecoders()).toBe(before + 1); // one of them is working for b now
+    await b.close();
+    expect(idleDecoders()).toBe(before + 2);
+  });
+
+  it('a reused worker forgets the files it had open: a file rewritten in place is read afresh', async () => {
+    const dir = tempDir();
+    const f = join(dir, 'same.parquet');
+    writeSmall(f, 300, 100);
+    const first = await ids(f);
+    expect(first).toHaveLength(300);
+    expect(idleDecoders()).toBeGreaterThan(0);
+    writeSmall(f, 700, 250); // other rows and row groups at the same path
+    const second = await ids(f);
+    expect(second).toEqual(Array.from({ length: 700 }, (_, i) => i));
+  });
+
+  it('a pool closed in the middle of a read ends that worker instead of parking it', async () => {
+    const f = writeSmall(join(tempDir(), 'b.parquet'), 2000, 1000);
+    const before = idleDecoders();
+    const p = new DecoderPool(1);
+    const read = expect(p.readRowGroup(f, 0, ['id', 'C1'])).rejects.toThrow(/decoder closed/);
+    await p.close();
+    await read;
+    expect(idleDecoders()).toBeLessThanOrEqual(before);
+  });
+});
