@@ -127,22 +127,25 @@ function denseF64(v: Float64Array, valid: Uint8Array | null, from: number, to: n
 }
 
 /** Writes how many ids rows [from, to) contribute (nulls, null lists and null elements give none). */
-function writeLengths(c: Column, from: number, to: number, out: Int32Array, at: number): void {
+function writeLengths(c: Column, from: number, to: number, out: Int32Array, at: number): number {
   const valid = c.valid;
   if (c.type !== 'list') {
-    if (valid === null) out.fill(1, at, at + to - from);
-    else for (let r = from, o = at; r < to; r++, o++) out[o] = valid[r]!;
-    return;
+    if (valid === null) { out.fill(1, at, at + to - from); return to - from; }
+    let sum = 0;
+    for (let r = from, o = at; r < to; r++, o++) sum += out[o] = valid[r]!;
+    return sum;
   }
   const { offsets } = c;
   const cv = c.child.valid;
+  let sum = 0;
   for (let r = from, o = at; r < to; r++, o++) {
     if (valid !== null && valid[r] === 0) { out[o] = 0; continue; }
-    if (cv === null) { out[o] = offsets[r + 1]! - offsets[r]!; continue; }
+    if (cv === null) { sum += out[o] = offsets[r + 1]! - offsets[r]!; continue; }
     let n = 0;
     for (let j = offsets[r]!; j < offsets[r + 1]!; j++) n += cv[j]!;
-    out[o] = n;
+    sum += out[o] = n;
   }
+  return sum;
 }
 
 /** Copies the ids of rows [from, to) into `dst` words starting at value index `at`; returns the new index. */
@@ -270,12 +273,43 @@ function compactIds(c: Column): Int32Array | null {
   return r;
 }
 
-function writeLengthsIndexed(c: Column, idx: Int32Array, from: number, to: number, out: Int32Array, at: number): void {
+const nullSlotCache = new WeakMap<Column, number>();
+
+/**
+ * The one null entry of a derived dictionary (the null slot the decoder appends), or -1 when it
+ * has none or several. With exactly one, a row is null iff its index is that slot, so a key's
+ * lengths come from a sequential scan of the indices instead of a gather from the dictionary.
+ */
+function soleNullSlot(c: Column): number {
+  let r = nullSlotCache.get(c);
+  if (r !== undefined) return r;
+  r = -1;
   const valid = c.valid;
-  if (valid === null) { out.fill(1, at, at + to - from); return; }
+  if (valid !== null) {
+    for (let j = 0; j < valid.length; j++) {
+      if (valid[j] !== 0) continue;
+      if (r >= 0) { r = -1; break; }
+      r = j;
+    }
+  }
+  nullSlotCache.set(c, r);
+  return r;
+}
+
+/** Writes the lengths (0 or 1) of rows [from, to) of an indexed scalar column; returns their sum. */
+function writeLengthsIndexed(c: Column, idx: Int32Array, from: number, to: number, out: Int32Array, at: number): number {
+  const valid = c.valid;
+  if (valid === null) { out.fill(1, at, at + to - from); return to - from; }
+  let sum = 0;
+  const s = soleNullSlot(c);
+  if (s >= 0) {
+    for (let r = from, o = at; r < to; r++, o++) sum += out[o] = +(idx[r]! !== s);
+    return sum;
+  }
   const cd = compactIds(c);
-  if (cd !== null) for (let r = from, o = at; r < to; r++, o++) out[o] = ~cd[idx[r]!]! >>> 31;
-  else for (let r = from, o = at; r < to; r++, o++) out[o] = valid[idx[r]!]!;
+  if (cd !== null) for (let r = from, o = at; r < to; r++, o++) sum += out[o] = ~cd[idx[r]!]! >>> 31;
+  else for (let r = from, o = at; r < to; r++, o++) sum += out[o] = valid[idx[r]!]!;
+  return sum;
 }
 
 function writeSparseIndexed(c: Column, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
@@ -370,18 +404,16 @@ export function packRows(layout: BatchLayout, segments: ReadonlyArray<{ readonly
       if (ix !== undefined) writeDenseIndexed(ix.dict, ix.idx, seg.from, seg.to, data, row0 * dim + f.offset, dim);
       else writeDense(seg.chunk.outputs.get(f.name)!, seg, data, row0, dim, f.offset, f.width);
     }
+    // offsets[k + 1] collects key k's value count here; the prefix sum below makes them offsets.
     layout.sparseKeys.forEach((key, k) => {
       const ix = ixs?.get(key);
-      if (ix !== undefined) writeLengthsIndexed(ix.dict, ix.idx, seg.from, seg.to, lengths, k * rows + row0);
-      else writeLengths(seg.chunk.outputs.get(key)!, seg.from, seg.to, lengths, k * rows + row0);
+      offsets[k + 1] += ix !== undefined
+        ? writeLengthsIndexed(ix.dict, ix.idx, seg.from, seg.to, lengths, k * rows + row0)
+        : writeLengths(seg.chunk.outputs.get(key)!, seg.from, seg.to, lengths, k * rows + row0);
     });
     row0 += seg.to - seg.from;
   }
-  for (let k = 0; k < K; k++) {
-    let s = 0;
-    for (let r = 0; r < rows; r++) s += lengths[k * rows + r]!;
-    offsets[k + 1] = offsets[k]! + s;
-  }
+  for (let k = 0; k < K; k++) offsets[k + 1] += offsets[k]!;
   const values = new BigInt64Array(offsets[K]!);
   const words = int64Words(values);
   layout.sparseKeys.forEach((key, k) => {
