@@ -44,7 +44,9 @@ for (const w of workloads) {
   const rates = new Map<string, number[]>(contenders.map((c) => [c.label, []]));
   let placement: PipelineMetrics['placement'] = null;
   for (let r = 0; r < reps; r++) {
-    for (const c of contenders) {
+    // The starting contender rotates, so no backend always runs right after the same one (webgpu's
+    // llvmpipe threads and garbage from its run slowed whichever ran next).
+    for (const c of contenders.map((_, i) => contenders[(i + r) % contenders.length]!)) {
       const { rowsPerSec, metrics } = await runOnce(ds.path, w.preset, c.spec);
       rates.get(c.label)!.push(rowsPerSec);
       if (c.label === 'auto') placement = metrics.placement;
