@@ -3,7 +3,7 @@ import { unpack } from 'msgpackr';
 import type { Agent, Dispatcher } from 'undici';
 import { SluiceError } from '../errors.js';
 import { tableFromArrowStream } from './arrow-ipc.js';
-import { DirectPool, Unsupported } from './direct.js';
+import { DirectPool, MAX_BODY_BYTES, Unsupported, tooLarge } from './direct.js';
 
 /** A batch as the HTTP client decodes it (the msgpack layout, with offsets worked out). */
 export interface ClientBatch {
@@ -125,15 +125,21 @@ function getOnce(agent: Agent, origin: string, path: string, headers: Record<str
         onAbort = () => controller.abort(signal.reason);
         signal.addEventListener('abort', onAbort, { once: true });
       },
-      onResponseStart(_controller, statusCode, h) {
+      onResponseStart(controller, statusCode, h) {
         status = statusCode;
         at = 0;
         chunks = [];
         const len = Number(h['content-length']);
+        if (len > MAX_BODY_BYTES) { controller.abort(tooLarge(len)); return; }
         body = Number.isSafeInteger(len) && len >= 0 ? Buffer.allocUnsafeSlow(len) : null;
       },
       onResponseData(controller, chunk) {
-        if (body === null) { chunks.push(chunk); return; }
+        if (body === null) {
+          at += chunk.byteLength;
+          if (at > MAX_BODY_BYTES) { controller.abort(tooLarge(at)); return; }
+          chunks.push(chunk);
+          return;
+        }
         if (at + chunk.byteLength > body.byteLength) { controller.abort(new HttpError(status, `${path}: body longer than its content-length`)); return; }
         body.set(chunk, at);
         at += chunk.byteLength;

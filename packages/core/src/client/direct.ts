@@ -7,6 +7,12 @@ export interface Got { status: number; body: Uint8Array }
 export class Unsupported extends Error {}
 
 const MAX_HEAD = 64 << 10;
+/**
+ * The largest response body the client accepts (2 GiB): a content-length beyond it fails the
+ * request with a clear error instead of an allocation that throws inside a socket callback.
+ */
+export const MAX_BODY_BYTES = 2 ** 31;
+export const tooLarge = (length: number): Error => new Error(`the response body is ${length} bytes, over the client's limit of ${MAX_BODY_BYTES} bytes`);
 const CRLF2 = Buffer.from('\r\n\r\n');
 
 const socketError = (message: string): Error => Object.assign(new Error(message), { code: 'UND_ERR_SOCKET' });
@@ -112,6 +118,7 @@ class Conn {
       this.destroy(new Unsupported(`response not read directly: ${lines[0]}`));
       return false;
     }
+    if (length > MAX_BODY_BYTES) { this.destroy(tooLarge(length)); return false; }
     this.status = Number(m[1]);
     this.body = Buffer.allocUnsafeSlow(length);
     return true;

@@ -195,6 +195,26 @@ describe('sluice serve (HTTP)', () => {
   });
 });
 
+describe('client limits', () => {
+  it('a response announcing a body over the limit fails the request clearly, on both read paths', async () => {
+    // A server that claims a 3 GB body (and sends none): the client must not try to allocate it.
+    const liar: Server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/msgpack', 'content-length': String(3 * 2 ** 30) });
+      res.flushHeaders();
+    });
+    await new Promise<void>((r) => liar.listen(0, '127.0.0.1', r));
+    const c = createClient(`http://127.0.0.1:${(liar.address() as AddressInfo).port}`, { retries: 0 });
+    try {
+      await expect(c.batch(0)).rejects.toThrow(/3221225472 bytes, over the client's limit/); // batch bodies: the direct reader
+      await expect(c.info()).rejects.toThrow(/3221225472 bytes, over the client's limit/); // everything else: undici
+    } finally {
+      await c.close();
+      liar.closeAllConnections();
+      await new Promise((r) => liar.close(r));
+    }
+  });
+});
+
 /** The first Python with msgpack and numpy ($PYTHON, python3 on PATH, the system one), or why there is none. */
 function findPython(): { python: string } | { missing: string } {
   const tried: string[] = [];
