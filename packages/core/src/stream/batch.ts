@@ -324,12 +324,13 @@ function writeSparseIndexed(c: Column, idx: Int32Array, from: number, to: number
  * Ids from a compact dictionary (compactIds). Branch-free: every row writes its id at `at` and
  * advances only when it is not null, so a null row's write is overwritten by the next id, or lands
  * on a later key's first slot (written after this key), or past the array's end (ignored).
+ * Only low words are written: `dst` is a freshly allocated (zeroed) array and every compact id is
+ * below 2^31, so the high words are already 0.
  */
 function sparseIdxCompact(cd: Int32Array, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
   for (let r = from; r < to; r++) {
     const x = cd[idx[r]!]!;
     dst[2 * at] = x;
-    dst[2 * at + 1] = 0;
     at += ~x >>> 31;
   }
   return at;
