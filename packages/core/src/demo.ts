@@ -1,11 +1,11 @@
 import { existsSync, mkdirSync, renameSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { generateDataset } from './gen/generate.js';
+import { cacheRoot } from './util/cache.js';
 
 /** Where `sluice demo` keeps generated data between runs (`SLUICE_CACHE_DIR` overrides it). */
 export function cacheDir(): string {
-  const base = process.env.SLUICE_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sluice');
+  const base = cacheRoot();
   mkdirSync(base, { recursive: true });
   return base;
 }

@@ -21,12 +21,12 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
 import { join } from 'node:path';
 import type { ColumnType } from '../column.js';
 import type { TypedPlan } from './load.js';
 import type { Placement } from './cost.js';
 import type { BackendSpec } from './types.js';
+import { cacheRoot, machineKey } from '../util/cache.js';
 
 /** A placement auto can run: a label (cache key, report) and the backend spec that runs it. */
 export interface Candidate {
@@ -47,9 +47,6 @@ export interface Measurement {
 const VERSION = 3;
 
 /** The machine a measurement holds for (same key as the op cost model's cache). */
-export function machineKey(): string {
-  return createHash('sha256').update(`${cpus()[0]?.model ?? '?'}|${cpus().length}|${process.version}`).digest('hex').slice(0, 10);
-}
 
 const typeKey = (t: ColumnType): string => (t.kind === 'list' ? `list<${t.child}>` : t.kind === 'fixed' ? `fixed${t.size}` : t.kind);
 
@@ -92,13 +89,9 @@ export function planKey(plan: TypedPlan): string {
   return key;
 }
 
-function cacheDir(): string {
-  return process.env.SLUICE_CACHE_DIR ?? join(process.env.HOME ?? '.', '.cache', 'sluice');
-}
-
 /** Where a plan's measurements on this machine are cached (one file, an entry per candidate). */
 export function calibrationCachePath(plan: TypedPlan): string {
-  return join(cacheDir(), `placement-${planKey(plan)}-${machineKey()}.json`);
+  return join(cacheRoot(), `placement-${planKey(plan)}-${machineKey()}.json`);
 }
 
 const isMeasurement = (x: unknown): x is Measurement => typeof x === 'object' && x !== null

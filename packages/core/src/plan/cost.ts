@@ -17,15 +17,14 @@
  *   backend it takes, from the predicted per-unit rate (PreSto §V-A sizes its SmartSSD count the
  *   same way: target / per-device throughput, rounded up).
  */
-import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
 import { join } from 'node:path';
 import type { Column, ColumnType } from '../column.js';
 import { utf8FromStrings } from '../column.js';
 import { createBackend } from '../backend/registry.js';
 import { PlanError } from '../errors.js';
 import { loadPlan, typeCheckPlan, type PlanOp, type TypedFeature, type TypedPlan } from './load.js';
+import { cacheRoot, machineKey } from '../util/cache.js';
 
 /** Predicted ms per chunk for one op on one backend: fixed + perElement × elements. */
 export interface OpCost {
@@ -85,9 +84,7 @@ function synthetic(t: ColumnType, n: number): Column | null {
 const elementsPerRow = (t: ColumnType): number => (t.kind === 'list' ? LIST_LEN : 1);
 
 function cachePath(backend: string): string {
-  const dir = process.env.SLUICE_CACHE_DIR ?? join(process.env.HOME ?? '.', '.cache', 'sluice');
-  const machine = createHash('sha256').update(`${cpus()[0]?.model ?? '?'}|${cpus().length}|${process.version}`).digest('hex').slice(0, 10);
-  return join(dir, `costmodel-${backend}-${machine}.json`);
+  return join(cacheRoot(), `costmodel-${backend}-${machineKey()}.json`);
 }
 
 function readCache(backend: string): Record<string, OpCost> {
