@@ -11,6 +11,7 @@ import {
   type Batch, type BackendSpec, type Candidate, type Measurement, type Placement, type PlanSpec, type TypedPlan,
 } from '@sluice/core';
 import { tempDir } from '../packages/core/test/helpers.js';
+import { expectSameBatches } from './batches.js';
 
 const dir = tempDir('sluice-auto-');
 const files = new Map<string, string>();
@@ -26,19 +27,6 @@ async function collect(plan: PlanSpec, backend: BackendSpec): Promise<{ batches:
   const batches: Batch[] = [];
   for await (const b of p) batches.push(b);
   return { batches, placement: p.metrics().placement };
-}
-
-function expectSame(got: Batch[], want: Batch[]): void {
-  expect(got.length).toBe(want.length);
-  got.forEach((g, i) => {
-    const w = want[i]!;
-    expect(g.rows).toBe(w.rows);
-    expect(new Uint32Array(g.dense.data.buffer, g.dense.data.byteOffset, g.dense.data.length)).toEqual(new Uint32Array(w.dense.data.buffer, w.dense.data.byteOffset, w.dense.data.length));
-    expect(g.sparse.keys).toEqual(w.sparse.keys);
-    expect(g.sparse.lengths).toEqual(w.sparse.lengths);
-    expect(g.sparse.values).toEqual(w.sparse.values);
-    expect(g.labels).toEqual(w.labels);
-  });
 }
 
 const typed = async (name: 'rm1' | 'rm5'): Promise<TypedPlan> => (await pipeline(plans[name]!, { input: files.get(name)! }).info()).plan;
@@ -142,7 +130,7 @@ describe('auto in a pipeline', () => {
       expect(placement!.features).toEqual(features);
       expect(placement!.measured[fast]).toEqual({ fixedMs: 10, perBatchMs: 10, runMs: 10 + 10 * (160 / 64) });
       expect(Object.keys(placement!.singleMs).sort()).toEqual(['cpu', 'reference']);
-      expectSame(batches, cpuAlone.get('rm5')!);
+      expectSameBatches(batches, cpuAlone.get('rm5')!);
     }
   });
 
@@ -150,7 +138,7 @@ describe('auto in a pipeline', () => {
     const { batches, placement } = await collect(plans.rm1!, { ...AUTO, calibrate: false });
     expect(placement!.basis).toBe('model');
     expect(placement!.measured).toEqual({});
-    expectSame(batches, cpuAlone.get('rm1')!);
+    expectSameBatches(batches, cpuAlone.get('rm1')!);
   });
 
   it('runs a placement written in the plan as written', async () => {
@@ -159,7 +147,7 @@ describe('auto in a pipeline', () => {
     const { batches, placement } = await collect(spec, { name: 'auto', placement: given, workers: 1 });
     expect(placement!.chosen).toBe('given');
     expect(placement!.features).toEqual({ cpu: Math.ceil(spec.features.length / 2), reference: Math.floor(spec.features.length / 2) });
-    expectSame(batches, cpuAlone.get('rm1')!);
+    expectSameBatches(batches, cpuAlone.get('rm1')!);
   });
 
   it('measures what the cache lacks on the data itself, then caches it', async () => {
@@ -175,7 +163,7 @@ describe('auto in a pipeline', () => {
       // rm1 pushes everything down on the cpu path, so "reference+pushdown" would be the same run.
       expect(Object.keys(placement!.measured).sort()).toEqual(['cpu', 'reference']);
       expect(Object.keys(readMeasurements(plan)).sort()).toEqual(['cpu', 'reference']);
-      expectSame(batches, cpuAlone.get('rm1')!);
+      expectSameBatches(batches, cpuAlone.get('rm1')!);
     } finally {
       process.env.SLUICE_CACHE_DIR = join(dir, 'cache');
     }

@@ -8,35 +8,17 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import '@sluice/backend-cpu';
 import { webgpuUnavailable } from '@sluice/backend-webgpu';
 import {
-  buildGraph, eliminateRedundant, executeGraph, executePlan, explainPlan, fit, generateDataset, getPreset, loadPlan, pipeline, presetNames,
-  readColumnStats, scheduleStages, typeCheckPlan, typedForExplain, type Batch, type BackendSpec, type Column, type ColumnType, type PlanSpec, type PlanState,
+  buildGraph, eliminateRedundant, executeGraph, executePlan, explainPlan, fit, generateDataset, getPreset, loadPlan, presetNames,
+  readColumnStats, scheduleStages, typeCheckPlan, typedForExplain, type Batch, type BackendSpec, type Column, type ColumnType, type PlanSpec,
 } from '@sluice/core';
 import { i32, i64, listI64, str, tempDir, writeParquet } from '../packages/core/test/helpers.js';
+import { collect, expectSameBatches } from './batches.js';
 
 const dir = tempDir('sluice-optimizer-');
 const ROWS: Record<string, number> = { rm1: 1500, rm2: 200, rm3: 200, rm4: 200, rm5: 200, 'piper-d1': 1500, 'rap-plan0': 1000, 'rap-plan1': 1000, 'rap-plan2': 600, 'rap-plan3': 400 };
 const presets = presetNames().filter((p) => p in ROWS);
 const files = new Map<string, string>();
 const reference = new Map<string, Batch[]>();
-
-async function collect(plan: PlanSpec, input: string, backend: BackendSpec, fitState?: PlanState): Promise<Batch[]> {
-  const out: Batch[] = [];
-  for await (const b of pipeline({ ...plan, backend }, { input, ...(fitState ? { fitState } : {}) })) out.push(b);
-  return out;
-}
-
-function expectSame(got: Batch[], want: Batch[]): void {
-  expect(got.length).toBe(want.length);
-  got.forEach((g, i) => {
-    const w = want[i]!;
-    expect(g.rows).toBe(w.rows);
-    expect(new Uint32Array(g.dense.data.buffer, g.dense.data.byteOffset, g.dense.data.length)).toEqual(new Uint32Array(w.dense.data.buffer, w.dense.data.byteOffset, w.dense.data.length));
-    expect(g.sparse.keys).toEqual(w.sparse.keys);
-    expect(g.sparse.lengths).toEqual(w.sparse.lengths);
-    expect(g.sparse.values).toEqual(w.sparse.values);
-    expect(g.labels).toEqual(w.labels);
-  });
-}
 
 beforeAll(async () => {
   for (const p of presets) {
@@ -50,18 +32,18 @@ beforeAll(async () => {
 describe('optimized plans give identical outputs on every preset', () => {
   it.for(presets)('%s: reference kernels running the optimized, staged graph', async (p) => {
     const plan = { ...getPreset(p).defaultPlan(), batchSize: 256 };
-    expectSame(await collect(plan, files.get(p)!, { name: 'reference', graph: true, optimize: true }), reference.get(p)!);
+    expectSameBatches(await collect(plan, files.get(p)!, { name: 'reference', graph: true, optimize: true }), reference.get(p)!);
   });
   it.for(presets)('%s: cpu worker pool on the rewritten plan', async (p) => {
     const plan = { ...getPreset(p).defaultPlan(), batchSize: 256 };
-    expectSame(await collect(plan, files.get(p)!, { name: 'cpu', workers: 1, optimize: true }), reference.get(p)!);
+    expectSameBatches(await collect(plan, files.get(p)!, { name: 'cpu', workers: 1, optimize: true }), reference.get(p)!);
   });
   // llvmpipe compiles RAP Plan 3's fused kernel (hundreds of chains) slowly.
   it.for(presets)('%s: webgpu running the optimized stages', { timeout: 300_000 }, async (p, ctx) => {
     const why = await webgpuUnavailable();
     if (why) { console.warn(`optimizer: skipping webgpu: ${why}`); ctx.skip(); }
     const plan = { ...getPreset(p).defaultPlan(), batchSize: 256 };
-    expectSame(await collect(plan, files.get(p)!, { name: 'webgpu', optimize: true }), reference.get(p)!);
+    expectSameBatches(await collect(plan, files.get(p)!, { name: 'webgpu', optimize: true }), reference.get(p)!);
   });
 });
 
@@ -109,8 +91,8 @@ describe('rewrite pass', () => {
     // Without statistics only what the ops themselves imply goes.
     expect(eliminateRedundant(typed).removed.map((r) => `${r.feature}:${r.op}`).sort()).toEqual(['b:clamp', 'c:modulus', 'd:cast', 'd:cast'].sort());
     const want = await collect(spec, file, { name: 'reference' });
-    expectSame(await collect(spec, file, { name: 'reference', graph: true, optimize: true }), want);
-    expectSame(await collect(spec, file, { name: 'cpu', workers: 1, optimize: true }), want);
+    expectSameBatches(await collect(spec, file, { name: 'reference', graph: true, optimize: true }), want);
+    expectSameBatches(await collect(spec, file, { name: 'cpu', workers: 1, optimize: true }), want);
   });
 
   it('computes a shared input + op prefix once and names ops as written in errors', async () => {

@@ -3,10 +3,11 @@
 // uses every op, including stateful vocab (fitted first) and cross features.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fit, generateDataset, getPreset, pipeline, presetNames, type Batch, type PlanSpec, type PlanState } from '@sluice/core';
+import { fit, generateDataset, getPreset, presetNames, type Batch, type PlanSpec, type PlanState } from '@sluice/core';
 import { i32, i64, listI64, str, tempDir, vec, writeParquet } from '../../packages/core/test/helpers.js';
 import { Float64 } from 'apache-arrow';
 import { BACKENDS } from './backends.js';
+import { collect, expectSameBatches } from '../batches.js';
 
 const dir = tempDir('sluice-conformance-');
 // Small files: enough rows for several row groups and chunks, few enough for CI.
@@ -56,28 +57,6 @@ allOpsPlan.features = allOpsPlan.features.filter((f) => f.name !== 's_cross');
 
 async function fitState(plan: PlanSpec, input: string): Promise<PlanState> {
   return (await fit(plan, { input })).state;
-}
-
-async function collect(plan: PlanSpec, input: string, backend: PlanSpec['backend'], fitState?: PlanState): Promise<Batch[]> {
-  const out: Batch[] = [];
-  for await (const b of pipeline({ ...plan, backend }, { input, ...(fitState ? { fitState } : {}) })) out.push(b);
-  return out;
-}
-
-/** Bitwise equality of batches (floats compared as their bit patterns). */
-function expectSameBatches(got: Batch[], want: Batch[]): void {
-  expect(got.length).toBe(want.length);
-  got.forEach((g, i) => {
-    const w = want[i]!;
-    expect(g.rows).toBe(w.rows);
-    expect(g.dense.names).toEqual(w.dense.names);
-    expect(new Uint32Array(g.dense.data.buffer, g.dense.data.byteOffset, g.dense.data.length)).toEqual(new Uint32Array(w.dense.data.buffer, w.dense.data.byteOffset, w.dense.data.length));
-    expect(g.sparse.keys).toEqual(w.sparse.keys);
-    expect(g.sparse.lengths).toEqual(w.sparse.lengths);
-    expect(g.sparse.offsets).toEqual(w.sparse.offsets);
-    expect(g.sparse.values).toEqual(w.sparse.values);
-    expect(g.labels).toEqual(w.labels);
-  });
 }
 
 const presets = presetNames().filter((p) => p in ROWS);
