@@ -47,13 +47,13 @@ const WORKER_URL = new URL('../../workers/decode-worker.mjs', import.meta.url);
 /**
  * Decode workers that a closed pool left idle, kept for the next pool in this process. A new
  * worker costs ~150 ms and ~190 ms of CPU to start (thread, modules, parquet-wasm and zstd wasm
- * compiles), then runs its first row groups unoptimized while V8 compiles its hot loops: on a
- * 1M-row read with 2 decoders that is a sixth of the CPU. A pipeline per epoch, a benchmark's
+ * compiles), then runs its first row groups unoptimized while V8 compiles its hot loops: a cold
+ * 1M-row RM1 read with 2 decoders took ~2.96 s of CPU against ~1.9 s warm. A pipeline per epoch, a benchmark's
  * repeated runs, or `sluice serve` re-making batches then reuse warm ones. Parked workers are
  * unref'd (they never keep the process alive), forget every file they had open (`reset`), and
  * end after `IDLE_MS` unused.
  */
-const idle: Worker[] = [];
+const idle: Array<{ worker: Worker; unpark: () => void }> = [];
 const IDLE_MS = 10_000;
 const MAX_IDLE = 8;
 
@@ -63,24 +63,20 @@ function park(worker: Worker): void {
   worker.unref();
   const drop = (): void => {
     clearTimeout(timer);
-    const i = idle.indexOf(worker);
+    const i = idle.findIndex((e) => e.worker === worker);
     if (i >= 0) idle.splice(i, 1);
   };
   const timer = setTimeout(() => { drop(); void worker.terminate(); }, IDLE_MS);
   timer.unref();
   worker.once('exit', drop);
-  unpark.set(worker, () => { clearTimeout(timer); worker.off('exit', drop); });
-  idle.push(worker);
+  idle.push({ worker, unpark: () => { clearTimeout(timer); worker.off('exit', drop); } });
 }
 
-const unpark = new WeakMap<Worker, () => void>();
-
 function takeIdle(): Worker | null {
-  const worker = idle.pop();
-  if (worker === undefined) return null;
-  unpark.get(worker)!();
-  unpark.delete(worker);
-  return worker;
+  const e = idle.pop();
+  if (e === undefined) return null;
+  e.unpark();
+  return e.worker;
 }
 
 /** Idle decode workers kept warm in this process (see `park`). */
