@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Observable, defer, finalize, from, mergeMap, type Subscription } from 'rxjs';
 import { createBackend } from './backend/registry.js';
-import { allInReader, planPushdown, pushdownExtent, type Pushdown } from './plan/pushdown.js';
+import { allInReader, planPushdown, pushdownExtent, readerCanCompute, type Pushdown } from './plan/pushdown.js';
 import { eliminateRedundant } from './plan/optimize.js';
 import { readColumnStats } from './plan/stats.js';
 import { autoPlacement } from './backend/auto.js';
@@ -197,7 +197,7 @@ export class Pipeline implements AsyncIterable<Batch> {
     void _o;
     if (opt !== undefined && typeof opt !== 'boolean') throw new PlanError(`backend option "pushdown" must be true or false, got ${JSON.stringify(opt)}`);
     const want = opt ?? spec.name === 'cpu';
-    if (!want || plan.shuffle !== null || info.dataset.files.some((f) => /^https?:\/\//.test(f.source))) return { spec, pushdown: null };
+    if (!want || !readerCanCompute(info.dataset, plan)) return { spec, pushdown: null };
     return { spec, pushdown: planPushdown(plan) };
   }
 
@@ -224,7 +224,7 @@ export class Pipeline implements AsyncIterable<Batch> {
     }
     const { placement: p, models } = await autoPlacement(plan, spec);
     const modelNames = [...new Set(p.byFeature.values())];
-    const pd = rest.pushdown === false || plan.shuffle !== null || info.dataset.files.some((f) => /^https?:\/\//.test(f.source)) ? 'none' : pushdownExtent(plan);
+    const pd = rest.pushdown === false || !readerCanCompute(info.dataset, plan) ? 'none' : pushdownExtent(plan);
     const candidates = candidatePlacements(models.map((m) => m.backend), p, { possible: pd !== 'none', leavesWork: pd === 'some' }, rest);
     const batches = (info.rowsPerEpoch * plan.epochs) / plan.batchSize;
     let measured: Record<string, Measurement> = {};

@@ -1,11 +1,12 @@
 /** `sluice explain`: the optimizer's rewrite, stages, kernels per batch, placement and provisioning. */
 import { autoPlacement } from '../backend/auto.js';
 import { createBackend } from '../backend/registry.js';
+import type { Dataset } from '../io/dataset.js';
 import { DecoderPool } from '../io/decoder.js';
 import { openInput } from '../fit.js';
 import { autoCandidates, calibrate, provision, type Provision } from '../plan/cost.js';
 import { calibrationCachePath, candidatePlacements, chooseMeasured, predictRun, readMeasurements } from '../plan/calibration.js';
-import { pushdownExtent } from '../plan/pushdown.js';
+import { pushdownExtent, readerCanCompute } from '../plan/pushdown.js';
 import { explainPlan, typedForExplain, type Explain } from '../plan/explain.js';
 import { loadPlan, type TypedPlan } from '../plan/load.js';
 import { eliminateRedundant } from '../plan/optimize.js';
@@ -52,14 +53,15 @@ export async function explainCommand(o: ExplainCommandOptions): Promise<string> 
   let typed: TypedPlan;
   let stats: ReadonlyMap<string, ColumnStats> = new Map();
   let batches = 100;
-  let remote = false;
+  // The files read (none without --input), for whether the reader can compute op chains.
+  let input: Pick<Dataset, 'files'> = { files: [] };
   if (o.input.length > 0) {
     const pool = new DecoderPool(1);
     try {
       const { dataset, plan: t } = await openInput(plan, o.input, pool);
       typed = t;
       batches = (dataset.totalRows * t.epochs) / t.batchSize;
-      remote = dataset.files.some((f) => /^https?:\/\//.test(f.source));
+      input = dataset;
       stats = await readColumnStats(dataset.files.map((f) => f.source), t.columns);
     } finally {
       await pool.close();
@@ -85,7 +87,7 @@ export async function explainCommand(o: ExplainCommandOptions): Promise<string> 
     for (const [f, b] of placement.byFeature) (byBackend[b] ??= []).push(f);
     const base = explainPlan(typed, { stats, backendName: 'auto' });
     // The candidates a run would measure, and what this machine has measured of them so far.
-    const pd = typed.shuffle !== null || remote ? 'none' : pushdownExtent(typed);
+    const pd = !readerCanCompute(input, typed) ? 'none' : pushdownExtent(typed);
     const candidates = candidatePlacements(models.map((m) => m.backend), placement, { possible: pd !== 'none', leavesWork: pd === 'some' }, spec);
     const cached = readMeasurements(typed);
     const models1 = [...new Set(placement.byFeature.values())];

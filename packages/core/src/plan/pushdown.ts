@@ -19,6 +19,7 @@
 import type { ColumnType } from '../column.js';
 import { loadPlan, typeCheckPlan, type TypedFeature, type TypedPlan } from './load.js';
 import type { FeatureSpec } from './types.js';
+import { isUrl, type Dataset } from '../io/dataset.js';
 
 /** Ops whose output for a row depends only on that row's input value (and that keep no state). */
 export const PER_VALUE_OPS: ReadonlySet<string> = new Set(['fillNull', 'cast', 'neg2zero', 'clamp', 'log', 'logit', 'boxCox', 'bucketize', 'hex2int', 'sigridHash', 'modulus']);
@@ -42,6 +43,9 @@ export interface Pushdown {
   /** The plan the backend runs: the features that were not pushed down; null when none are left. */
   readonly plan: TypedPlan | null;
 }
+
+/** Whether the reader can compute op chains for a read of `dataset` (pushdown): unshuffled, and local files only. */
+export const readerCanCompute = (dataset: Pick<Dataset, 'files'>, plan: TypedPlan): boolean => plan.shuffle === null && !dataset.files.some((f) => isUrl(f.source));
 
 /** True when the reader computes every feature, so no backend work is left (the plan runs in the decoders). */
 export const allInReader = (pd: Pushdown | null): pd is Pushdown & { readonly plan: null } => pd !== null && pd.plan === null;
