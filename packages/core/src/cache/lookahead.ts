@@ -406,9 +406,9 @@ class TableState {
    * returns its hints in one exact-size buffer (transferable): ids as int64 when `wide` (the
    * batch's input was a BigInt64Array), else as int32; `cachedBefore` = inCache before the step.
    * One pass over the entries sorts the ids into the `scratch` lists and updates the entries;
-   * the lists are then copied into place (a counting pass first, to place them directly, read
-   * every entry twice: those reads are scattered, the copies are not, and popping RM1's largest
-   * tables took ~25% of their time).
+   * the lists are then copied into place. (The former counting pass, which let the lists be
+   * written in place, read every entry twice; those reads are scattered and the copies are not,
+   * and popping was ~25% of the time of RM1's largest tables.)
    */
   pop(list: Int32Array, u: number, step: number, wide: boolean, scratch: PopScratch): TableHints {
     const ent = this.ent;
