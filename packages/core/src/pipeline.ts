@@ -3,12 +3,12 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Observable, defer, finalize, from, mergeMap, type Subscription } from 'rxjs';
 import { createBackend } from './backend/registry.js';
-import { allInReader, planPushdown, pushdownExtent, readerCanCompute, type Pushdown } from './plan/pushdown.js';
+import { allInReader, planPushdown, readerCanCompute, type Pushdown } from './plan/pushdown.js';
 import { eliminateRedundant } from './plan/optimize.js';
 import { readColumnStats } from './plan/stats.js';
 import { autoPlacement } from './backend/auto.js';
 import { autoCandidates } from './plan/cost.js';
-import { candidatePlacements, chooseMeasured, measureCandidates, predictRun, readMeasurements, writeMeasurements, type Measurement } from './plan/calibration.js';
+import { chooseMeasured, measureCandidates, predictRun, readMeasurements, runCandidates, writeMeasurements, type Measurement } from './plan/calibration.js';
 import type { Backend, CostReport } from './backend/types.js';
 import type { Column, ColumnType } from './column.js';
 import { PlanError, SluiceError } from './errors.js';
@@ -223,9 +223,7 @@ export class Pipeline implements AsyncIterable<Batch> {
       return { spec: { ...rest, name: 'auto', placement: given }, placement: { features: {}, predictedMs: {}, singleMs: {}, chosen: 'given', basis: 'given', measured: {} }, byFeature };
     }
     const { placement: p, models } = await autoPlacement(plan, spec);
-    const modelNames = [...new Set(p.byFeature.values())];
-    const pd = rest.pushdown === false || !readerCanCompute(info.dataset, plan) ? 'none' : pushdownExtent(plan);
-    const candidates = candidatePlacements(models.map((m) => m.backend), p, { possible: pd !== 'none', leavesWork: pd === 'some' }, rest);
+    const { candidates, modelChoice } = runCandidates(models.map((m) => m.backend), p, plan, info.dataset, rest);
     const batches = (info.rowsPerEpoch * plan.epochs) / plan.batchSize;
     let measured: Record<string, Measurement> = {};
     if (cal !== false && candidates.length > 1) {
@@ -238,7 +236,6 @@ export class Pipeline implements AsyncIterable<Batch> {
         measured = { ...measured, ...fresh };
       }
     }
-    const modelChoice = candidates.find((c) => c.label === (modelNames.length > 1 ? 'mixed' : modelNames[0]))!;
     const chosen = chooseMeasured(candidates, measured, batches) ?? modelChoice;
     const byFeature = chosen.label === 'mixed' ? p.byFeature : new Map(plan.features.map((f) => [f.name, chosen.spec.name]));
     const placement: NonNullable<PipelineMetrics['placement']> = {

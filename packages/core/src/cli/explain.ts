@@ -5,8 +5,7 @@ import type { Dataset } from '../io/dataset.js';
 import { DecoderPool } from '../io/decoder.js';
 import { openInput } from '../fit.js';
 import { autoCandidates, calibrate, provision, type Provision } from '../plan/cost.js';
-import { calibrationCachePath, candidatePlacements, chooseMeasured, predictRun, readMeasurements } from '../plan/calibration.js';
-import { pushdownExtent, readerCanCompute } from '../plan/pushdown.js';
+import { calibrationCachePath, chooseMeasured, predictRun, readMeasurements, runCandidates } from '../plan/calibration.js';
 import { explainPlan, typedForExplain, type Explain } from '../plan/explain.js';
 import { loadPlan, type TypedPlan } from '../plan/load.js';
 import { eliminateRedundant } from '../plan/optimize.js';
@@ -87,11 +86,9 @@ export async function explainCommand(o: ExplainCommandOptions): Promise<string> 
     for (const [f, b] of placement.byFeature) (byBackend[b] ??= []).push(f);
     const base = explainPlan(typed, { stats, backendName: 'auto' });
     // The candidates a run would measure, and what this machine has measured of them so far.
-    const pd = !readerCanCompute(input, typed) ? 'none' : pushdownExtent(typed);
-    const candidates = candidatePlacements(models.map((m) => m.backend), placement, { possible: pd !== 'none', leavesWork: pd === 'some' }, spec);
+    const { candidates, modelChoice } = runCandidates(models.map((m) => m.backend), placement, typed, input, spec);
     const cached = readMeasurements(typed);
-    const models1 = [...new Set(placement.byFeature.values())];
-    const chosen = chooseMeasured(candidates, cached, batches) ?? candidates.find((c) => c.label === (models1.length > 1 ? 'mixed' : models1[0]))!;
+    const chosen = chooseMeasured(candidates, cached, batches) ?? modelChoice;
     const measured = Object.fromEntries(candidates.map((c) => [c.label, cached[c.label] === undefined ? null : { ...cached[c.label]!, runMs: predictRun(cached[c.label]!, batches) }]));
     report = {
       ...base,

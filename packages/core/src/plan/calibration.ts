@@ -26,6 +26,8 @@ import type { ColumnType } from '../column.js';
 import type { TypedPlan } from './load.js';
 import type { Placement } from './cost.js';
 import type { BackendSpec } from './types.js';
+import { pushdownExtent, readerCanCompute } from './pushdown.js';
+import type { Dataset } from '../io/dataset.js';
 import { cacheRoot, machineKey } from '../util/cache.js';
 
 /** A placement auto can run: a label (cache key, report) and the backend spec that runs it. */
@@ -45,8 +47,6 @@ export interface Measurement {
 
 /** Bump when what a measurement means changes: older cache entries are then ignored. */
 const VERSION = 3;
-
-/** The machine a measurement holds for (same key as the op cost model's cache). */
 
 const typeKey = (t: ColumnType): string => (t.kind === 'list' ? `list<${t.child}>` : t.kind === 'fixed' ? `fixed${t.size}` : t.kind);
 
@@ -138,6 +138,20 @@ export function candidatePlacements(backends: readonly string[], model: Placemen
     out.push({ label: 'mixed', spec: { name: 'auto', placement: Object.fromEntries(model.byFeature), ...(extra.workers !== undefined ? { workers: extra.workers } : {}) } });
   }
   return out;
+}
+
+/**
+ * The candidates auto measures for a run of `plan` over the files of `dataset`, with the auto
+ * spec's other options `extra` (`pushdown: false` rules the reader out, as in the run), and the
+ * candidate the cost model alone picks: the choice while nothing is measured. The pipeline and
+ * `sluice explain` both take them from here, so explain lists what a run would measure.
+ */
+export function runCandidates(backends: readonly string[], model: Placement, plan: TypedPlan, dataset: Pick<Dataset, 'files'>, extra: Readonly<Record<string, unknown>> = {}): { candidates: Candidate[]; modelChoice: Candidate } {
+  const pd = extra.pushdown === false || !readerCanCompute(dataset, plan) ? 'none' : pushdownExtent(plan);
+  const candidates = candidatePlacements(backends, model, { possible: pd !== 'none', leavesWork: pd === 'some' }, extra);
+  const names = [...new Set(model.byFeature.values())];
+  const modelChoice = candidates.find((c) => c.label === (names.length > 1 ? 'mixed' : names[0]))!;
+  return { candidates, modelChoice };
 }
 
 /** Predicted milliseconds of a run of `batches` batches (may be fractional) from a measurement. */
