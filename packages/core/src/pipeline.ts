@@ -15,6 +15,7 @@ import { PlanError, SluiceError } from './errors.js';
 import type { Dataset } from './io/dataset.js';
 import { openInput } from './fit.js';
 import { DecoderPool } from './io/decoder.js';
+import { PackArena, packSlotBytes } from './io/pack-arena.js';
 import { runFeature, stateFromJSON, statefulOps, type PlanState } from './plan/execute.js';
 import { loadPlan, type Plan, type TypedPlan } from './plan/load.js';
 import type { BackendSpec, PlanSpec } from './plan/types.js';
@@ -103,6 +104,11 @@ export interface PipelineMetrics {
   /** Chunks that arrived laid out as batch arrays by a decode worker (`PipelineOptions.pack`). */
   packedChunks: number;
   /**
+   * Of those, how many were laid out in reused shared memory: memory of batches the consumer
+   * gave back with `Batch.release()` (io/pack-arena.ts). 0 when nothing was released.
+   */
+  recycledPacks: number;
+  /**
    * The optimizer's rewrite (plan/optimize.ts), or null when the run does not optimize: op steps
    * as written and after removing redundant ones (Parquet statistics, ranges, repeated casts).
    */
@@ -137,7 +143,7 @@ export interface PipelineInfo {
   readonly backend: string;
 }
 
-const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, setupMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null, packedChunks: 0, optimizer: null, placement: null });
+const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, setupMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null, packedChunks: 0, recycledPacks: 0, optimizer: null, placement: null });
 
 /**
  * A preprocessing pipeline over Parquet files: iterate it with `for await`, or subscribe to
@@ -410,6 +416,8 @@ export class Pipeline implements AsyncIterable<Batch> {
         // With pushdown the reader computes derived columns; it reads only the other columns raw.
         const readRaw = backendPlan?.columns ?? (plan.label === null ? [] : [plan.label]);
         const columns = new Map<string, ColumnType>(readRaw.map((c) => [c, info.dataset.schema.get(c)!]));
+        // Where the decoders lay batches out once the consumer releases them (see Batch.release).
+        const arena = allInReader(pushdown) && this.options.pack !== false ? new PackArena(packSlotBytes(info.layout, plan.batchSize)) : null;
         const chunks = (): AsyncIterator<Chunk> => {
           const it = readChunks(info.dataset, pool, {
             columns, chunkRows: plan.batchSize, shuffle: plan.shuffle, shard: plan.shard, epochs: plan.epochs, start,
@@ -417,7 +425,7 @@ export class Pipeline implements AsyncIterable<Batch> {
             // Nothing left for the backend: the decoders lay the batches out themselves, and this
             // thread only hands their arrays on.
             ...(allInReader(pushdown) && this.options.pack !== false
-              ? { pack: { layout: info.layout, outputs: [...pushdown.outputs], label: plan.label } } : {}),
+              ? { pack: { layout: info.layout, outputs: [...pushdown.outputs], label: plan.label, ...(arena !== null ? { arena } : {}) } } : {}),
             ...(this.options.signal ? { signal: this.options.signal } : {}),
           });
           // Time spent waiting on the reader is the source's share of the run.
@@ -435,6 +443,7 @@ export class Pipeline implements AsyncIterable<Batch> {
           if (c.packed !== undefined) {
             m.pushdown!.computedInReader += pushdown!.derived.length;
             m.packedChunks++;
+            m.recycledPacks = arena?.reused ?? 0;
             m.rows += c.rows;
             return { outputs: new Map(), label: null, rows: c.rows, at: c.at, windowRows: c.windowRows, lastInEpoch: c.lastInEpoch, locate: c.locate, packed: c.packed };
           }
@@ -490,6 +499,7 @@ export class Pipeline implements AsyncIterable<Batch> {
         }).pipe(finalize(() => {
           m.backendSummary = backend.summary?.() ?? null;
           void pool.close();
+          arena?.close();
           void backend.dispose();
         }));
       }),

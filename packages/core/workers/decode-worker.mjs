@@ -8,10 +8,11 @@
 //       -> {id, ipc} per record batch (transferred) of the columns parquet-wasm reads, then
 //          {id, done, columns?: [[name, Column], ...]} with the columns (and derived columns) the
 //          direct decoder (../dist/io/fast-parquet.js) read, when `types` is given and the file is local
-//   in  ... with pack: {layout, outputs: [[feature, column], ...], label, cuts}
-//       -> {id, done, packs: [Pack, ...]} (buffers transferred): rows [cuts[i], cuts[i+1]) laid out
+//   in  ... with pack: {layout, outputs: [[feature, column], ...], label, cuts, slots?: [[id, SharedArrayBuffer], ...]}
+//       -> {id, done, packs: [Pack & {slot}, ...]} (buffers transferred): rows [cuts[i], cuts[i+1]) laid out
 //          as batch arrays (../dist/stream/batch.js packRows), when the direct decoder produced
-//          every feature's column and a label without nulls; otherwise the reply above
+//          every feature's column and a label without nulls; otherwise the reply above. Pack i is
+//          laid out in slots[i] when one was lent and it fits (`slot` is its id, else -1)
 //   in  {id: 0, kind: 'reset'}: forget every open file and footer (no reply); the pool sends it
 //       when it parks this worker for reuse by another pool
 //   out {started: true} once, when the imports have loaded
@@ -111,13 +112,19 @@ function packChunks(pack, columns, indexed) {
   }
   const chunk = { outputs, label, indexed: byFeature, locate: () => { throw new Error('no row to locate'); } };
   const packs = [];
-  for (let i = 0; i + 1 < pack.cuts.length; i++) packs.push(packRows(pack.layout, [{ chunk, from: pack.cuts[i], to: pack.cuts[i + 1] }]));
+  for (let i = 0; i + 1 < pack.cuts.length; i++) {
+    // Pack i goes in lent slot i when there is one (shared memory the main thread recycles).
+    const slot = pack.slots?.[i];
+    const p = packRows(pack.layout, [{ chunk, from: pack.cuts[i], to: pack.cuts[i + 1] }], slot?.[1]);
+    packs.push({ rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, slot: p.inSlot ? slot[0] : -1 });
+  }
   return packs;
 }
 
+/** The packs' own buffers to transfer (a lent slot is shared memory: it is not transferred). */
 function packBuffers(packs) {
   const set = new Set();
-  for (const p of packs) for (const a of [p.dense, p.lengths, p.offsets, p.values, p.labels]) if (a) set.add(a.buffer);
+  for (const p of packs) for (const a of [p.dense, p.lengths, p.offsets, p.values, p.labels]) if (a && !(a.buffer instanceof SharedArrayBuffer)) set.add(a.buffer);
   return [...set];
 }
 

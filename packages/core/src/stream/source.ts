@@ -8,6 +8,7 @@ import type { DecoderPool } from '../io/decoder.js';
 import type { RowLocator } from '../plan/execute.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 import type { BatchLayout, Pack } from './batch.js';
+import type { PackArena } from '../io/pack-arena.js';
 import { permutation } from '../util/rng.js';
 
 /**
@@ -48,6 +49,8 @@ export interface PackRequest {
   /** Feature name -> the derived column that is its output. */
   readonly outputs: ReadonlyArray<readonly [string, string]>;
   readonly label: string | null;
+  /** Shared memory to lay the packs out in once the consumer releases batches (stays in this thread; slots travel). */
+  readonly arena?: PackArena;
 }
 
 export interface SourceOptions {

@@ -178,6 +178,38 @@ describe('packed chunks (decode workers lay batches out)', () => {
     expect([...head, ...rest].map(arrays)).toEqual(on.map(arrays));
   });
 
+  it('released batches lend their memory to later ones, which come out the same', async () => {
+    const file = write(VARIANTS[0]!);
+    // Each batch's arrays copied before its release: a reused slot must never show through.
+    const copy = (b: Batch): unknown[] => arrays(b).map((a) => (ArrayBuffer.isView(a) ? (a as Float32Array).slice() : a));
+    for (const decoders of [1, 2]) {
+      const p = pipeline(plan('req', 4), { input: file, decoders });
+      const got: unknown[][] = [];
+      let shared = 0;
+      for await (const b of p) {
+        got.push(copy(b));
+        if (b.dense.data.buffer instanceof SharedArrayBuffer) shared++;
+        b.release!();
+        b.release!(); // a second release gives nothing back twice
+      }
+      const want = (await collect(pipeline(plan('req', 4), { input: file, pack: false }))).map(copy);
+      expect(got).toEqual(want);
+      expect(p.metrics().recycledPacks, `${decoders} decoder(s): slots were reused`).toBeGreaterThan(0);
+      expect(shared).toBeGreaterThan(0);
+    }
+  });
+
+  it('batches nobody releases keep their own memory', async () => {
+    const file = write(VARIANTS[0]!);
+    const p = pipeline(plan('req', 2), { input: file });
+    const kept = await collect(p);
+    expect(p.metrics().recycledPacks).toBe(0);
+    expect(kept.every((b) => !(b.dense.data.buffer instanceof SharedArrayBuffer))).toBe(true);
+    expect(kept.map(arrays)).toEqual((await collect(pipeline(plan('req', 2), { input: file, pack: false }))).map(arrays));
+    // Releasing after the run ended is harmless.
+    for (const b of kept) b.release!();
+  });
+
   it('falls back to columns where the decoder cannot pack, with the same batches', async () => {
     // Dictionary pages overflow to PLAIN: some row groups' derived columns come raw.
     const file = write(VARIANTS[5]!);

@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import type { Column } from '../../src/column.js';
+import { PackArena, packSlotBytes } from '../../src/io/pack-arena.js';
+import { packRows, type BatchLayout, type PackSource } from '../../src/stream/batch.js';
+
+describe('PackArena', () => {
+  it('lends nothing until a consumer has released a batch', () => {
+    const a = new PackArena(64, 4);
+    expect(a.lend(3)).toEqual([]);
+    a.activate();
+    const got = a.lend(3);
+    expect(got.map(([id]) => id)).toEqual([0, 1, 2]);
+    expect(got.every(([, sab]) => sab instanceof SharedArrayBuffer && sab.byteLength === 64)).toBe(true);
+    expect(a.lent).toBe(3);
+  });
+
+  it('reuses given-back slots, never makes more than maxSlots, and ignores a second give', () => {
+    const a = new PackArena(64, 3);
+    a.activate();
+    const first = a.lend(5);
+    expect(first.length, 'bounded by maxSlots').toBe(3);
+    a.give(1);
+    a.give(1);
+    expect(a.lent).toBe(2);
+    const again = a.lend(2);
+    expect(again.map(([id]) => id), 'only the one slot given back').toEqual([1]);
+    expect(again[0]![1]).toBe(first[1]![1]);
+    expect(a.reused).toBe(1);
+    expect(a.size).toBe(3);
+  });
+
+  it('stops lending once closed, and gives after that do nothing', () => {
+    const a = new PackArena(64, 3);
+    a.activate();
+    const [[id]] = a.lend(1) as [[number, SharedArrayBuffer]];
+    a.close();
+    a.give(id);
+    expect(a.lend(1)).toEqual([]);
+    expect(a.pooling).toBe(false);
+  });
+
+  it('checks its sizes', () => {
+    expect(() => new PackArena(12)).toThrow(/multiple of 8/);
+    expect(() => new PackArena(64, 0)).toThrow(/maxSlots/);
+  });
+});
+
+describe('packRows into a used slot', () => {
+  // A vector dense feature (whose null rows are skipped), a sparse list key and int64 ids with
+  // high words: every array must come out as in fresh memory although the slot is full of junk.
+  const layout: BatchLayout = {
+    dense: [{ name: 'v', offset: 0, width: 3, vector: true }, { name: 'x', offset: 3, width: 1, vector: false }],
+    denseNames: ['v:0', 'v:1', 'v:2', 'x'], dim: 4, sparseKeys: ['s', 'l'], label: true,
+  };
+  const rows = 50;
+  const v: Column = { type: 'fixed', size: 3, values: Float32Array.from({ length: 3 * rows }, (_, i) => i + 0.5), valid: Uint8Array.from({ length: rows }, (_, r) => (r % 4 === 0 ? 0 : 1)) };
+  const x: Column = { type: 'float32', values: Float32Array.from({ length: rows }, (_, r) => r * 2), valid: null };
+  const s: Column = { type: 'int64', values: BigInt64Array.from({ length: rows }, (_, r) => BigInt(r) * 3n + (r % 2 === 0 ? 0n : 2n ** 40n)), valid: Uint8Array.from({ length: rows }, (_, r) => (r % 5 === 0 ? 0 : 1)) };
+  const offsets = Int32Array.from({ length: rows + 1 }, (_, r) => Math.floor((r * 3) / 2));
+  const l: Column = { type: 'list', offsets, child: { type: 'int32', values: Int32Array.from({ length: offsets[rows]! }, (_, j) => j - 7), valid: null }, valid: null };
+  const label: Column = { type: 'float32', values: Float32Array.from({ length: rows }, (_, r) => r % 2), valid: null };
+  const chunk: PackSource = { outputs: new Map<string, Column>([['v', v], ['x', x], ['s', s], ['l', l]]), label, locate: (row) => ({ row }) };
+  const segs = [{ chunk, from: 1, to: 30 }, { chunk, from: 30, to: 47 }];
+
+  it('writes the same arrays as into fresh memory', () => {
+    const want = packRows(layout, segs);
+    expect(want.inSlot).toBe(false);
+    // Sized as a pipeline sizes it (one value per key and row): the list key has more, so the
+    // values array goes outside the slot while the others stay in it.
+    const slot = new SharedArrayBuffer(packSlotBytes(layout, 46));
+    new Uint8Array(slot).fill(0xa5);
+    const got = packRows(layout, segs, slot);
+    expect(got.inSlot).toBe(true);
+    expect(got.dense.buffer).toBe(slot);
+    expect(got.values.buffer).not.toBe(slot);
+    const big = new SharedArrayBuffer(1 << 16);
+    new Uint8Array(big).fill(0xff);
+    const all = packRows(layout, segs, big);
+    expect(all.values.buffer).toBe(big);
+    for (const p of [got, all]) {
+      expect(Array.from(p.dense)).toEqual(Array.from(want.dense));
+      expect(Array.from(p.lengths)).toEqual(Array.from(want.lengths));
+      expect(Array.from(p.offsets)).toEqual(Array.from(want.offsets));
+      expect(Array.from(p.values)).toEqual(Array.from(want.values));
+      expect(Array.from(p.labels!)).toEqual(Array.from(want.labels!));
+    }
+  });
+});
