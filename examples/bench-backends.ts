@@ -29,6 +29,7 @@ for (const name of names) {
     for await (const b of p) {
       n += b.rows;
       for (let i = 0; i < b.dense.data.length; i += 97) checksum += b.dense.data[i]!;
+      b.release?.();
     }
     const s = (performance.now() - t0) / 1000;
     const m = p.metrics();

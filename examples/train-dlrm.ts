@@ -67,7 +67,11 @@ function train(s: Step): number {
 
 async function* feed(): AsyncGenerator<Step> {
   if (values.via === 'local') {
-    for await (const b of pipeline(plan, { input })) yield { seq: b.seq, rows: b.rows, dim: b.dense.dim, dense: b.dense.data, keys: b.sparse.keys.length, lengths: b.sparse.lengths, values: b.sparse.values, labels: b.labels! };
+    for await (const b of pipeline(plan, { input })) {
+      yield { seq: b.seq, rows: b.rows, dim: b.dense.dim, dense: b.dense.data, keys: b.sparse.keys.length, lengths: b.sparse.lengths, values: b.sparse.values, labels: b.labels! };
+      // The step that used it is done: let the pipeline reuse its memory.
+      b.release?.();
+    }
   } else if (values.via === 'http') {
     const server = await createBatchServer(plan, { input }, { token: 'example' });
     const client = createClient(await server.listen(0), { token: 'example' });

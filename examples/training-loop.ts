@@ -29,5 +29,7 @@ for await (const b of batches) {
   for (let j = 0; j < D; j++) w[j]! -= (lr * grad[j]!) / b.rows;
   bias -= (lr * gBias) / b.rows;
   console.log(`step ${b.seq}  epoch ${b.epoch}  loss ${(loss / b.rows).toFixed(4)}`);
+  // Done with this batch: its memory may hold a later one (optional; see Batch.release).
+  b.release?.();
 }
 console.log('resumable state after the run:', JSON.stringify(batches.state()));

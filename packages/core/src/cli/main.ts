@@ -238,6 +238,8 @@ async function cmdBench(values: Values): Promise<number> {
     rows += b.rows;
     bytes += b.dense.data.byteLength + b.sparse.values.byteLength + b.sparse.lengths.byteLength + (b.labels?.byteLength ?? 0);
     progress.update(rows);
+    // Done with it: its memory may hold a later batch (Batch.release), as in a training loop.
+    b.release?.();
   }
   const seconds = (performance.now() - t0) / 1000;
   progress.done();
@@ -332,6 +334,8 @@ async function cmdDemo(values: Values): Promise<number> {
     ids += b.sparse.values.length;
     if (b.labels) for (const l of b.labels) positives += l;
     progress.update(n);
+    // The first batch is summarised after the loop; the others' memory may be reused.
+    if (b !== first) b.release?.();
   }
   const seconds = (performance.now() - t0) / 1000;
   progress.done();
