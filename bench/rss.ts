@@ -3,7 +3,9 @@
  * file, ~390 MB) with the default prefetch, discards every batch, and reports its own peak RSS
  * (VmHWM: all threads, decoders and workers included). Target: under 1 GB.
  *
- *   npx tsx bench/rss.ts [--rows 10000000] [--workers N] [--prefetch N] [--decoders N] [--inline] [--seed 42] [--json]
+ *   npx tsx bench/rss.ts [--rows 10000000] [--workers N] [--prefetch N] [--decoders N] [--release] [--inline] [--seed 42] [--json]
+ *   --release calls `b.release()` on each batch, as a training loop may (io/pack-arena.ts: batches
+ *   are then laid out in reused shared memory, whose slots count in the peak).
  *
  * `--inline` runs core's in-process cpu backend even where @sluice/backend-cpu is built.
  *
@@ -28,6 +30,7 @@ const { values: args } = parseArgs({
     prefetch: { type: 'string' },
     decoders: { type: 'string' },
     inline: { type: 'boolean', default: false },
+    release: { type: 'boolean', default: false },
     seed: { type: 'string' },
     json: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
@@ -35,7 +38,7 @@ const { values: args } = parseArgs({
   strict: true,
 });
 if (args.help) {
-  log('usage: npx tsx bench/rss.ts [--rows N (default 10000000)] [--workers N] [--prefetch N] [--decoders N] [--inline] [--seed 42] [--json]');
+  log('usage: npx tsx bench/rss.ts [--rows N (default 10000000)] [--workers N] [--prefetch N] [--decoders N] [--release] [--inline] [--seed 42] [--json]');
   process.exit(0);
 }
 const ROWS = intArg(args.rows, 10_000_000, 'rows');
@@ -49,6 +52,7 @@ interface ChildConfig {
   workers: number | null;
   prefetch: number | null;
   decoders: number | null;
+  release: boolean;
   inline: boolean;
 }
 
@@ -96,6 +100,7 @@ const t0 = performance.now();
 let rows = 0;
 for await (const b of p) {
   rows += b.rows;
+  if (cfg.release) b.release();
   while (marks.length > 0 && rows >= marks[0] * total) { marks.shift(); rssAt.push(process.memoryUsage.rss()); }
 }
 const seconds = (performance.now() - t0) / 1000;
@@ -124,6 +129,7 @@ const cfg: ChildConfig = {
   workers: args.workers === undefined ? null : intArg(args.workers, 1, 'workers'),
   prefetch: args.prefetch === undefined ? null : intArg(args.prefetch, 1, 'prefetch'),
   decoders: args.decoders === undefined ? null : intArg(args.decoders, 1, 'decoders'),
+  release: args.release ?? false,
   inline: args.inline ?? false,
 };
 log(`streaming ${fmtInt(ROWS)} RM1 rows (${fmtMB(data.bytes)}) in a child process …`);
@@ -148,6 +154,7 @@ const settings = {
   workers: cfg.workers ?? 'backend default',
   decoders: cfg.decoders ?? 'pipeline default',
   prefetch: cfg.prefetch ?? `default (${DEFAULT_PREFETCH})`,
+  batches: cfg.release ? 'released after use (reused memory)' : 'dropped',
 };
 if (args.json) {
   emitJson({
@@ -156,7 +163,7 @@ if (args.json) {
   });
 } else {
   const mb = (b: number): string => `${(b / 1e6).toFixed(0)} MB`;
-  process.stdout.write(`\nSluice streaming memory — RM1 default plan, batches discarded\n${Object.entries({ ...machine(), ...settings }).map(([k, v]) => `  ${k}: ${String(v)}`).join('\n')}\n`);
+  process.stdout.write(`\nSluice streaming memory — RM1 default plan, batches discarded${cfg.release ? ' and released' : ''}\n${Object.entries({ ...machine(), ...settings }).map(([k, v]) => `  ${k}: ${String(v)}`).join('\n')}\n`);
   printTable(`Peak RSS streaming ${fmtInt(ROWS)} RM1 rows (${fmtMB(data.bytes)} Parquet) in a child process`, ['measure', 'value'], [
     ['rows streamed', fmtInt(r.rows)],
     ['batches', fmtInt(r.batches)],
