@@ -104,8 +104,9 @@ export interface PipelineMetrics {
   /** Chunks that arrived laid out as batch arrays by a decode worker (`PipelineOptions.pack`). */
   packedChunks: number;
   /**
-   * Of those, how many were laid out in reused shared memory: memory of batches the consumer
-   * gave back with `Batch.release()` (io/pack-arena.ts). 0 when nothing was released.
+   * How many times memory the consumer gave back with `Batch.release()` was handed to a decode
+   * worker again (io/pack-arena.ts): about one per batch laid out without allocating. 0 when
+   * nothing was released.
    */
   recycledPacks: number;
   /**

@@ -147,6 +147,7 @@ export class Endpoint implements QueuePair {
   get state(): QueuePairState { return this._state; }
   get credits(): number { return this.credit.length; }
   get queuedSends(): number { return this.waiting.length; }
+  get sharesBuffers(): boolean { return this.zeroCopy; }
 
   registerMemory(bytes: number | Uint8Array, options: { remoteWrite?: boolean } = {}): MemoryRegion {
     let buf: Uint8Array;

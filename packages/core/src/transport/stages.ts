@@ -5,6 +5,12 @@ import { TransportError, type Completion, type QueuePair } from './types.js';
 export interface ToTransportOptions {
   /** Batches sent and not yet acknowledged at most (default 4); the receiver's credits bound it too. */
   window?: number;
+  /**
+   * Release each batch (`Batch.release`) once the peer has it, so that a pipeline can lay later
+   * batches out in its memory (default true). Never on a queue pair whose peer reads the sender's
+   * own arrays (`sharesBuffers`: in-process). Pass false if you keep the batches you send.
+   */
+  release?: boolean;
   signal?: AbortSignal;
 }
 
@@ -19,7 +25,8 @@ function check(c: Completion, what: string): void {
  * The sending end of a trainer feed: sends every batch of `batches` (e.g. a `pipeline(plan)`)
  * through `qp`, then an end-of-stream message. Reads the next batch only while fewer than
  * `window` are unacknowledged, so a slow trainer slows the pipeline instead of filling memory.
- * The caller owns `qp` (close it after).
+ * Each batch is released once the peer has it (see `ToTransportOptions.release`). The caller owns
+ * `qp` (close it after).
  *
  * @example
  * const qp = await connectTcp({ host: 'trainer', port: 7000 });
@@ -28,20 +35,26 @@ function check(c: Completion, what: string): void {
 export async function toTransport(qp: QueuePair, batches: AsyncIterable<Batch>, options: ToTransportOptions = {}): Promise<{ batches: number; bytes: number }> {
   const window = options.window ?? 4;
   if (!Number.isInteger(window) || window < 1) throw new TransportError(`window must be a positive integer, got ${window}`);
-  const inFlight = new Map<number, number>();
+  const release = (options.release ?? true) && qp.sharesBuffers !== true;
+  const inFlight = new Map<number, Batch>();
   let sent = 0;
   let bytes = 0;
   let wr = 0;
   const settle = async (): Promise<void> => {
     const c = await qp.cq.next(options.signal);
-    const seq = inFlight.get(c.wrId);
+    const b = inFlight.get(c.wrId);
     inFlight.delete(c.wrId);
-    check(c, seq === undefined ? 'the end-of-stream message' : `batch ${seq}`);
-    if (seq !== undefined) { sent++; bytes += c.byteLength; }
+    check(c, b === undefined ? 'the end-of-stream message' : `batch ${b.seq}`);
+    if (b !== undefined) {
+      sent++;
+      bytes += c.byteLength;
+      // The peer acknowledged it: its bytes are in the peer's own memory.
+      if (release) b.release?.();
+    }
   };
   for await (const b of batches) {
     while (inFlight.size >= window) await settle();
-    inFlight.set(++wr, b.seq);
+    inFlight.set(++wr, b);
     qp.postSend(wr, encodeBatch(b));
   }
   while (inFlight.size > 0) await settle();

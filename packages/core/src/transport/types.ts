@@ -72,6 +72,12 @@ export interface QueuePair {
   readonly credits: number;
   /** Sends posted and still waiting for a credit. */
   readonly queuedSends: number;
+  /**
+   * True when the peer may still read a send's memory after the send completed: the in-process
+   * pair hands the receiver the sender's own arrays. Absent or false when the peer has its own
+   * copy by then (shared memory, TCP).
+   */
+  readonly sharesBuffers?: boolean;
   /** Registers memory (a size to allocate, or a buffer) for receives and, optionally, remote writes. */
   registerMemory(bytes: number | Uint8Array, options?: { remoteWrite?: boolean }): MemoryRegion;
   deregisterMemory(region: MemoryRegion): void;

@@ -197,6 +197,29 @@ describe.each(IMPLS)('transport: %s', (_name, open) => {
     }
   });
 
+  it('toTransport releases each batch once the peer has its own copy (not in-process), unless told not to', async () => {
+    for (const keep of [false, true]) {
+      pair = await open();
+      const { a, b } = pair;
+      let released = 0;
+      async function* counted(): AsyncGenerator<Batch> {
+        for (let s = 0; s < 5; s++) {
+          const x = batch(s, 20);
+          // A release that checks the peer has the batch already: the receiver below counts it first.
+          Object.defineProperty(x, 'release', { value: () => { expect(got).toBeGreaterThan(0); released++; } });
+          yield x;
+        }
+      }
+      let got = 0;
+      const sending = toTransport(a, counted(), { window: 2, ...(keep ? { release: false } : {}) });
+      for await (const _ of fromTransport(b, { slots: 2, maxBatchBytes: 4096 })) got++;
+      await sending;
+      expect(got).toBe(5);
+      expect(released).toBe(keep || a.sharesBuffers ? 0 : 5);
+      if (!keep) { a.close(); b.close(); await pair.cleanup(); }
+    }
+  });
+
   it('a batch larger than the trainer\'s buffers fails the sender with a clear error', async () => {
     pair = await open();
     const { a, b } = pair;
