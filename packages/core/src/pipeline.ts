@@ -418,7 +418,9 @@ export class Pipeline implements AsyncIterable<Batch> {
         const readRaw = backendPlan?.columns ?? (plan.label === null ? [] : [plan.label]);
         const columns = new Map<string, ColumnType>(readRaw.map((c) => [c, info.dataset.schema.get(c)!]));
         // Where the decoders lay batches out once the consumer releases them (see Batch.release).
-        const arena = allInReader(pushdown) && this.options.pack !== false ? new PackArena(packSlotBytes(info.layout, plan.batchSize)) : null;
+        // A pack is one chunk, never more rows than a batch or a row group.
+        const packRowsMax = Math.min(plan.batchSize, info.dataset.units.reduce((a, u) => Math.max(a, u.rows), 1));
+        const arena = allInReader(pushdown) && this.options.pack !== false ? new PackArena(packSlotBytes(info.layout, packRowsMax)) : null;
         const chunks = (): AsyncIterator<Chunk> => {
           const it = readChunks(info.dataset, pool, {
             columns, chunkRows: plan.batchSize, shuffle: plan.shuffle, shard: plan.shard, epochs: plan.epochs, start,

@@ -33,7 +33,7 @@ export class PackArena {
   /** Slots handed out again after a release (the memory saved from allocation). */
   reused = 0;
 
-  constructor(readonly slotBytes: number, readonly maxSlots = Math.max(8, Math.floor(DEFAULT_ARENA_BYTES / slotBytes))) {
+  constructor(readonly slotBytes: number, readonly maxSlots = Math.max(4, Math.floor(DEFAULT_ARENA_BYTES / slotBytes))) {
     if (!Number.isInteger(slotBytes) || slotBytes <= 0 || slotBytes % 8 !== 0) throw new RangeError(`slot size must be a positive multiple of 8 bytes, got ${slotBytes}`);
     if (!Number.isInteger(maxSlots) || maxSlots < 1) throw new RangeError(`maxSlots must be a positive integer, got ${maxSlots}`);
   }
@@ -79,7 +79,11 @@ export class PackArena {
   }
 }
 
-/** Slot memory an arena makes at most by default (a release-every-batch consumer needs a few dozen RM1 batches' worth). */
+/**
+ * Slot memory an arena makes at most by default, but never fewer than 4 slots. A consumer that
+ * releases every batch needs the packs in flight: the row groups being decoded plus the prefetched
+ * batches, ~30-45 slots for RM1 batches of 8,192 rows (~4.3 MB each) with 1-2 decoders.
+ */
 export const DEFAULT_ARENA_BYTES = 256 << 20;
 
 const align8 = (n: number): number => (n + 7) & ~7;
