@@ -211,6 +211,8 @@ async function cmdRun(values: Values): Promise<number> {
   try {
     for await (const b of p) {
       await writer.write(batchToArrow(b, plan.label));
+      // The writer has serialised the batch (IPC bytes made in write): its memory may be reused.
+      b.release?.();
       rows += b.rows;
       progress.update(rows);
     }
