@@ -21,7 +21,7 @@ import { loadPlan, type Plan, type TypedPlan } from './plan/load.js';
 import type { BackendSpec, PlanSpec } from './plan/types.js';
 import { batchLayout, type Batch, type BatchLayout, type ProcessedChunk } from './stream/batch.js';
 import { Flow, batch, preprocess, source } from './stream/operators.js';
-import { START, epochRows, readChunks, type Chunk, type Cursor } from './stream/source.js';
+import { START, epochRows, readChunks, type Chunk, type Cursor, type PackRequest } from './stream/source.js';
 
 /**
  * Where an interrupted run stands: small JSON, never buffered data. Passing it back as
@@ -417,18 +417,21 @@ export class Pipeline implements AsyncIterable<Batch> {
         // With pushdown the reader computes derived columns; it reads only the other columns raw.
         const readRaw = backendPlan?.columns ?? (plan.label === null ? [] : [plan.label]);
         const columns = new Map<string, ColumnType>(readRaw.map((c) => [c, info.dataset.schema.get(c)!]));
-        // Where the decoders lay batches out once the consumer releases them (see Batch.release).
-        // A pack is one chunk, never more rows than a batch or a row group.
-        const packRowsMax = Math.min(plan.batchSize, info.dataset.units.reduce((a, u) => Math.max(a, u.rows), 1));
-        const arena = allInReader(pushdown) && this.options.pack !== false ? new PackArena(packSlotBytes(info.layout, packRowsMax)) : null;
+        // Nothing left for the backend: the decoders lay the batches out themselves, and this
+        // thread only hands their arrays on. Once the consumer releases batches, the decoders lay
+        // them out in the arena's reused memory (see Batch.release); a pack is one chunk, never
+        // more rows than a batch or a row group.
+        let pack: PackRequest | undefined;
+        if (allInReader(pushdown) && this.options.pack !== false) {
+          const packRowsMax = Math.min(plan.batchSize, info.dataset.units.reduce((a, u) => Math.max(a, u.rows), 1));
+          pack = { layout: info.layout, outputs: [...pushdown.outputs], label: plan.label, arena: new PackArena(packSlotBytes(info.layout, packRowsMax)) };
+        }
+        const arena = pack?.arena;
         const chunks = (): AsyncIterator<Chunk> => {
           const it = readChunks(info.dataset, pool, {
             columns, chunkRows: plan.batchSize, shuffle: plan.shuffle, shard: plan.shard, epochs: plan.epochs, start,
             ...(pushdown ? { derived: pushdown.derived } : {}),
-            // Nothing left for the backend: the decoders lay the batches out themselves, and this
-            // thread only hands their arrays on.
-            ...(allInReader(pushdown) && this.options.pack !== false
-              ? { pack: { layout: info.layout, outputs: [...pushdown.outputs], label: plan.label, ...(arena !== null ? { arena } : {}) } } : {}),
+            ...(pack !== undefined ? { pack } : {}),
             ...(this.options.signal ? { signal: this.options.signal } : {}),
           });
           // Time spent waiting on the reader is the source's share of the run.

@@ -134,35 +134,33 @@ export class DecoderPool {
     const arena = pack?.arena;
     // One slot per pack, while the arena lends (it gives none before a consumer releases a batch).
     const slots = arena?.lend(pack!.cuts.length - 1) ?? [];
-    let r: unknown;
+    // Slots holding a returned pack; the others go back when the read ends, however it ends (a
+    // failure, columns instead of packs, a pack that did not fit).
+    const used = new Set<number>();
     try {
-      r = await this.submit({
+      const r = await this.submit({
         kind: 'read', source, rowGroup, columns: [...columns], batchSize, types: [...types].filter(([n]) => inputs.has(n)),
         derived: derived.map((d) => ({ name: d.name, input: d.input, ops: d.ops })),
         ...(pack !== undefined ? { pack: { layout: pack.layout, outputs: pack.outputs, label: pack.label, cuts: pack.cuts, slots } } : {}),
       }, { source, rowGroup });
-    } catch (e) {
-      for (const [id] of slots) arena!.give(id);
-      throw e;
+      if (Array.isArray(r)) return { columns: new Map(), ipc: r as Uint8Array[], packs: null };
+      const x = r as { columns: Map<string, Column>; ipc: Uint8Array[]; packs?: Array<Pack & { slot?: number }> };
+      const packs = x.packs === undefined || arena === undefined ? x.packs ?? null : x.packs.map((p): Pack => {
+        const slot = p.slot ?? -1;
+        if (slot >= 0) used.add(slot);
+        let given = slot < 0;
+        const release = (byConsumer: boolean): void => {
+          if (byConsumer) arena.activate();
+          if (given) return;
+          given = true;
+          arena.give(slot);
+        };
+        return { rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, release };
+      });
+      return { columns: x.columns, ipc: x.ipc, packs };
+    } finally {
+      for (const [id] of slots) if (!used.has(id)) arena!.give(id);
     }
-    if (Array.isArray(r)) { for (const [id] of slots) arena!.give(id); return { columns: new Map(), ipc: r as Uint8Array[], packs: null }; }
-    const x = r as { columns: Map<string, Column>; ipc: Uint8Array[]; packs?: Array<Pack & { slot?: number }> };
-    const used = new Set<number>();
-    const packs = x.packs === undefined || arena === undefined ? x.packs ?? null : x.packs.map((p): Pack => {
-      const slot = p.slot ?? -1;
-      if (slot >= 0) used.add(slot);
-      let given = slot < 0;
-      const release = (byConsumer: boolean): void => {
-        if (byConsumer) arena.activate();
-        if (given) return;
-        given = true;
-        arena.give(slot);
-      };
-      return { rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, release };
-    });
-    // Slots the worker did not lay a pack out in (it fell back to columns, or a pack did not fit).
-    for (const [id] of slots) if (!used.has(id)) arena!.give(id);
-    return { columns: x.columns, ipc: x.ipc, packs };
   }
 
   /** Stops every worker; pending work is rejected. */

@@ -334,8 +334,8 @@ function writeSparseIndexed(c: Column, idx: Int32Array, from: number, to: number
  * Ids from a compact dictionary (compactIds). Branch-free: every row writes its id at `at` and
  * advances only when it is not null, so a null row's write is overwritten by the next id, or lands
  * on a later key's first slot (written after this key), or past the array's end (ignored).
- * Only low words are written: `dst` is a freshly allocated (zeroed) array and every compact id is
- * below 2^31, so the high words are already 0.
+ * Only low words are written: `dst` is zeroed (a fresh array, or zeroed by packRows in a reused
+ * slot) and every compact id is below 2^31, so the high words are already 0.
  */
 function sparseIdxCompact(cd: Int32Array, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
   for (let r = from; r < to; r++) {
@@ -534,15 +534,16 @@ export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly 
  */
 export function assembleBatch(layout: BatchLayout, segments: readonly Segment[], seq: number, end: Cursor): Batch {
   let pack: Pack;
-  // Packs whose memory this batch's release gives back (or, copied from, turns pooling on).
-  let from: Pack[] = [];
+  // Packs in shared memory whose release this batch's release calls: it gives a whole pack's
+  // memory back, and for packs it copied from (already given back) turns pooling on.
+  const from: Pack[] = [];
   if (!segments.some((s) => s.chunk.packed !== undefined)) {
     pack = packRows(layout, segments);
   } else {
     const whole = segments.length === 1 && segments[0]!.from === 0 && segments[0]!.to === segments[0]!.chunk.packed?.rows;
     if (whole) {
       pack = segments[0]!.chunk.packed!;
-      from = [pack];
+      if (pack.release !== undefined) from.push(pack);
     } else {
       // A batch across a row-group boundary, or a mix of packed and unpacked chunks.
       pack = mergePacks(layout, segments.map((s) => (s.chunk.packed !== undefined
@@ -567,13 +568,12 @@ export function assembleBatch(layout: BatchLayout, segments: readonly Segment[],
     labels: pack.labels,
     end,
   };
-  const packs = from.filter((p) => p.release !== undefined);
-  let released = packs.length === 0;
+  let released = from.length === 0;
   Object.defineProperty(batch, 'release', {
     value: (): void => {
       if (released) return;
       released = true;
-      for (const p of packs) p.release!(true);
+      for (const p of from) p.release!(true);
     },
   });
   return batch;
