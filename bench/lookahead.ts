@@ -82,6 +82,8 @@ function typed(group: number): Totals {
     t.hits += h.hits;
     for (const x of h.tables) { t.prefetched += x.prefetch.length; t.evicted += x.evict.length; }
     if (h.cacheSize > t.peakCache) t.peakCache = h.cacheSize;
+    // Counted: the step's arrays can go to later steps (as a trainer would once it has prefetched).
+    h.release?.();
   };
   const la = new LookaheadCache({ tables: COLUMNS.length, window: WINDOW });
   let pending: IdArray[][] = [];

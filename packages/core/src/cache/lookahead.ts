@@ -88,6 +88,12 @@ export interface StepHints {
   readonly cacheSize: number;
   /** Ids still cached after this step's evictions. */
   readonly retained: number;
+  /**
+   * Says the consumer is done with this step's arrays (prefetch, keep, ttl, evict of every table):
+   * their memory goes to later steps' hints, so none of them may be read afterwards. Optional:
+   * hints that are never released are left to the GC. A second call does nothing. Not enumerable.
+   */
+  readonly release?: () => void;
 }
 
 /** Steps `drain` pops at a time, table by table. */
@@ -163,6 +169,8 @@ class TableState {
   tombstones = 0;
   /** Ids cached. */
   inCache = 0;
+  /** Old → new entry numbers of the last rehash that dropped tombstones (grow-only scratch). */
+  private remapScratch = new Int32Array(0);
   /** Set by `ingestCompact`: the index of the first id it could not take (n when it took all). */
   private stop = 0;
 
@@ -205,13 +213,21 @@ class TableState {
     const old = this.ent;
     const oldHis = this.his;
     const count = this.entries;
-    // Entries keep their order (dense and in first-use order); tombstones are dropped.
-    const remap = this.tombstones > 0 ? new Int32Array(count) : null;
+    // Entries keep their order (dense and in first-use order); tombstones are dropped. In the
+    // steady state (as many ids leave the window as come in) the sizes stay the same, and then
+    // the index, the entries and the map are reused rather than allocated: entry k moves only
+    // down (k <= e), so compacting in place is safe, and RM1's big tables rehash every few
+    // batches (fresh arrays were ~1.5 GB of allocations per 10M rows, and the GCs they started).
+    let remap: Int32Array | null = null;
+    if (this.tombstones > 0) {
+      if (this.remapScratch.length < count) this.remapScratch = new Int32Array(Math.max(count, 2 * this.remapScratch.length));
+      remap = this.remapScratch;
+    }
     let words = INITIAL_SLOTS;
     while (words < 2 * (this.live + n)) words *= 2;
-    const ent = remap !== null || words > old.length ? new Int32Array(words) : old;
+    const ent = words > old.length ? new Int32Array(words) : old;
     const his = oldHis === null ? null : ent === old ? oldHis : new Int32Array(words >>> 1);
-    const idx = new Int32Array(slots);
+    const idx = this.idx.length === slots ? this.idx.fill(0) : new Int32Array(slots);
     let k = 0;
     for (let e = 0; e < count; e++) {
       const lo = old[2 * e]!;
@@ -403,14 +419,14 @@ class TableState {
 
   /**
    * Pops batch `step` whose distinct ids are entries list[0, u) (Algorithm 1 lines 13–22) and
-   * returns its hints in one exact-size buffer (transferable): ids as int64 when `wide` (the
+   * returns its hints in one buffer from `pool` (transferable): ids as int64 when `wide` (the
    * batch's input was a BigInt64Array), else as int32; `cachedBefore` = inCache before the step.
    * One pass over the entries sorts the ids into the `scratch` lists and updates the entries;
    * the lists are then copied into place. (The former counting pass, which let the lists be
    * written in place, read every entry twice; those reads are scattered and the copies are not,
    * and popping was ~25% of the time of RM1's largest tables.)
    */
-  pop(list: Int32Array, u: number, step: number, wide: boolean, scratch: PopScratch): TableHints {
+  pop(list: Int32Array, u: number, step: number, wide: boolean, scratch: PopScratch, pool: HintPool): TableHints {
     const ent = this.ent;
     const his = this.his;
     const cachedBefore = this.inCache;
@@ -462,7 +478,7 @@ class TableState {
     const ne = x / per;
     // prefetch ⊆ the distinct ids = keep + evict.
     const words = p + k + x;
-    const buf = new ArrayBuffer(4 * words + 4 * nk);
+    const buf = pool.take(4 * words + 4 * nk);
     const w = new Int32Array(buf, 0, words);
     w.set(pre.subarray(0, p));
     w.set(kept.subarray(0, k), p);
@@ -547,6 +563,58 @@ class PopScratch {
   }
 }
 
+/** Free buffers `HintPool` keeps at most, in bytes (beyond it, released buffers are left to the GC). */
+const HINT_POOL_BYTES = 64 << 20;
+
+/**
+ * Memory for the hints' arrays (one ArrayBuffer per table and step), reused once the consumer
+ * releases steps (`StepHints.release`).
+ *
+ * Why: RM1 at 10M rows pops ~1 GB of hint arrays (26 tables x 610 steps). Each ~64 MB of new
+ * ArrayBuffers starts a major GC, and V8's helper threads then spent ~12% of the hint thread's
+ * CPU time marking and sweeping (10M RM1 rows, groups of 32; see docs/lookahead.md). Until the
+ * first release every buffer is exact-size and fresh, as before, so a consumer that keeps its
+ * hints pays nothing; from then on sizes are rounded up to a power of two so that a released
+ * buffer fits later steps of about the same size.
+ */
+export class HintPool {
+  private readonly free = new Map<number, ArrayBuffer[]>();
+  private freeBytes = 0;
+  private active = false;
+  /** Buffers handed out again (a released step's memory reused). */
+  reused = 0;
+
+  /** A buffer of at least `bytes` bytes (its contents are not zeroed once reused). */
+  take(bytes: number): ArrayBuffer {
+    if (!this.active) return new ArrayBuffer(bytes);
+    const size = sizeClass(bytes);
+    const buf = this.free.get(size)?.pop();
+    if (buf === undefined) return new ArrayBuffer(size);
+    this.freeBytes -= size;
+    this.reused++;
+    return buf;
+  }
+
+  /** Takes back a buffer `take` gave (no array may view it any more). */
+  give(buf: ArrayBuffer): void {
+    this.active = true;
+    const size = buf.byteLength;
+    // Exact-size buffers from before the first release are pooled only when they are a class size.
+    if (size !== sizeClass(size) || this.freeBytes + size > HINT_POOL_BYTES) return;
+    let list = this.free.get(size);
+    if (list === undefined) this.free.set(size, (list = []));
+    list.push(buf);
+    this.freeBytes += size;
+  }
+}
+
+/** Power-of-two size of a pooled buffer, at least 256 bytes. */
+function sizeClass(bytes: number): number {
+  let size = 256;
+  while (size < bytes) size *= 2;
+  return size;
+}
+
 const isWide = (a: IdArray): a is BigInt64Array => a instanceof BigInt64Array;
 
 /**
@@ -576,6 +644,7 @@ export class LookaheadCache {
   private ended = false;
   private ingestList = new Int32Array(1024);
   private readonly popScratch = new PopScratch();
+  private readonly pool = new HintPool();
   /** Steps `drain` popped ahead (table by table) and has not yielded yet: ahead[aheadAt …]. */
   private ahead: StepHints[] = [];
   private aheadAt = 0;
@@ -811,7 +880,7 @@ export class LookaheadCache {
   private popTable(t: number, step: number): TableHints {
     const r = (step & this.ringMask) * this.tables + t;
     const u = this.ringLen[r]!;
-    return this.state[t]!.pop(this.ring[r]!, u, step, this.ringWide[r] === 1, this.popScratch);
+    return this.state[t]!.pop(this.ring[r]!, u, step, this.ringWide[r] === 1, this.popScratch, this.pool);
   }
 
   private stepHints(step: number, tables: TableHints[], retained: number): StepHints {
@@ -823,7 +892,24 @@ export class LookaheadCache {
       hits += th.hits;
       cacheSize += th.resident;
     }
-    return { step, window: this.L!, tables, unique, hits, hitRatio: unique === 0 ? 1 : hits / unique, cacheSize, retained };
+    const h: StepHints = { step, window: this.L!, tables, unique, hits, hitRatio: unique === 0 ? 1 : hits / unique, cacheSize, retained };
+    const pool = this.pool;
+    let released = false;
+    // Not enumerable: hints stay plain data to JSON.stringify, spread and deep-equality checks.
+    Object.defineProperty(h, 'release', {
+      value: (): void => {
+        if (released) return;
+        released = true;
+        // Each table's four arrays view one buffer (TableState.pop).
+        for (const th of tables) pool.give(th.ttl.buffer as ArrayBuffer);
+      },
+    });
+    return h;
+  }
+
+  /** Buffers of released steps handed out again for later steps' hints. */
+  get reusedBuffers(): number {
+    return this.pool.reused;
   }
 }
 

@@ -160,7 +160,8 @@ export async function cmdLookahead(values: Values, usage: (message: string) => E
     const h0 = performance.now();
     const out = la.pushAll(pending);
     hintMs += performance.now() - h0;
-    for (const h of out) summary.add(h);
+    // Counted: each step's hint arrays can hold later steps' hints.
+    for (const h of out) { summary.add(h); h.release?.(); }
     pending = [];
   };
   const t0 = performance.now();
@@ -172,7 +173,7 @@ export async function cmdLookahead(values: Values, usage: (message: string) => E
   }
   hint();
   const h0 = performance.now();
-  for (const h of la.drain()) summary.add(h);
+  for (const h of la.drain()) { summary.add(h); h.release?.(); }
   hintMs += performance.now() - h0;
   const totalMs = performance.now() - t0;
   progress.done();
