@@ -26,7 +26,7 @@ const { values } = parseArgs({
     passes: { type: 'string', default: '1' },
     reps: { type: 'string', default: '5' },
     'naive-reps': { type: 'string', default: '2' },
-    group: { type: 'string', default: '32' },
+    group: { type: 'string', default: '64' },
     seed: { type: 'string', default: '42' },
     json: { type: 'boolean' },
     help: { type: 'boolean' },

@@ -27,11 +27,12 @@ export const LOOKAHEAD_OPTIONS = {
 type Values = Record<string, string | boolean | string[] | undefined>;
 
 /**
- * Batches handed to LookaheadCache.pushAll at once (table by table: fewer CPU cache misses). 32
- * holds 32 batches of ids (RM1 at batch 16,384: ~109 MB) and measured 3.5–3.65M → 4.0–4.1M
- * samples/s over 16 on the quiet 2-core VM (`bench/lookahead.ts --group`, 2026-11-22).
+ * Batches handed to LookaheadCache.pushAll at once (table by table: fewer CPU cache misses). 64
+ * holds 64 batches (RM1's 26 id columns at batch 16,384: ~330 MB with their list lengths); in the
+ * 10M-row steady state it measured 3.3–3.9M samples/s where 32 gave 3.0–3.6M on the quiet 2-core
+ * VM (`bench/lookahead.ts --group`, 2026-11-22; docs/lookahead.md).
  */
-const GROUP = 32;
+const GROUP = 64;
 
 /** Points of the cache-size-over-time series printed. */
 const SERIES_POINTS = 8;
