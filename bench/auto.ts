@@ -7,7 +7,7 @@
  * RM1 defaults to 1M rows, as in e2e.ts: a 200k-row run takes ~0.3 s, where run-to-run noise
  * (±10% here) hides whether auto, which runs the very same path as cpu on RM1, matches it.
  *
- *   npx tsx bench/auto.ts [--rm1-rows 1000000] [--rm5-rows 4000] [--reps 3] [--only rm1|rm5] [--json]
+ *   npx tsx bench/auto.ts [--rm1-rows 1000000] [--rm5-rows 4000] [--reps 6] [--only rm1|rm5] [--json]
  */
 import { parseArgs } from 'node:util';
 import '@sluice/backend-cpu';
@@ -16,7 +16,7 @@ import { getPreset, pipeline, type BackendSpec, type PipelineMetrics } from '@sl
 import { cachedDataset, emitJson, fmtInt, fmtRate, intArg, log, machine, median, printTable } from './lib.js';
 
 const { values } = parseArgs({ options: { 'rm1-rows': { type: 'string' }, 'rm5-rows': { type: 'string' }, reps: { type: 'string' }, only: { type: 'string' }, json: { type: 'boolean' } } });
-const reps = intArg(values.reps, 3, 'reps');
+const reps = intArg(values.reps, 6, 'reps');
 const workloads = [
   { preset: 'rm1', rows: intArg(values['rm1-rows'], 1_000_000, 'rm1-rows'), rowGroupSize: 50_000 },
   { preset: 'rm5', rows: intArg(values['rm5-rows'], 4_000, 'rm5-rows'), rowGroupSize: 2_000 },
@@ -39,6 +39,15 @@ async function runOnce(path: string, preset: string, spec: BackendSpec): Promise
   return { rowsPerSec: rows / ((performance.now() - t0) / 1000), metrics: p.metrics() };
 }
 
+/** Pause before each timed run, for the previous run's threads and GC to settle. */
+const SETTLE_MS = 300;
+
+/** Every order of `xs` (3 contenders: 6 orders, each contender after each other one equally often). */
+function permutations<T>(xs: readonly T[]): T[][] {
+  if (xs.length <= 1) return [xs.slice()];
+  return xs.flatMap((x, i) => permutations([...xs.slice(0, i), ...xs.slice(i + 1)]).map((rest) => [x, ...rest]));
+}
+
 const results: Array<Record<string, unknown>> = [];
 for (const w of workloads) {
   const ds = await cachedDataset({ preset: w.preset, rows: w.rows, rowGroupSize: w.rowGroupSize });
@@ -46,10 +55,14 @@ for (const w of workloads) {
   for (const c of contenders) await runOnce(ds.path, w.preset, c.spec);
   const rates = new Map<string, number[]>(contenders.map((c) => [c.label, []]));
   let placement: PipelineMetrics['placement'] = null;
+  const orders = permutations(contenders);
   for (let r = 0; r < reps; r++) {
-    // The starting contender rotates, so no backend always runs right after the same one (webgpu's
-    // llvmpipe threads and garbage from its run slowed whichever ran next).
-    for (const c of contenders.map((_, i) => contenders[(i + r) % contenders.length]!)) {
+    // Repetition r runs the contenders in the r-th of all their orders, and each run starts after
+    // a pause: webgpu's llvmpipe threads and garbage from its run slow whichever runs next. (A
+    // rotation of one order, used before, keeps every contender's predecessor: auto always ran
+    // right after webgpu and printed 0.84-0.95x of cpu with the very same cpu path.)
+    for (const c of orders[r % orders.length]!) {
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
       const { rowsPerSec, metrics } = await runOnce(ds.path, w.preset, c.spec);
       rates.get(c.label)!.push(rowsPerSec);
       if (c.label === 'auto') placement = metrics.placement;
