@@ -577,7 +577,7 @@ const HINT_POOL_BYTES = 64 << 20;
  * hints pays nothing; from then on sizes are rounded up to a power of two so that a released
  * buffer fits later steps of about the same size.
  */
-export class HintPool {
+class HintPool {
   private readonly free = new Map<number, ArrayBuffer[]>();
   private freeBytes = 0;
   private active = false;
