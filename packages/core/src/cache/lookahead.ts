@@ -29,6 +29,8 @@
  * const hints = la.end();
  */
 
+import { defineRelease } from '../util/release.js';
+
 /** The ids of one table in one batch: int32 ids, or int64 ids (read through int32 halves). */
 export type IdArray = Int32Array | BigInt64Array;
 
@@ -894,17 +896,8 @@ export class LookaheadCache {
     }
     const h: StepHints = { step, window: this.L!, tables, unique, hits, hitRatio: unique === 0 ? 1 : hits / unique, cacheSize, retained };
     const pool = this.pool;
-    let released = false;
-    // Not enumerable: hints stay plain data to JSON.stringify, spread and deep-equality checks.
-    Object.defineProperty(h, 'release', {
-      value: (): void => {
-        if (released) return;
-        released = true;
-        // Each table's four arrays view one buffer (TableState.pop).
-        for (const th of tables) pool.give(th.ttl.buffer as ArrayBuffer);
-      },
-    });
-    return h;
+    // Each table's four arrays view one buffer (TableState.pop).
+    return defineRelease(h, () => { for (const th of tables) pool.give(th.ttl.buffer as ArrayBuffer); });
   }
 
   /** Buffers of released steps handed out again for later steps' hints. */

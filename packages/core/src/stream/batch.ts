@@ -4,6 +4,7 @@ import { DataError } from '../errors.js';
 import type { RowLocator } from '../plan/execute.js';
 import type { TypedPlan } from '../plan/load.js';
 import type { Cursor } from './source.js';
+import { defineRelease } from '../util/release.js';
 
 /**
  * One mini-batch, laid out as ARCHITECTURE.md says: a row-major float32 dense matrix, a keyed
@@ -568,13 +569,5 @@ export function assembleBatch(layout: BatchLayout, segments: readonly Segment[],
     labels: pack.labels,
     end,
   };
-  let released = from.length === 0;
-  Object.defineProperty(batch, 'release', {
-    value: (): void => {
-      if (released) return;
-      released = true;
-      for (const p of from) p.release!(true);
-    },
-  });
-  return batch;
+  return defineRelease(batch, () => { for (const p of from) p.release!(true); });
 }
