@@ -26,10 +26,18 @@ import { snappyUncompress } from 'hyparquet/src/snappy.js';
 import type { ColumnChunk, FileMetaData, SchemaElement } from 'hyparquet/src/types.js';
 import type { Column, ColumnType, PrimitiveType } from '../column.js';
 
-/** Decompresses `src` into exactly `size` bytes. */
+/**
+ * Decompresses `src` into exactly `size` bytes. The result may be a view that the next call
+ * overwrites (io/zstd.ts decompresses into reused memory): the decoder reads a page before it
+ * decompresses the next, and copies a dictionary page, which it keeps for the chunk.
+ */
 export type Zstd = (src: Uint8Array, size: number) => Uint8Array;
 
-/** Reads `length` bytes at absolute file `offset`. */
+/**
+ * Reads `length` bytes at absolute file `offset`. The result may be a view that the next call
+ * overwrites (the decode worker reads each column chunk into one reused buffer): a chunk is read
+ * once and decoded, and what outlives it is copied, before the next read.
+ */
 export type ReadAt = (offset: number, length: number) => Uint8Array;
 
 const PHYSICAL: Record<string, PrimitiveType> = { INT32: 'int32', INT64: 'int64', FLOAT: 'float32', DOUBLE: 'float64', BYTE_ARRAY: 'utf8' };
@@ -149,7 +157,10 @@ function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveT
     if (body.length !== h.compressed_page_size) throw new Error(`column ${m.path_in_schema[0]}: page runs past the column chunk`);
     pos = reader.offset + h.compressed_page_size;
     if (h.type === 'DICTIONARY_PAGE') {
-      const page = decompress(body, h.uncompressed_page_size, m.codec, zstd);
+      // The data pages decompress after it, and may reuse its memory (see Zstd): strings are
+      // kept as a copy (fixed-width values are copied out by readDict).
+      const raw = decompress(body, h.uncompressed_page_size, m.codec, zstd);
+      const page = type === 'utf8' ? keepDictPage(raw) : raw;
       dict = readDict(page, type, h.dictionary_page_header!.num_values);
       if (utf8 !== null && dict.lens !== null) {
         // Size the output once from the dictionary's longest string rather than growing it per page.
@@ -437,10 +448,30 @@ function plainFixed(page: Uint8Array, p: number, type: PrimitiveType, n: number)
   return new C(copy.buffer, 0, n);
 }
 
+/**
+ * Scratch for the current column chunk's dictionary: the page's bytes and its strings' starts and
+ * lengths. A Dict lives for its chunk only (a derived column's `dictColumn` copies it out right
+ * after), and chunks are decoded one at a time per thread, so the arrays are reused across chunks
+ * rather than made per chunk (~20 MB per 1M RM1 rows of garbage in the decode worker otherwise).
+ */
+let dictPage = new Uint8Array(0);
+let dictStarts = new Int32Array(0);
+let dictLens = new Int32Array(0);
+
+function keepDictPage(page: Uint8Array): Uint8Array {
+  if (dictPage.length < page.length) dictPage = new Uint8Array(Math.max(page.length, 2 * dictPage.length));
+  dictPage.set(page);
+  return dictPage.subarray(0, page.length);
+}
+
 function readDict(page: Uint8Array, type: PrimitiveType, n: number): Dict {
   if (type !== 'utf8') return { type, values: plainFixed(page, 0, type, n), starts: null, lens: null, data: null, size: n };
-  const starts = new Int32Array(n);
-  const lens = new Int32Array(n);
+  if (dictStarts.length < n) {
+    dictStarts = new Int32Array(Math.max(n, 2 * dictStarts.length));
+    dictLens = new Int32Array(dictStarts.length);
+  }
+  const starts = dictStarts;
+  const lens = dictLens;
   const view = new DataView(page.buffer, page.byteOffset, page.byteLength);
   let p = 0;
   for (let i = 0; i < n; i++) {

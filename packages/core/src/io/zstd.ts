@@ -1,0 +1,94 @@
+/**
+ * ZSTD page decompression for the direct Parquet decoder, into reused WebAssembly memory.
+ *
+ * Why: zstddec's `decode` mallocs input and output in its wasm heap, decompresses, and returns a
+ * `slice()` of the output: a fresh ArrayBuffer per page. An RM1 row group of 100k rows has ~240
+ * ZSTD pages, so 1M rows made ~2,400 such buffers (~61 MB, counted per call site in the decode
+ * worker), all garbage as soon as the page was decoded, and every ~64 MB of external memory starts a
+ * major GC in the decode worker's isolate. Here the same decoder (zstd's C code, as zstddec ships
+ * it compiled to wasm) writes each page into one output region that lives as long as the
+ * decoder, and the caller gets a view of it: no JS allocation per page.
+ *
+ * The view is valid until the next call: the direct decoder copies what it keeps (a dictionary
+ * page) and decodes a data page before it decompresses the next. When zstddec's wasm cannot be
+ * found in the installed package (a layout this does not know), `pageZstd` falls back to
+ * zstddec's own `decode`, which returns fresh memory and is correct with the same contract.
+ */
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import { ZSTDDecoder } from 'zstddec';
+import type { Zstd } from './fast-parquet.js';
+
+interface ZstdExports {
+  readonly memory: WebAssembly.Memory;
+  malloc(bytes: number): number;
+  free(ptr: number): void;
+  ZSTD_decompress(dst: number, dstCapacity: number, src: number, srcSize: number): number;
+  ZSTD_isError(code: number): number;
+}
+
+/** A growable region of the wasm heap. */
+class Region {
+  ptr = 0;
+  cap = 0;
+  constructor(private readonly x: ZstdExports) {}
+  /** Makes room for `bytes`; the old content is not kept. */
+  reserve(bytes: number): void {
+    if (bytes <= this.cap) return;
+    if (this.ptr !== 0) this.x.free(this.ptr);
+    const cap = Math.max(bytes, 2 * this.cap, 1 << 16);
+    this.ptr = this.x.malloc(cap);
+    if (this.ptr === 0) { this.cap = 0; throw new Error(`zstd: cannot allocate ${cap} bytes of wasm memory`); }
+    this.cap = cap;
+  }
+}
+
+/** The wasm module zstddec embeds (base64 in its ES module), or null where its layout differs. */
+function zstddecWasm(): Uint8Array | null {
+  try {
+    const main = createRequire(import.meta.url).resolve('zstddec');
+    const src = fs.readFileSync(main.replace(/[^/\\]*$/, 'zstddec.mjs'), 'utf8');
+    const m = /const wasm = "([A-Za-z0-9+/=]+)"/.exec(src);
+    return m === null ? null : Buffer.from(m[1]!, 'base64');
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A page decompressor for `decodeFlatRowGroup` and friends. Its result is a view into memory the
+ * next call overwrites (see the file comment).
+ *
+ * @example
+ * const zstd = await pageZstd();
+ * const page = zstd(compressed, uncompressedSize); // read it before the next call
+ */
+export async function pageZstd(): Promise<Zstd> {
+  const bytes = zstddecWasm();
+  if (bytes !== null) {
+    try {
+      let heap = new Uint8Array(0);
+      const { instance } = await WebAssembly.instantiate(bytes as BufferSource, { env: { emscripten_notify_memory_growth: () => { heap = new Uint8Array(0); } } });
+      const x = instance.exports as unknown as ZstdExports;
+      if (typeof x.ZSTD_decompress === 'function' && typeof x.malloc === 'function' && typeof x.ZSTD_isError === 'function') {
+        const input = new Region(x);
+        const output = new Region(x);
+        return (src, size) => {
+          input.reserve(src.length);
+          output.reserve(size);
+          // The heap view is re-made after the memory grows (malloc may grow it).
+          if (heap.buffer !== x.memory.buffer) heap = new Uint8Array(x.memory.buffer);
+          heap.set(src, input.ptr);
+          const n = x.ZSTD_decompress(output.ptr, size, input.ptr, src.length);
+          if (x.ZSTD_isError(n) !== 0) throw new Error('ZSTD page does not decompress (corrupt data, or larger than its header says)');
+          return heap.subarray(output.ptr, output.ptr + n);
+        };
+      }
+    } catch {
+      // Fall through to zstddec's own decoder.
+    }
+  }
+  const d = new ZSTDDecoder();
+  await d.init();
+  return (src, size) => d.decode(src, size);
+}
