@@ -424,7 +424,7 @@ export class Pipeline implements AsyncIterable<Batch> {
         let pack: PackRequest | undefined;
         if (allInReader(pushdown) && this.options.pack !== false) {
           const packRowsMax = Math.min(plan.batchSize, info.dataset.units.reduce((a, u) => Math.max(a, u.rows), 1));
-          pack = { layout: info.layout, outputs: [...pushdown.outputs], label: plan.label, arena: new PackArena(packSlotBytes(info.layout, packRowsMax)) };
+          pack = { layout: info.layout, outputs: [...pushdown.outputs], label: plan.label, arena: PackArena.take(packSlotBytes(info.layout, packRowsMax)) };
         }
         const arena = pack?.arena;
         const chunks = (): AsyncIterator<Chunk> => {
@@ -481,7 +481,7 @@ export class Pipeline implements AsyncIterable<Batch> {
         };
         const batches = source(chunks, flow).pipe(
           preprocess(run, backend.concurrency),
-          batch({ layout: info.layout, batchSize: plan.batchSize, dropLast: plan.dropLast, firstSeq, onAssembled: (ms) => { m.batchMs += ms; } }, flow),
+          batch({ layout: info.layout, batchSize: plan.batchSize, dropLast: plan.dropLast, firstSeq, ...(arena ? { arena } : {}), onAssembled: (ms) => { m.batchMs += ms; } }, flow),
         );
         const taken = onTaken?.(flow);
         return new Observable<Batch>((sub) => {
@@ -505,7 +505,8 @@ export class Pipeline implements AsyncIterable<Batch> {
         }).pipe(finalize(() => {
           m.backendSummary = backend.summary?.() ?? null;
           void pool.close();
-          arena?.close();
+          // Kept a while for the next pipeline of this shape (a new epoch, a benchmark's next run).
+          arena?.park();
           void backend.dispose();
         }));
       }),

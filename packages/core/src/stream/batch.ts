@@ -479,14 +479,39 @@ export function packRows(
   return { rows, dense: data, lengths, offsets, values, labels, inSlot };
 }
 
-/** Concatenates rows [from, to) of packs (in order) into one pack. */
-export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly pack: Pack; readonly from: number; readonly to: number }>): Pack {
+/** Slots of shared memory to lay batches out in, and where they go back (io/pack-arena.ts). */
+export interface SlotLender {
+  lend(n: number): Array<[number, SharedArrayBuffer]>;
+  give(id: number): void;
+}
+
+/**
+ * Concatenates rows [from, to) of packs (in order) into one pack: in `slot` when it is given (as
+ * `packRows` lays a pack out, each array in the slot while it fits, else in fresh memory).
+ * Every array is written in full, so a used slot needs no zeroing.
+ */
+export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly pack: Pack; readonly from: number; readonly to: number }>, slot?: SharedArrayBuffer): Pack & { readonly inSlot: boolean } {
   const rows = parts.reduce((a, s) => a + s.to - s.from, 0);
   const dim = layout.dim;
   const K = layout.sparseKeys.length;
-  const dense = new Float32Array(rows * dim);
-  const lengths = new Int32Array(K * rows);
-  const offsets = new Int32Array(K + 1);
+  let pos = 0;
+  let inSlot = false;
+  const take = (bytes: number): { buffer: ArrayBufferLike; offset: number } => {
+    if (slot !== undefined && pos + bytes <= slot.byteLength) {
+      const offset = pos;
+      pos = (pos + bytes + 7) & ~7;
+      inSlot = true;
+      return { buffer: slot, offset };
+    }
+    return { buffer: new ArrayBuffer(bytes), offset: 0 };
+  };
+  const f32 = (n: number): Float32Array => { const m = take(4 * n); return new Float32Array(m.buffer, m.offset, n); };
+  const i32 = (n: number): Int32Array => { const m = take(4 * n); return new Int32Array(m.buffer, m.offset, n); };
+  const dense = f32(rows * dim);
+  const lengths = i32(K * rows);
+  const offsets = i32(K + 1);
+  offsets[0] = 0;
+  const labels = layout.label ? f32(rows) : null;
   // Each part's values per key k in its pack: [r[2k], r[2k + 1]), from the key's offset plus the
   // lengths of the rows before `from`, through the lengths of rows [from, to).
   const ranges = parts.map(({ pack, from, to }) => {
@@ -507,8 +532,8 @@ export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly 
     for (const r of ranges) n += r[2 * k + 1]! - r[2 * k]!;
     offsets[k + 1] = offsets[k]! + n;
   }
-  const values = new BigInt64Array(offsets[K]!);
-  const labels = layout.label ? new Float32Array(rows) : null;
+  const vm = take(8 * offsets[K]!);
+  const values = new BigInt64Array(vm.buffer, vm.offset, offsets[K]!);
   let row0 = 0;
   const at = offsets.slice(0, K);
   parts.forEach(({ pack, from, to }, i) => {
@@ -524,7 +549,7 @@ export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly 
     if (labels !== null) labels.set(pack.labels!.subarray(from, to), row0);
     row0 += n;
   });
-  return { rows, dense, lengths, offsets, values, labels };
+  return { rows, dense, lengths, offsets, values, labels, inSlot };
 }
 
 /**
@@ -533,11 +558,13 @@ export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly 
  * packed (laid out by a decode worker) are handed on as they are when one covers the whole batch,
  * and concatenated otherwise.
  */
-export function assembleBatch(layout: BatchLayout, segments: readonly Segment[], seq: number, end: Cursor): Batch {
+export function assembleBatch(layout: BatchLayout, segments: readonly Segment[], seq: number, end: Cursor, arena?: SlotLender): Batch {
   let pack: Pack;
   // Packs in shared memory whose release this batch's release calls: it gives a whole pack's
   // memory back, and for packs it copied from (already given back) turns pooling on.
   const from: Pack[] = [];
+  // The arena's slot this batch was copied into, given back on release (-1: none).
+  let own = -1;
   if (!segments.some((s) => s.chunk.packed !== undefined)) {
     pack = packRows(layout, segments);
   } else {
@@ -546,10 +573,15 @@ export function assembleBatch(layout: BatchLayout, segments: readonly Segment[],
       pack = segments[0]!.chunk.packed!;
       if (pack.release !== undefined) from.push(pack);
     } else {
-      // A batch across a row-group boundary, or a mix of packed and unpacked chunks.
-      pack = mergePacks(layout, segments.map((s) => (s.chunk.packed !== undefined
+      // A batch across a row-group boundary, or a mix of packed and unpacked chunks: copied into
+      // a slot of the arena when it lends one (after the first release), as the packs are.
+      const [slot] = arena?.lend(1) ?? [];
+      const merged = mergePacks(layout, segments.map((s) => (s.chunk.packed !== undefined
         ? { pack: s.chunk.packed, from: s.from, to: s.to }
-        : { pack: packRows(layout, [s]), from: 0, to: s.to - s.from })));
+        : { pack: packRows(layout, [s]), from: 0, to: s.to - s.from })), slot?.[1]);
+      if (slot !== undefined && merged.inSlot) own = slot[0];
+      else if (slot !== undefined) arena!.give(slot[0]);
+      pack = merged;
       // The rows are copied: a pack whose last rows this batch took is free now (chunks line up
       // with batches, so a pack is split at most at a batch boundary and its rows go in order).
       for (const s of segments) {
@@ -569,5 +601,8 @@ export function assembleBatch(layout: BatchLayout, segments: readonly Segment[],
     labels: pack.labels,
     end,
   };
-  return defineRelease(batch, () => { for (const p of from) p.release!(true); });
+  return defineRelease(batch, () => {
+    for (const p of from) p.release!(true);
+    if (own >= 0) arena!.give(own);
+  });
 }

@@ -1,6 +1,6 @@
 import { Observable, catchError, concatMap, from, map, mergeMap, of, throwError, type ObservableInput, type OperatorFunction, type MonoTypeOperatorFunction } from 'rxjs';
 import { SluiceError } from '../errors.js';
-import { assembleBatch, type Batch, type BatchLayout, type ProcessedChunk, type Segment } from './batch.js';
+import { assembleBatch, type Batch, type BatchLayout, type ProcessedChunk, type Segment, type SlotLender } from './batch.js';
 import type { Chunk, Cursor } from './source.js';
 
 /**
@@ -187,6 +187,8 @@ export interface BatchOptions {
   readonly firstSeq?: number;
   /** Called with the milliseconds each batch took to assemble (for metrics). */
   readonly onAssembled?: (ms: number) => void;
+  /** Shared memory for batches copied across chunk boundaries (see `assembleBatch`). */
+  readonly arena?: SlotLender;
 }
 
 /** The cursor just after row `to` of a processed chunk, normalized to the next window/epoch. */
@@ -214,7 +216,7 @@ export function batch(opts: BatchOptions, flow?: Flow): OperatorFunction<Process
     const emit = (): void => {
       const last = segments[segments.length - 1]!;
       const t0 = opts.onAssembled ? performance.now() : 0;
-      const b = assembleBatch(opts.layout, segments, seq++, cursorAfter(last.chunk, last.to));
+      const b = assembleBatch(opts.layout, segments, seq++, cursorAfter(last.chunk, last.to), opts.arena);
       opts.onAssembled?.(performance.now() - t0);
       segments = [];
       rows = 0;

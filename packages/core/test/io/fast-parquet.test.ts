@@ -201,13 +201,39 @@ describe('packed chunks (decode workers lay batches out)', () => {
 
   it('batches nobody releases keep their own memory', async () => {
     const file = write(VARIANTS[0]!);
-    const p = pipeline(plan('req', 2), { input: file });
+    // Batches of 320 rows: a slot size no earlier test parked an arena for.
+    const p = pipeline({ ...plan('req', 2), batchSize: 320 }, { input: file });
     const kept = await collect(p);
     expect(p.metrics().recycledPacks).toBe(0);
     expect(kept.every((b) => !(b.dense.data.buffer instanceof SharedArrayBuffer))).toBe(true);
-    expect(kept.map(arrays)).toEqual((await collect(pipeline(plan('req', 2), { input: file, pack: false }))).map(arrays));
+    expect(kept.map(arrays)).toEqual((await collect(pipeline({ ...plan('req', 2), batchSize: 320 }, { input: file, pack: false }))).map(arrays));
     // Releasing after the run ended is harmless.
     for (const b of kept) b.release!();
+  });
+
+  it('a later pipeline lays its first batches out in the slots an earlier one released, and never reuses a kept one', async () => {
+    const file = write(VARIANTS[0]!);
+    const shape = { ...plan('req', 2), batchSize: 352 };
+    const want = (await collect(pipeline(shape, { input: file, pack: false }))).map(arrays);
+    // The first run releases every batch, then parks its arena when it ends.
+    const first = pipeline(shape, { input: file, decoders: 2 });
+    for await (const b of first) b.release!();
+    expect(first.metrics().recycledPacks).toBeGreaterThan(0);
+    // The second keeps its batches: it may use the parked free slots, but makes none and reuses
+    // none it holds, so every kept batch still reads as in a run without packing.
+    const second = pipeline(shape, { input: file, decoders: 2 });
+    const kept = await collect(second);
+    const shared = kept.filter((b) => b.dense.data.buffer instanceof SharedArrayBuffer).length;
+    expect(shared, 'its first batches came in parked slots').toBeGreaterThan(0);
+    expect(shared).toBeLessThan(kept.length);
+    expect(kept.map(arrays)).toEqual(want);
+    // Released late, they go back to the arena, which the third run takes with them.
+    for (const b of kept) b.release!();
+    const third = pipeline(shape, { input: file, decoders: 2 });
+    const got: unknown[][] = [];
+    for await (const b of third) { got.push(arrays(b).map((a) => (ArrayBuffer.isView(a) ? (a as Float32Array).slice() : a))); b.release!(); }
+    expect(got).toEqual(want);
+    expect(third.metrics().recycledPacks).toBeGreaterThan(0);
   });
 
   it('falls back to columns where the decoder cannot pack, with the same batches', async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Column } from '../../src/column.js';
 import { PackArena, packSlotBytes } from '../../src/io/pack-arena.js';
-import { packRows, type BatchLayout, type PackSource } from '../../src/stream/batch.js';
+import { mergePacks, packRows, type BatchLayout, type PackSource } from '../../src/stream/batch.js';
 
 describe('PackArena', () => {
   it('lends nothing until a consumer has released a batch', () => {
@@ -37,6 +37,33 @@ describe('PackArena', () => {
     a.give(id);
     expect(a.lend(1)).toEqual([]);
     expect(a.pooling).toBe(false);
+  });
+
+  it('parks for the next take of its slot size: free slots lent at once, new ones only after a release', () => {
+    const a = PackArena.take(72, 4);
+    a.activate();
+    const got = a.lend(3);
+    a.give(got[0]![0]);
+    a.give(got[1]![0]);
+    a.park();
+    expect(a.lend(1), 'a parked arena lends nothing').toEqual([]);
+    a.give(got[2]![0]); // a batch released after its pipeline ended
+    expect(PackArena.take(80, 4), 'another slot size gets a new arena').not.toBe(a);
+    const b = PackArena.take(72, 4);
+    expect(b).toBe(a);
+    expect(b.pooling, 'not active until its own consumer releases').toBe(false);
+    const lent = b.lend(5);
+    expect(lent.length, 'the three free slots, and no new one').toBe(3);
+    expect(b.size).toBe(3);
+    expect(PackArena.take(72, 4), 'taken arenas are not shared').not.toBe(a);
+    b.activate();
+    expect(b.lend(2).length, 'new slots once active, up to maxSlots').toBe(1);
+  });
+
+  it('an arena that never pooled is closed rather than parked', () => {
+    const a = PackArena.take(88, 4);
+    a.park();
+    expect(PackArena.take(88, 4)).not.toBe(a);
   });
 
   it('checks its sizes', () => {
@@ -83,6 +110,31 @@ describe('packRows into a used slot', () => {
       expect(Array.from(p.offsets)).toEqual(Array.from(want.offsets));
       expect(Array.from(p.values)).toEqual(Array.from(want.values));
       expect(Array.from(p.labels!)).toEqual(Array.from(want.labels!));
+    }
+  });
+
+  it('merges packs into a used slot as into fresh memory', () => {
+    // Two packs cut from the rows, merged across their boundary as a batch across row groups is.
+    const a = packRows(layout, [{ chunk, from: 0, to: 20 }]);
+    const b = packRows(layout, [{ chunk, from: 20, to: 50 }]);
+    const parts = [{ pack: a, from: 5, to: 20 }, { pack: b, from: 0, to: 22 }];
+    const want = mergePacks(layout, parts);
+    expect(want.inSlot).toBe(false);
+    const direct = packRows(layout, [{ chunk, from: 5, to: 42 }]);
+    expect(Array.from(want.values)).toEqual(Array.from(direct.values));
+    for (const bytes of [packSlotBytes(layout, 37), 1 << 16]) {
+      const slot = new SharedArrayBuffer(bytes);
+      new Uint8Array(slot).fill(0xa5);
+      const got = mergePacks(layout, parts, slot);
+      expect(got.inSlot).toBe(true);
+      expect(got.dense.buffer).toBe(slot);
+      // The list key has more than one value per row: at the pipeline's size the values do not fit.
+      expect(got.values.buffer === slot).toBe(bytes > packSlotBytes(layout, 37));
+      for (const k of ['dense', 'lengths', 'offsets', 'values', 'labels'] as const) {
+        const list = (a: ArrayLike<number | bigint> | null): Array<number | bigint> => Array.from(a as ArrayLike<number | bigint>);
+        expect(list(got[k]), k).toEqual(list(want[k]));
+        expect(list(got[k]), `${k} as packed directly`).toEqual(list(direct[k]));
+      }
     }
   });
 });
