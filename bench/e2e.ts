@@ -3,7 +3,7 @@
  * the same plan over the same file, and against decoding the same columns with no ops (the limit
  * for an end-to-end run). See bench/README.md for what each row measures and how to read it.
  *
- *   npx tsx bench/e2e.ts [--rows 1000000] [--rm5-rows 50000] [--reps 3] [--only rm1|rm5]
+ *   npx tsx bench/e2e.ts [--rows 1000000] [--rm5-rows 50000] [--reps 3] [--warmup 1] [--only rm1|rm5]
  *                        [--bucketize bsearch|asof|count] [--duckdb-threads 2] [--seed 42] [--json]
  *   --print-sql prints the DuckDB statements of each workload and exits.
  *   --inline runs core's in-process cpu backend even where @sluice/backend-cpu is built.
@@ -24,6 +24,7 @@ const { values: args } = parseArgs({
     rows: { type: 'string' },
     'rm5-rows': { type: 'string' },
     reps: { type: 'string' },
+    warmup: { type: 'string' },
     only: { type: 'string' },
     bucketize: { type: 'string' },
     'duckdb-threads': { type: 'string' },
@@ -36,10 +37,11 @@ const { values: args } = parseArgs({
   strict: true,
 });
 if (args.help) {
-  log('usage: npx tsx bench/e2e.ts [--rows N (RM1, default 1000000)] [--rm5-rows N (default 50000)] [--reps 3] [--only rm1|rm5] [--bucketize bsearch|asof|count] [--duckdb-threads 2] [--seed 42] [--inline] [--print-sql] [--json]');
+  log('usage: npx tsx bench/e2e.ts [--rows N (RM1, default 1000000)] [--rm5-rows N (default 50000)] [--reps 3] [--warmup 1] [--only rm1|rm5] [--bucketize bsearch|asof|count] [--duckdb-threads 2] [--seed 42] [--inline] [--print-sql] [--json]');
   process.exit(0);
 }
 const REPS = intArg(args.reps, 3, 'reps');
+const WARMUP = intArg(args.warmup, 1, 'warmup', 0);
 const SEED = intArg(args.seed, 42, 'seed');
 const DUCK_THREADS = intArg(args['duckdb-threads'], 2, 'duckdb-threads');
 const BUCKETIZE = (args.bucketize ?? 'bsearch') as BucketizeSql;
@@ -275,7 +277,7 @@ async function runWorkload(w: Workload, con: DuckDBConnection): Promise<Workload
     duck(`duckdb plan (${BUCKETIZE})`, sql.select, sql.setup), duck('duckdb decode-only', rawSql, []),
     sluice(2, false),
   ];
-  const ms = await interleaved(contenders, REPS, w.rows);
+  const ms = await interleaved(contenders, REPS, w.rows, WARMUP);
   const t = (i: number): number => ms[i]!.best;
   const ratios = {
     'sluice2/duckdb': t(4) / t(1),
@@ -301,7 +303,7 @@ function printWorkload(r: WorkloadResult): void {
     return [m.name, fmtSeconds(m.best), fmtSeconds(m.median), fmtRate(m.rows / m.best), m.cpuCores.toFixed(2), note];
   });
   printTable(
-    `${r.preset.toUpperCase()} — ${fmtInt(r.rows)} rows, ${r.columns} columns read, ${r.features} features, ${fmtMB(r.file.bytes)} Parquet (row groups of ${fmtInt(r.file.rowGroupSize)}); best of ${REPS}, interleaved`,
+    `${r.preset.toUpperCase()} — ${fmtInt(r.rows)} rows, ${r.columns} columns read, ${r.features} features, ${fmtMB(r.file.bytes)} Parquet (row groups of ${fmtInt(r.file.rowGroupSize)}); best of ${REPS} after ${WARMUP} untimed warm-up round${WARMUP === 1 ? '' : 's'}, interleaved`,
     ['contender', 'best s', 'median s', 'rows/s', 'cores', 'notes'], rows, 'lrrrrl');
   const s = r.measurements.filter((m) => m.extra.preprocessMs !== undefined);
   printTable(`${r.preset.toUpperCase()} — Sluice stage times of the best run (ms; preprocess sums overlapping chunks)`,
@@ -335,7 +337,7 @@ for (const w of WORKLOADS) {
 con.closeSync();
 if (args['print-sql']) process.exit(0);
 
-const env = { ...machine(), duckdb: duckVersion, duckdbThreads: DUCK_THREADS, cpuBackend: pkg.note, bucketizeSql: BUCKETIZE, reps: REPS, seed: SEED };
+const env = { ...machine(), duckdb: duckVersion, duckdbThreads: DUCK_THREADS, cpuBackend: pkg.note, bucketizeSql: BUCKETIZE, reps: REPS, warmup: WARMUP, seed: SEED };
 if (args.json) {
   emitJson({ bench: 'e2e', env, workloads: results });
 } else {

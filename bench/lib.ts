@@ -69,11 +69,11 @@ export function machine(): Record<string, unknown> {
 // Arguments
 
 /** Integer option value (accepts 1e6, 1_000_000, 200000). */
-export function intArg(value: string | undefined, fallback: number, name: string): number {
+export function intArg(value: string | undefined, fallback: number, name: string, min = 1): number {
   if (value === undefined) return fallback;
   const n = Number(value.replace(/_/g, ''));
-  if (!Number.isInteger(n) || n < 1) {
-    log(`--${name} must be a positive integer, got ${value}`);
+  if (!Number.isInteger(n) || n < min) {
+    log(`--${name} must be ${min === 1 ? 'a positive integer' : `an integer >= ${min}`}, got ${value}`);
     process.exit(2);
   }
   return n;
@@ -196,15 +196,17 @@ export interface Measurement {
 
 /**
  * Runs every contender `reps` times, interleaved — rep 1 of each, then rep 2 of each, … with
- * the starting contender rotating — so that a noisy neighbour or a warm-up slows all peers alike,
- * and keeps the best time of each. A GC runs before every measurement.
+ * the starting contender rotating — so that a noisy neighbour slows all peers alike, and keeps
+ * the best time of each. `warmup` rounds run first, the same way but untimed (rows still checked):
+ * thread start-up and JIT compilation are paid there rather than in a timed run. A GC runs
+ * before every run.
  */
-export async function interleaved(contenders: readonly Contender[], reps: number, expectRows: number): Promise<Measurement[]> {
+export async function interleaved(contenders: readonly Contender[], reps: number, expectRows: number, warmup = 0): Promise<Measurement[]> {
   for (const c of contenders) await c.setup?.();
   const res = contenders.map(() => ({ seconds: [] as number[], cpu: [] as number[], extras: [] as Record<string, unknown>[], rows: 0 }));
-  for (let r = 0; r < reps; r++) {
+  for (let r = -warmup; r < reps; r++) {
     for (let k = 0; k < contenders.length; k++) {
-      const i = (k + r) % contenders.length;
+      const i = (((k + r) % contenders.length) + contenders.length) % contenders.length;
       const c = contenders[i]!;
       collectGarbage();
       const cpu0 = process.cpuUsage();
@@ -212,6 +214,7 @@ export async function interleaved(contenders: readonly Contender[], reps: number
       const cpu = process.cpuUsage(cpu0);
       await c.after?.();
       if (value.rows !== expectRows) throw new Error(`${c.name}: produced ${value.rows} rows, expected ${expectRows}`);
+      if (r < 0) { log(`  warm-up   ${c.name.padEnd(22)} ${fmtSeconds(seconds)} s`); continue; }
       res[i]!.seconds.push(seconds);
       res[i]!.cpu.push((cpu.user + cpu.system) / 1e6 / seconds);
       res[i]!.extras.push(value.extra ?? {});
