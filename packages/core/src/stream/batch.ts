@@ -416,19 +416,8 @@ export function packRows(
   // on zeroed memory as a fresh array has it: offsets are summed into, a null row of a vector
   // feature is skipped, and compact ids write only the low words. Those arrays are zeroed first;
   // every other one is written in full.
-  let at = 0;
-  let inSlot = false;
-  const take = (bytes: number): { buffer: ArrayBufferLike; offset: number } => {
-    if (slot !== undefined && at + bytes <= slot.byteLength) {
-      const offset = at;
-      at = (at + bytes + 7) & ~7;
-      inSlot = true;
-      return { buffer: slot, offset };
-    }
-    return { buffer: new ArrayBuffer(bytes), offset: 0 };
-  };
-  const f32 = (n: number): Float32Array => { const m = take(4 * n); return new Float32Array(m.buffer, m.offset, n); };
-  const i32 = (n: number): Int32Array => { const m = take(4 * n); return new Int32Array(m.buffer, m.offset, n); };
+  const mem = new SlotLayout(slot);
+  const { f32, i32 } = mem;
   const data = f32(rows * dim);
   if (data.buffer === slot && layout.dense.some((f) => f.vector)) data.fill(0);
   const lengths = i32(K * rows);
@@ -453,10 +442,9 @@ export function packRows(
     row0 += seg.to - seg.from;
   }
   for (let k = 0; k < K; k++) offsets[k + 1] += offsets[k]!;
-  const vm = take(8 * offsets[K]!);
-  const values = new BigInt64Array(vm.buffer, vm.offset, offsets[K]!);
+  const values = mem.i64(offsets[K]!);
   const words = int64Words(values);
-  if (vm.buffer === slot) words.fill(0);
+  if (values.buffer === slot) words.fill(0);
   layout.sparseKeys.forEach((key, k) => {
     let at = offsets[k]!;
     for (const seg of segments) {
@@ -476,7 +464,31 @@ export function packRows(
       }
     }
   }
-  return { rows, dense: data, lengths, offsets, values, labels, inSlot };
+  return { rows, dense: data, lengths, offsets, values, labels, inSlot: mem.inSlot };
+}
+
+/**
+ * Typed arrays laid out one after another in a slot of shared memory (8-byte aligned) while they
+ * fit, else each in fresh memory: how `packRows` and `mergePacks` place a pack's arrays.
+ */
+class SlotLayout {
+  private at = 0;
+  /** Whether any array went in the slot. */
+  inSlot = false;
+  constructor(private readonly slot: SharedArrayBuffer | undefined) {}
+  private take(bytes: number): { buffer: ArrayBufferLike; offset: number } {
+    const slot = this.slot;
+    if (slot !== undefined && this.at + bytes <= slot.byteLength) {
+      const offset = this.at;
+      this.at = (this.at + bytes + 7) & ~7;
+      this.inSlot = true;
+      return { buffer: slot, offset };
+    }
+    return { buffer: new ArrayBuffer(bytes), offset: 0 };
+  }
+  readonly f32 = (n: number): Float32Array => { const m = this.take(4 * n); return new Float32Array(m.buffer, m.offset, n); };
+  readonly i32 = (n: number): Int32Array => { const m = this.take(4 * n); return new Int32Array(m.buffer, m.offset, n); };
+  readonly i64 = (n: number): BigInt64Array => { const m = this.take(8 * n); return new BigInt64Array(m.buffer, m.offset, n); };
 }
 
 /** Slots of shared memory to lay batches out in, and where they go back (io/pack-arena.ts). */
@@ -494,19 +506,8 @@ export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly 
   const rows = parts.reduce((a, s) => a + s.to - s.from, 0);
   const dim = layout.dim;
   const K = layout.sparseKeys.length;
-  let pos = 0;
-  let inSlot = false;
-  const take = (bytes: number): { buffer: ArrayBufferLike; offset: number } => {
-    if (slot !== undefined && pos + bytes <= slot.byteLength) {
-      const offset = pos;
-      pos = (pos + bytes + 7) & ~7;
-      inSlot = true;
-      return { buffer: slot, offset };
-    }
-    return { buffer: new ArrayBuffer(bytes), offset: 0 };
-  };
-  const f32 = (n: number): Float32Array => { const m = take(4 * n); return new Float32Array(m.buffer, m.offset, n); };
-  const i32 = (n: number): Int32Array => { const m = take(4 * n); return new Int32Array(m.buffer, m.offset, n); };
+  const mem = new SlotLayout(slot);
+  const { f32, i32 } = mem;
   const dense = f32(rows * dim);
   const lengths = i32(K * rows);
   const offsets = i32(K + 1);
@@ -532,8 +533,7 @@ export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly 
     for (const r of ranges) n += r[2 * k + 1]! - r[2 * k]!;
     offsets[k + 1] = offsets[k]! + n;
   }
-  const vm = take(8 * offsets[K]!);
-  const values = new BigInt64Array(vm.buffer, vm.offset, offsets[K]!);
+  const values = mem.i64(offsets[K]!);
   let row0 = 0;
   const at = offsets.slice(0, K);
   parts.forEach(({ pack, from, to }, i) => {
@@ -549,7 +549,7 @@ export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly 
     if (labels !== null) labels.set(pack.labels!.subarray(from, to), row0);
     row0 += n;
   });
-  return { rows, dense, lengths, offsets, values, labels, inSlot };
+  return { rows, dense, lengths, offsets, values, labels, inSlot: mem.inSlot };
 }
 
 /**
