@@ -42,6 +42,8 @@ if (args.help) {
 }
 const REPS = intArg(args.reps, 3, 'reps');
 const WARMUP = intArg(args.warmup, 1, 'warmup', 0);
+/** Pause before each run, for the previous contender's threads and GC to settle. */
+const SETTLE_MS = 300;
 const SEED = intArg(args.seed, 42, 'seed');
 const DUCK_THREADS = intArg(args['duckdb-threads'], 2, 'duckdb-threads');
 const BUCKETIZE = (args.bucketize ?? 'bsearch') as BucketizeSql;
@@ -277,7 +279,7 @@ async function runWorkload(w: Workload, con: DuckDBConnection): Promise<Workload
     duck(`duckdb plan (${BUCKETIZE})`, sql.select, sql.setup), duck('duckdb decode-only', rawSql, []),
     sluice(2, false),
   ];
-  const ms = await interleaved(contenders, REPS, w.rows, WARMUP);
+  const ms = await interleaved(contenders, REPS, w.rows, WARMUP, SETTLE_MS);
   const t = (i: number): number => ms[i]!.best;
   const ratios = {
     'sluice2/duckdb': t(4) / t(1),

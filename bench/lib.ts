@@ -198,16 +198,18 @@ export interface Measurement {
  * Runs every contender `reps` times, interleaved — rep 1 of each, then rep 2 of each, … with
  * the starting contender rotating — so that a noisy neighbour slows all peers alike, and keeps
  * the best time of each. `warmup` rounds run first, the same way but untimed (rows still checked):
- * thread start-up and JIT compilation are paid there rather than in a timed run. A GC runs
- * before every run.
+ * thread start-up and JIT compilation are paid there rather than in a timed run. Before every
+ * run: a pause of `settleMs`, then a GC.
  */
-export async function interleaved(contenders: readonly Contender[], reps: number, expectRows: number, warmup = 0): Promise<Measurement[]> {
+export async function interleaved(contenders: readonly Contender[], reps: number, expectRows: number, warmup = 0, settleMs = 0): Promise<Measurement[]> {
   for (const c of contenders) await c.setup?.();
   const res = contenders.map(() => ({ seconds: [] as number[], cpu: [] as number[], extras: [] as Record<string, unknown>[], rows: 0 }));
   for (let r = -warmup; r < reps; r++) {
     for (let k = 0; k < contenders.length; k++) {
       const i = (((k + r) % contenders.length) + contenders.length) % contenders.length;
       const c = contenders[i]!;
+      // The previous run's threads (parked decoders, DuckDB's pool) finish their GC and wind down.
+      if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
       collectGarbage();
       const cpu0 = process.cpuUsage();
       const { seconds, value } = await timed(c.run);

@@ -4,6 +4,7 @@ import { DataError } from '../errors.js';
 import type { RowLocator } from '../plan/execute.js';
 import type { TypedPlan } from '../plan/load.js';
 import type { Cursor } from './source.js';
+import { copyElements } from '../util/copy.js';
 import { defineRelease } from '../util/release.js';
 
 /**
@@ -335,13 +336,14 @@ function writeSparseIndexed(c: Column, idx: Int32Array, from: number, to: number
  * Ids from a compact dictionary (compactIds). Branch-free: every row writes its id at `at` and
  * advances only when it is not null, so a null row's write is overwritten by the next id, or lands
  * on a later key's first slot (written after this key), or past the array's end (ignored).
- * Only low words are written: `dst` is zeroed (a fresh array, or zeroed by packRows in a reused
- * slot) and every compact id is below 2^31, so the high words are already 0.
+ * Both words are written (the high one is 0: every compact id is below 2^31), so a reused slot
+ * needs no zeroing first: that was a second pass over ~1.7 MB per RM1 batch.
  */
 function sparseIdxCompact(cd: Int32Array, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
   for (let r = from; r < to; r++) {
     const x = cd[idx[r]!]!;
     dst[2 * at] = x;
+    dst[2 * at + 1] = 0;
     at += ~x >>> 31;
   }
   return at;
@@ -413,9 +415,9 @@ export function packRows(
   const K = layout.sparseKeys.length;
   // With a slot (io/pack-arena.ts), the arrays are laid out in it in this order as long as they
   // fit, else each gets fresh memory. A reused slot holds an older batch, and some writers count
-  // on zeroed memory as a fresh array has it: offsets are summed into, a null row of a vector
-  // feature is skipped, and compact ids write only the low words. Those arrays are zeroed first;
-  // every other one is written in full.
+  // on zeroed memory as a fresh array has it: offsets are summed into, and a null row of a vector
+  // feature is skipped. Those arrays are zeroed first; every other one is written in full (both
+  // words of every sparse id included).
   const mem = new SlotLayout(slot);
   const { f32, i32 } = mem;
   const data = f32(rows * dim);
@@ -444,7 +446,6 @@ export function packRows(
   for (let k = 0; k < K; k++) offsets[k + 1] += offsets[k]!;
   const values = mem.i64(offsets[K]!);
   const words = int64Words(values);
-  if (values.buffer === slot) words.fill(0);
   layout.sparseKeys.forEach((key, k) => {
     let at = offsets[k]!;
     for (const seg of segments) {
@@ -538,15 +539,16 @@ export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly 
   const at = offsets.slice(0, K);
   parts.forEach(({ pack, from, to }, i) => {
     const n = to - from;
-    dense.set(pack.dense.subarray(from * dim, to * dim), row0 * dim);
+    // memcpy: TypedArray#set between shared buffers (slots) copies word by word (util/copy.ts).
+    copyElements(dense, row0 * dim, pack.dense.subarray(from * dim, to * dim));
     for (let k = 0; k < K; k++) {
-      lengths.set(pack.lengths.subarray(k * pack.rows + from, k * pack.rows + to), k * rows + row0);
+      copyElements(lengths, k * rows + row0, pack.lengths.subarray(k * pack.rows + from, k * pack.rows + to));
       const s = ranges[i]![2 * k]!;
       const e = ranges[i]![2 * k + 1]!;
-      values.set(pack.values.subarray(s, e), at[k]!);
+      copyElements(values, at[k]!, pack.values.subarray(s, e));
       at[k] = at[k]! + e - s;
     }
-    if (labels !== null) labels.set(pack.labels!.subarray(from, to), row0);
+    if (labels !== null) copyElements(labels, row0, pack.labels!.subarray(from, to));
     row0 += n;
   });
   return { rows, dense, lengths, offsets, values, labels, inSlot: mem.inSlot };

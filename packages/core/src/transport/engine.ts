@@ -1,4 +1,4 @@
-import { copyBytes } from './copy.js';
+import { copyBytes } from '../util/copy.js';
 import {
   TransportError, type Completion, type CompletionQueue, type MemoryRegion, type Payload, type QueuePair, type QueuePairState, type RemoteAddress,
 } from './types.js';

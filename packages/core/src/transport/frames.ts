@@ -1,4 +1,4 @@
-import { copyBytes } from './copy.js';
+import { copyBytes } from '../util/copy.js';
 import type { Frame, WireSink } from './engine.js';
 import { TransportError } from './types.js';
 

@@ -1,4 +1,4 @@
-import { copyBytes } from './copy.js';
+import { copyBytes } from '../util/copy.js';
 import { Endpoint, gather, type Frame, type Wire, type WireSink } from './engine.js';
 import { FrameParser, encodeFrame } from './frames.js';
 import { TransportError } from './types.js';

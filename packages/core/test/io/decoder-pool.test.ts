@@ -30,6 +30,7 @@ describe('decode workers kept warm between pools', () => {
     const b = new DecoderPool(1);
     const meta = await b.open(f);
     expect(meta.rowGroups).toEqual([100, 100, 100, 100, 100]);
+    await b.readRowGroup(f, 2, ['id']);
     expect(idleDecoders()).toBe(before + 1); // one of them is working for b now
     await b.close();
     expect(idleDecoders()).toBe(before + 2);
@@ -45,6 +46,21 @@ describe('decode workers kept warm between pools', () => {
     writeSmall(f, 700, 250); // other rows and row groups at the same path
     const second = await ids(f);
     expect(second).toEqual(Array.from({ length: 700 }, (_, i) => i));
+  });
+
+  it('remembers a footer while the file is unchanged, and reads it again once it changes', async () => {
+    const f = join(tempDir(), 'footer.parquet');
+    writeSmall(f, 400, 100);
+    const a = new DecoderPool(1);
+    const m1 = await a.open(f);
+    const m2 = await new DecoderPool(1).open(f);
+    expect(m2, 'the same footer, not read again').toBe(m1);
+    await new Promise((r) => setTimeout(r, 20));
+    writeSmall(f, 450, 150);
+    const m3 = await a.open(f);
+    expect(m3).not.toBe(m1);
+    expect(m3.rowGroups).toEqual([150, 150, 150]);
+    await a.close();
   });
 
   it('a pool closed in the middle of a read ends that worker instead of parking it', async () => {

@@ -113,6 +113,31 @@ describe('packRows into a used slot', () => {
     }
   });
 
+  it('writes indexed ids (compact, wide, with a null slot) into a used slot as into fresh memory', () => {
+    // A decode worker's derived columns: dictionaries (the null slot last) and row indices. 'c'
+    // has ids below 2^31 (the compact path writes both words itself), 'w' has ids past 2^32.
+    const lay: BatchLayout = { dense: [{ name: 'x', offset: 0, width: 1, vector: false }], denseNames: ['x'], dim: 1, sparseKeys: ['c', 'w'], label: false };
+    const n = 40;
+    const idx = Int32Array.from({ length: n }, (_, r) => (r % 7 === 0 ? 5 : r % 5));
+    const cDict: Column = { type: 'int64', values: BigInt64Array.from([3n, 70n, 900n, 2n ** 31n - 1n, 0n, 0n]), valid: Uint8Array.from([1, 1, 1, 1, 1, 0]) };
+    const wDict: Column = { type: 'int64', values: BigInt64Array.from([2n ** 40n, -5n, 7n, 2n ** 33n + 1n, 11n, 0n]), valid: Uint8Array.from([1, 1, 1, 1, 1, 0]) };
+    const xDict: Column = { type: 'float32', values: Float32Array.from([0.5, 1.5, 2.5, 3.5, 4.5, 0]), valid: Uint8Array.from([1, 1, 1, 1, 1, 0]) };
+    const src: PackSource = {
+      outputs: new Map(), label: null, locate: (row) => ({ row }),
+      indexed: new Map([['c', { dict: cDict, idx }], ['w', { dict: wDict, idx }], ['x', { dict: xDict, idx }]]),
+    };
+    const segs = [{ chunk: src, from: 2, to: 37 }];
+    const want = packRows(lay, segs);
+    const slot = new SharedArrayBuffer(1 << 14);
+    new Uint8Array(slot).fill(0xff);
+    const got = packRows(lay, segs, slot);
+    expect(got.values.buffer).toBe(slot);
+    expect(Array.from(got.values)).toEqual(Array.from(want.values));
+    expect(Array.from(got.lengths)).toEqual(Array.from(want.lengths));
+    expect(Array.from(got.dense)).toEqual(Array.from(want.dense));
+    expect(want.values.includes(2n ** 40n) && want.values.includes(3n)).toBe(true);
+  });
+
   it('merges packs into a used slot as into fresh memory', () => {
     // Two packs cut from the rows, merged across their boundary as a batch across row groups is.
     const a = packRows(layout, [{ chunk, from: 0, to: 20 }]);

@@ -6,7 +6,8 @@
  * (measured: ~21 vs ~40 GB/s for 4 MB). Buffer#fill with a buffer exactly as long as the range is
  * a plain memcpy in Node's C++ binding, whatever backs the memory. The shared-memory transport
  * only writes bytes the peer is not reading (a posted receive, or ring space it has released),
- * and publishes them afterwards with an Atomics store, so a non-atomic copy is safe there.
+ * and publishes them afterwards with an Atomics store, so a non-atomic copy is safe there; a
+ * batch merged into a lent slot (stream/batch.ts) is written before any other thread sees it.
  *
  * @example
  * copyBytes(ring, 4096, payload); // ring[4096 .. 4096 + payload.length) = payload
@@ -21,3 +22,12 @@ export function copyBytes(dst: Uint8Array, at: number, src: Uint8Array): void {
 /** Below this the per-call cost of the binding outweighs the faster copy. */
 const SMALL = 1024;
 const fill = Buffer.prototype.fill as (this: Uint8Array, value: Uint8Array, offset: number, end: number) => Uint8Array;
+
+/** Typed arrays `copyElements` copies between (the same element size on both sides). */
+type Elements = Float32Array | Int32Array | Uint32Array | BigInt64Array | Uint8Array;
+
+/** dst[at .. at + src.length) = src, as one native memcpy (see `copyBytes`). */
+export function copyElements<T extends Elements>(dst: T, at: number, src: T): void {
+  const b = dst.BYTES_PER_ELEMENT;
+  copyBytes(new Uint8Array(dst.buffer, dst.byteOffset, dst.byteLength), at * b, new Uint8Array(src.buffer, src.byteOffset, src.byteLength));
+}
