@@ -3,7 +3,7 @@
  * the same plan over the same file, and against decoding the same columns with no ops (the limit
  * for an end-to-end run). See bench/README.md for what each row measures and how to read it.
  *
- *   npx tsx bench/e2e.ts [--rows 1000000] [--rm5-rows 50000] [--reps 3] [--warmup 1] [--only rm1|rm5]
+ *   npx tsx bench/e2e.ts [--rows 1000000] [--rm5-rows 50000] [--reps 5] [--warmup 1] [--only rm1|rm5]
  *                        [--bucketize bsearch|asof|count] [--duckdb-threads 2] [--seed 42] [--json]
  *   --print-sql prints the DuckDB statements of each workload and exits.
  *   --inline runs core's in-process cpu backend even where @sluice/backend-cpu is built.
@@ -37,10 +37,10 @@ const { values: args } = parseArgs({
   strict: true,
 });
 if (args.help) {
-  log('usage: npx tsx bench/e2e.ts [--rows N (RM1, default 1000000)] [--rm5-rows N (default 50000)] [--reps 3] [--warmup 1] [--only rm1|rm5] [--bucketize bsearch|asof|count] [--duckdb-threads 2] [--seed 42] [--inline] [--print-sql] [--json]');
+  log('usage: npx tsx bench/e2e.ts [--rows N (RM1, default 1000000)] [--rm5-rows N (default 50000)] [--reps 5] [--warmup 1] [--only rm1|rm5] [--bucketize bsearch|asof|count] [--duckdb-threads 2] [--seed 42] [--inline] [--print-sql] [--json]');
   process.exit(0);
 }
-const REPS = intArg(args.reps, 3, 'reps');
+const REPS = intArg(args.reps, 5, 'reps');
 const WARMUP = intArg(args.warmup, 1, 'warmup', 0);
 /** Pause before each run, for the previous contender's threads and GC to settle. */
 const SETTLE_MS = 300;
