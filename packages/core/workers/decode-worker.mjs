@@ -13,6 +13,9 @@
 //          as batch arrays (../dist/stream/batch.js packRows), when the direct decoder produced
 //          every feature's column and a label without nulls; otherwise the reply above. Pack i is
 //          laid out in slots[i] when one was lent and it fits (`slot` is its id, else -1)
+//   in  {id: 0, kind: 'spec', spec, columns, batchSize, types?, derived?, pack?}: what the reads of
+//       a pipeline share (no reply); a read may then say {id, kind: 'read', source, rowGroup, spec,
+//       cuts?, slots?} instead of carrying it all (pack then gets those cuts and slots)
 //   in  {id: 0, kind: 'reset'}: forget every open file and footer (no reply); the pool sends it
 //       when it parks this worker for reuse by another pool
 //   out {started: true} once, when the imports have loaded
@@ -28,6 +31,8 @@ import { pageZstd } from '../dist/io/zstd.js';
 
 const files = new Map();
 const footers = new Map();
+/** Read specs by id (see 'spec' above); the last few only. */
+const specs = new Map();
 // Pages decompress into reused wasm memory (../dist/io/zstd.js).
 const zstd = await pageZstd();
 
@@ -188,6 +193,18 @@ function describe(f) {
 
 parentPort.on('message', async (msg) => {
   const { id } = msg;
+  if (msg.kind === 'spec') {
+    const { id: _, kind: __, spec, ...body } = msg;
+    specs.set(spec, body);
+    if (specs.size > 8) specs.delete(specs.keys().next().value);
+    return;
+  }
+  if (msg.kind === 'read' && msg.spec !== undefined) {
+    const body = specs.get(msg.spec);
+    if (body === undefined) { parentPort.postMessage({ id, error: `read spec ${msg.spec} was never sent to this decoder` }); return; }
+    const { cuts, slots, ...rest } = msg;
+    msg = { ...rest, ...body, ...(body.pack ? { pack: { ...body.pack, cuts, slots } } : {}) };
+  }
   try {
     if (msg.kind === 'open') {
       const meta = describe(await open(msg.source));
@@ -221,6 +238,7 @@ parentPort.on('message', async (msg) => {
       // worker reads it again). Parsed footers stay: each is checked against the file when used.
       for (const e of files.values()) e.file.free();
       files.clear();
+      specs.clear();
     } else if (msg.kind === 'close') {
       const e = files.get(msg.source);
       if (e) { files.delete(msg.source); e.file.free(); }
