@@ -16,8 +16,9 @@
 //   in  {id: 0, kind: 'spec', spec, columns, batchSize, types?, derived?, pack?}: what the reads of
 //       a pipeline share (no reply); a read may then say {id, kind: 'read', source, rowGroup, spec,
 //       cuts?, slots?} instead of carrying it all (pack then gets those cuts and slots)
-//   in  {id: 0, kind: 'reset'}: forget every open file and footer (no reply); the pool sends it
-//       when it parks this worker for reuse by another pool
+//   in  {id: 0, kind: 'reset'}: forget every file parquet-wasm opened and every read spec (no
+//       reply); the pool sends it when it parks this worker for reuse by another pool. Parsed
+//       footers stay, checked against the file (statKey) whenever they are used
 //   out {started: true} once, when the imports have loaded
 //   out {id, error} on a catchable failure.
 import { parentPort } from 'node:worker_threads';
@@ -35,6 +36,9 @@ const footers = new Map();
 const specs = new Map();
 // Pages decompress into reused wasm memory (../dist/io/zstd.js).
 const zstd = await pageZstd();
+
+/** What identifies a file's current contents for the caches here: size, modification time, inode. */
+const statKey = (st) => `${st.size}\0${st.mtimeMs}\0${st.ino}`;
 
 /**
  * A positional reader over an open file descriptor. With `scratch`, every read lands in one
@@ -66,7 +70,7 @@ function readDirect(msg) {
     // The parsed footer is kept while the file's size, modification time and inode stay the same
     // (parsing RM1's 49 KB footer takes 4-7 ms, at the start of every pipeline's first read).
     const st = fs.fstatSync(fd);
-    const key = `${st.size}\0${st.mtimeMs}\0${st.ino}`;
+    const key = statKey(st);
     let footer = footers.get(msg.source);
     if (footer === undefined || footer.key !== key) {
       // The footer is read into fresh memory: the parsed metadata is cached and may keep views of it.
@@ -158,11 +162,7 @@ function buffersOf(columns) {
 }
 
 /** A local file as it is now (size, modification time, inode), or '' for a URL. */
-const fileKey = (source) => {
-  if (/^https?:\/\//.test(source)) return '';
-  const st = fs.statSync(source);
-  return `${st.size}\0${st.mtimeMs}\0${st.ino}`;
-};
+const fileKey = (source) => (/^https?:\/\//.test(source) ? '' : statKey(fs.statSync(source)));
 
 async function open(source) {
   const key = fileKey(source);

@@ -67,12 +67,13 @@ export async function pageZstd(): Promise<Zstd> {
   const bytes = zstddecWasm();
   if (bytes !== null) {
     try {
-      let heap = new Uint8Array(0);
-      const { instance } = await WebAssembly.instantiate(bytes as BufferSource, { env: { emscripten_notify_memory_growth: () => { heap = new Uint8Array(0); } } });
+      // Growth is seen by comparing buffers before each copy (below), so the hook does nothing.
+      const { instance } = await WebAssembly.instantiate(bytes as BufferSource, { env: { emscripten_notify_memory_growth: () => undefined } });
       const x = instance.exports as unknown as ZstdExports;
       if (typeof x.ZSTD_decompress === 'function' && typeof x.malloc === 'function' && typeof x.ZSTD_isError === 'function') {
         const input = new Region(x);
         const output = new Region(x);
+        let heap = new Uint8Array(x.memory.buffer);
         return (src, size) => {
           input.reserve(src.length);
           output.reserve(size);
