@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import '@sluice/backend-cpu';
 import {
-  candidatePlacements, chooseMeasured, generateDataset, getPreset, measureCandidates, pipeline, predictRun, readMeasurements, writeMeasurements, calibrationCachePath,
+  candidatePlacements, chooseMeasured, generateDataset, getPreset, measureCandidates, PROBE_HOPELESS, pipeline, predictRun, readMeasurements, writeMeasurements, calibrationCachePath,
   type Batch, type BackendSpec, type Candidate, type Measurement, type Placement, type PlanSpec, type TypedPlan,
 } from '@sluice/core';
 import { tempDir } from '../packages/core/test/helpers.js';
@@ -101,6 +101,29 @@ describe('choosing from measurements', () => {
     calls.length = 0;
     expect(await measureCandidates(fake, 10, probe, -1)).toEqual({ cpu: m(100, 12), webgpu: m(100, 40), close: m(100, 10.5) });
     expect(calls).toEqual(['cpu', 'webgpu', 'close', 'broken']);
+  });
+
+  it('probes a candidate that loses on every batch by PROBE_HOPELESS once; a slow start alone does not drop it', async () => {
+    // 10 batches. cpu: 100 + 10 × 10 = 200 ms. gpu: steady part 10 × 61 = 610 > 3 × 200, out
+    // after one probe. slowStart: a 5 s first run (device, shader compiles) but 15 ms per batch:
+    // 150 ≤ 600, so it runs again, and its second run shows the start was a one-off.
+    const script: Record<string, Measurement[]> = {
+      cpu: Array.from({ length: 5 }, () => m(100, 10)),
+      gpu: Array.from({ length: 5 }, () => m(100, 61)),
+      slowStart: [m(5000, 15), ...Array.from({ length: 4 }, () => m(50, 9))],
+    };
+    const calls: string[] = [];
+    const fake = Object.keys(script).map((label): Candidate => ({ label, spec: { name: label } }));
+    const probe = async (c: Candidate): Promise<Measurement> => {
+      calls.push(c.label);
+      return script[c.label]![calls.filter((x) => x === c.label).length - 1]!;
+    };
+    const got = await measureCandidates(fake, 10, probe, Infinity);
+    expect(PROBE_HOPELESS).toBe(3);
+    expect(calls.filter((x) => x === 'gpu')).toHaveLength(1);
+    expect(calls.slice(0, 5)).toEqual(['cpu', 'gpu', 'slowStart', 'cpu', 'slowStart']);
+    expect(got.gpu).toEqual(m(100, 61));
+    expect(got.slowStart).toEqual(m(50, 9));
   });
 });
 

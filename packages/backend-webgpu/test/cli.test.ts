@@ -14,9 +14,11 @@ const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const BIN = join(ROOT, 'packages', 'core', 'bin', 'sluice.js');
 const dir = tempDir('sluice-webgpu-cli-');
 
-function sluice(args: readonly string[], env: Record<string, string> = {}): Promise<{ status: number; stderr: string }> {
+function sluice(args: readonly string[], env: Record<string, string> = {}, unset: readonly string[] = []): Promise<{ status: number; stderr: string }> {
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
+  for (const k of unset) delete childEnv[k];
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8' }, (err, _stdout, stderr) => {
+    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, env: childEnv, encoding: 'utf8' }, (err, _stdout, stderr) => {
       const code = err === null ? 0 : (err as { code?: unknown }).code;
       resolve({ status: typeof code === 'number' ? code : -1, stderr });
     });
@@ -46,8 +48,12 @@ describe('sluice run --backend webgpu', () => {
   it('without a Vulkan driver: exit 1 and a message naming the apt packages, no crash', async (ctx) => {
     // Dawn uses Vulkan on Linux only; elsewhere the variable hides nothing.
     if (process.platform !== 'linux') ctx.skip();
-    // An ICD list that names no file hides every Vulkan driver from Dawn, GPU or llvmpipe.
-    const r = await sluice(['run', '--plan', plan, '--input', input, '--output', join(dir, 'none.parquet'), '--backend', 'webgpu'], { VK_ICD_FILENAMES: join(dir, 'no-such-icd.json') });
+    // A driver list that names no file hides every Vulkan driver from Dawn, GPU or llvmpipe. The
+    // loader reads VK_DRIVER_FILES before the older VK_ICD_FILENAMES, and adds VK_ADD_DRIVER_FILES
+    // to either. On a GPU machine whose environment sets VK_DRIVER_FILES (the H100 machine where
+    // this suite ran) the driver stayed visible and the CLI exited 0.
+    const none = join(dir, 'no-such-icd.json');
+    const r = await sluice(['run', '--plan', plan, '--input', input, '--output', join(dir, 'none.parquet'), '--backend', 'webgpu'], { VK_DRIVER_FILES: none, VK_ICD_FILENAMES: none }, ['VK_ADD_DRIVER_FILES']);
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/sluice run: backend webgpu: .*(no WebGPU adapter|failed to load).*mesa-vulkan-drivers/);
   });

@@ -18,7 +18,7 @@ export { buildGraph, scheduleStages, executeGraph, graphContext, nodeOps, FUSIBL
 export { explainPlan, explainStaged, presetSchemaFor, typedForExplain, type Explain, type ExplainStage, type ExplainOptions, type StagedPlan } from './plan/explain.js';
 export { calibrate, predictOps, placeFeatures, provision, autoCandidates, costModelCachePath, type CostModel, type OpCost, type Placement, type Provision } from './plan/cost.js';
 export { autoBackend, autoPlacement } from './backend/auto.js';
-export { candidatePlacements, chooseMeasured, measureCandidates, predictRun, readMeasurements, writeMeasurements, calibrationCachePath, type Candidate, type Measurement } from './plan/calibration.js';
+export { candidatePlacements, chooseMeasured, measureCandidates, PROBE_HOPELESS, predictRun, readMeasurements, writeMeasurements, calibrationCachePath, type Candidate, type Measurement } from './plan/calibration.js';
 export { packColumns, unpackColumns, type ColumnDesc, type PackedColumns } from './io/pack.js';
 export { registerBackend, backendNames, createBackend } from './backend/registry.js';
 export type { Backend, BackendFactory, Capabilities, CostReport } from './backend/types.js';

@@ -179,6 +179,15 @@ export function chooseMeasured(candidates: readonly Candidate[], measured: Reado
 export const PROBE_ROUNDS = 5;
 /** No further round starts once the probes have taken this long (ms). */
 export const PROBE_BUDGET_MS = 20_000;
+/**
+ * After the first round, a candidate whose steady part alone (per-batch time × batches) is this
+ * many times the best candidate's whole predicted run is not probed again. Its fixed part is left
+ * out, so the one-off costs of a first run (GPU device, shader compiles) cannot drop it; only a
+ * candidate that loses by a wide margin on every batch does. On an H100 (Dawn, NVIDIA Vulkan) the
+ * RM1 plan measured cpu 1.0 ms per batch, webgpu 18.9 and mixed 22.8: their second round cost
+ * about 8 s of a 16 s first `backend: "auto"` run over 200k rows, for an answer already clear.
+ */
+export const PROBE_HOPELESS = 3;
 /** After two rounds, a candidate predicted this much slower than the best drops out… */
 export const PROBE_DROP = 1.5;
 /** …and after three, one this much slower. */
@@ -203,7 +212,8 @@ function estimate(xs: readonly Measurement[]): Measurement {
 
 /**
  * Measures candidates by running them (`probe`) round-robin, interleaved so that load from other
- * processes hits them alike. Every candidate runs twice; a third round runs those within
+ * processes hits them alike. Every candidate runs twice, unless its first run's steady part alone
+ * is `PROBE_HOPELESS` times the best one's whole run; a third round runs those within
  * `PROBE_DROP` of the best, and further rounds (up to `PROBE_ROUNDS`) those within `PROBE_KEEP`,
  * while more than one is left: close calls get more samples. No round starts after `budgetMs`
  * of probing (large row groups of wide data make each probe long). A candidate whose probe fails
@@ -217,7 +227,11 @@ export async function measureCandidates(candidates: readonly Candidate[], batche
   for (let round = 0; round < PROBE_ROUNDS && live.length > 0; round++) {
     // Repeats only while they are cheap: a long probe is less noisy, and first use must end.
     if (round > 0 && performance.now() - t0 > budgetMs) break;
-    if (round >= 2) {
+    if (round === 1) {
+      const top = Math.min(...live.map(ms));
+      live = live.filter((c) => estimate(samples.get(c.label)!).perBatchMs * batches <= top * PROBE_HOPELESS);
+      if (live.length < 2) break;
+    } else if (round >= 2) {
       const top = Math.min(...live.map(ms));
       live = live.filter((c) => ms(c) <= top * (round === 2 ? PROBE_DROP : PROBE_KEEP));
       if (live.length < 2) break;
