@@ -87,6 +87,8 @@ async function measure(transport: string, bytes: number, run: (start: () => void
   log(`  ${transport}: ${r.seconds.map((x) => (bytes / x / 1e9).toFixed(2)).join(' ')} GB/s`);
 }
 
+const TURNS_ROW = 'context: Buffer#fill into 2 shared buffers in turn';
+
 // memcpy: gather-copy each batch's arrays (the same segments a transport sends) into one buffer,
 // once per batch; the best of REPS runs each of TypedArray.set and Buffer.copy.
 const segments = source.map((b) => encodeBatch(b));
@@ -109,6 +111,18 @@ await measure('memcpy, Buffer#fill (native)', total, async () => {
   for (let i = 0; i < N; i++) {
     let o = 0;
     for (const seg of segBufs[i % segBufs.length]!) { dstBuf.fill(seg, o, o + seg.byteLength); o += seg.byteLength; }
+  }
+});
+
+// Context, not a peer of the ratios: the same native copy, but into two shared destinations in
+// turn, as the ring's two receive slots are written. It separates what the transport costs from
+// what a copy whose destination footprint doubles costs on this machine's cache.
+const turns = [0, 1].map(() => Buffer.from(new SharedArrayBuffer(perBatch + 4096)));
+await measure(TURNS_ROW, total, async () => {
+  for (let i = 0; i < N; i++) {
+    const d = turns[i & 1]!;
+    let o = 0;
+    for (const seg of segBufs[i % segBufs.length]!) { d.fill(seg, o, o + seg.byteLength); o += seg.byteLength; }
   }
 });
 
