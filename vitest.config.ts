@@ -5,6 +5,8 @@ export default defineConfig({
   resolve: {
     // Tests run against the TypeScript sources; the CLI tests spawn the built bin instead.
     alias: {
+      // Before '@sluice/core', which would otherwise match its subpath as a prefix.
+      '@sluice/core/exec': fileURLToPath(new URL('./packages/core/src/exec.ts', import.meta.url)),
       '@sluice/core': fileURLToPath(new URL('./packages/core/src/index.ts', import.meta.url)),
       '@sluice/backend-cpu': fileURLToPath(new URL('./packages/backend-cpu/src/index.ts', import.meta.url)),
       '@sluice/backend-webgpu': fileURLToPath(new URL('./packages/backend-webgpu/src/index.ts', import.meta.url)),

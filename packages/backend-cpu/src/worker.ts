@@ -5,7 +5,7 @@ import { move, transferableSymbol, valueSymbol } from 'piscina';
 import {
   SluiceError, executePlan, loadPlan, packColumns, stateFromJSON, typeCheckPlan, unpackColumns,
   type KernelOverride, type KernelOverrides,
-} from '@sluice/core';
+} from '@sluice/core/exec';
 import { FAST_OPS, fastKernelsAvailable, fastKernelsError } from './kernels/index.js';
 import type { WorkerData, WorkerFailure, WorkerResult, WorkerTask } from './protocol.js';
 
