@@ -3,7 +3,7 @@
  *
  * A worker thread loads its modules afresh. The full `@sluice/core` entry also brings the
  * Parquet reader, Apache Arrow, RxJS, the HTTP server and client: about 200 ms of module loading
- * per thread on the development VM, against about 20 ms for this subset. Backends start a worker
+ * per thread on the development VM, against about 15 ms for this subset. Backends start a worker
  * per core, and `backend: "auto"` starts one backend per op while it calibrates, so that was most
  * of a first auto run's op microbenchmarks.
  *

@@ -184,8 +184,10 @@ export const PROBE_BUDGET_MS = 20_000;
  * many times the best candidate's whole predicted run is not probed again. Its fixed part is left
  * out, so the one-off costs of a first run (GPU device, shader compiles) cannot drop it; only a
  * candidate that loses by a wide margin on every batch does. On an H100 (Dawn, NVIDIA Vulkan) the
- * RM1 plan measured cpu 1.0 ms per batch, webgpu 18.9 and mixed 22.8: their second round cost
- * about 8 s of a 16 s first `backend: "auto"` run over 200k rows, for an answer already clear.
+ * RM1 plan measured cpu 1.0 ms per batch, webgpu 18.9 and mixed 22.8, and both were probed a
+ * second time, for an answer already clear; with this rule and the lighter cpu workers
+ * (`@sluice/core/exec`), a first auto run over 200k rows in examples/bench-backends.ts went from
+ * 15.8–19 s to 10.2–10.5 s there.
  */
 export const PROBE_HOPELESS = 3;
 /** After two rounds, a candidate predicted this much slower than the best drops out… */
