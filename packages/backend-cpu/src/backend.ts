@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import {
-  DataError, PlanError, SluiceError, packColumns, stateToJSON, unpackColumns,
+  DataError, PlanError, SluiceError, packColumns, stateToJSON, unpackColumns, workerExecArgv,
   type Backend, type BackendSpec, type Column, type ColumnType, type PlanState, type RowLocator, type TypedPlan,
 } from '@sluice/core';
 import type { WorkerData, WorkerFailure, WorkerResult } from './protocol.js';
@@ -62,6 +62,7 @@ export function createCpuBackend(plan: TypedPlan, spec: BackendSpec, state: Plan
     minThreads: opts.workers,
     maxThreads: opts.workers,
     idleTimeout: 60_000,
+    execArgv: workerExecArgv(),
     workerData: data,
   });
   let disposed = false;

@@ -3,6 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { tableFromIPC, type Schema } from 'apache-arrow';
 import { InputError, SluiceError } from '../errors.js';
+import { workerExecArgv } from '../util/worker-argv.js';
 import type { Column, ColumnType } from '../column.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 import type { Pack } from '../stream/batch.js';
@@ -268,7 +269,7 @@ export class DecoderPool {
 
   private spawn(): Slot {
     const warm = takeIdle();
-    const worker = warm ?? new Worker(WORKER_URL);
+    const worker = warm ?? new Worker(WORKER_URL, { execArgv: workerExecArgv() });
     const slot: Slot = { worker, busy: new Map(), specs: new Set(), started: warm !== null, detach: () => undefined, failed: false };
     const onMessage = (m: { id: number; started?: true; ipc?: Uint8Array; meta?: unknown; columns?: [string, Column][]; packs?: Pack[]; done?: boolean; error?: string }): void => {
       if (m.started === true) { slot.started = true; return; }

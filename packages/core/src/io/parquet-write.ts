@@ -24,6 +24,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import * as arrow from 'apache-arrow';
 import * as pw from 'parquet-wasm';
+import { workerExecArgv } from '../util/worker-argv.js';
 
 export type ParquetCompression = 'zstd' | 'snappy' | 'gzip' | 'brotli' | 'lz4' | 'uncompressed';
 
@@ -262,7 +263,7 @@ export class ParquetFileWriter {
     };
     await mkdir(path.dirname(path.resolve(filePath)), { recursive: true });
     const tmp = `${filePath}.${process.pid}.${Math.floor(Math.random() * 1e9).toString(36)}.partial`;
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { wasmPath: parquetWasmPath(), path: tmp, options } });
+    const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: workerExecArgv(), workerData: { wasmPath: parquetWasmPath(), path: tmp, options } });
     // Ready once the worker has loaded parquet-wasm and created the file.
     await new Promise<void>((resolve, reject) => {
       const onMessage = (m: { t: string; message?: string }): void => {

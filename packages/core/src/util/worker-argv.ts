@@ -1,0 +1,46 @@
+/**
+ * The Node flags Sluice's own worker threads (decode workers, backend pools) start with.
+ *
+ * A worker inherits its parent's `execArgv`, module hooks included: under tsx (`--require
+ * …/preflight.cjs --import …/loader.mjs`) every thread loads the hooks and sends each of its module
+ * loads through them. Sluice's workers run only Sluice's built JavaScript, which needs no hooks,
+ * and paid for them: a cpu backend's start and first chunk took 240–254 ms under tsx against
+ * 54–61 ms under plain node on the development VM, once per pool and once per backend that
+ * `backend: "auto"` starts while it calibrates.
+ *
+ * So when the parent has hooks (`--import`, `--require`/`-r`, `--loader`, `--experimental-loader`),
+ * the workers get its flags without them. An explicit `execArgv` must hold only flags a worker
+ * accepts (Node throws ERR_WORKER_INVALID_EXEC_ARGV on V8 and process-wide flags such as
+ * `--max-old-space-size`, which a worker inherits anyway when none is given). Where anything else
+ * is left, the workers inherit as before, hooks and all. `SLUICE_WORKER_HOOKS=inherit` keeps the
+ * hooks in every case (say, instrumentation loaded with `--import` that should see the workers).
+ *
+ * @returns the flags to pass as `execArgv`, or undefined to inherit the parent's.
+ * @example
+ * new Worker(url, { execArgv: workerExecArgv() });
+ */
+export function workerExecArgv(argv: readonly string[] = process.execArgv, env: NodeJS.ProcessEnv = process.env): string[] | undefined {
+  if (env.SLUICE_WORKER_HOOKS === 'inherit') return undefined;
+  const kept: string[] = [];
+  let hooks = false;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const eq = a.indexOf('=');
+    if (HOOKS.has(eq < 0 ? a : a.slice(0, eq))) {
+      hooks = true;
+      if (eq < 0) i++; // the module named in the next argument
+      continue;
+    }
+    kept.push(a);
+  }
+  if (!hooks) return undefined;
+  return kept.every((a) => WORKER_SAFE.test(a)) ? kept : undefined;
+}
+
+const HOOKS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);
+
+/**
+ * Flags (single tokens) known to be accepted in a worker's explicit execArgv: the inspector, the
+ * profilers, warnings and source maps. Anything else sends the workers back to inheriting.
+ */
+const WORKER_SAFE = /^--(?:inspect|inspect-brk|inspect-wait|inspect-port|cpu-prof|cpu-prof-dir|cpu-prof-name|cpu-prof-interval|heap-prof|heap-prof-dir|heap-prof-name|heap-prof-interval|enable-source-maps|no-warnings|no-deprecation|trace-warnings|trace-deprecation|trace-uncaught)(?:=.*)?$/;
