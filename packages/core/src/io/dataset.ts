@@ -5,6 +5,7 @@ import { typeName } from '../column.js';
 import { InputError } from '../errors.js';
 import { arrowColumnType } from './arrow.js';
 import { DecoderPool, type FileMeta } from './decoder.js';
+import { isUrl } from '../util/url.js';
 
 /** One row group of one file: the unit of reading, sharding and shuffling. */
 export interface Unit {
@@ -26,7 +27,7 @@ export interface Dataset {
   readonly unsupported: ReadonlyMap<string, string>;
 }
 
-export const isUrl = (s: string): boolean => /^https?:\/\//i.test(s);
+export { isUrl } from '../util/url.js';
 
 /**
  * Expands paths, globs and URLs into a sorted, de-duplicated list of sources. A pattern that

@@ -3,6 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { tableFromIPC, type Schema } from 'apache-arrow';
 import { InputError, SluiceError } from '../errors.js';
+import { isUrl } from '../util/url.js';
 import { workerExecArgv } from '../util/worker-argv.js';
 import type { Column, ColumnType } from '../column.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
@@ -110,7 +111,7 @@ const FOOTER_CACHE = 32;
 
 /** The cache key of a local file as it is now, or null (a URL, or a file stat cannot see). */
 async function footerKey(source: string): Promise<string | null> {
-  if (/^https?:\/\//.test(source)) return null;
+  if (isUrl(source)) return null;
   const st = await stat(source).catch(() => null);
   return st === null || !st.isFile() ? null : `${source}\0${st.size}\0${st.mtimeMs}\0${st.ino}`;
 }

@@ -229,13 +229,12 @@ export async function measureCandidates(candidates: readonly Candidate[], batche
   for (let round = 0; round < PROBE_ROUNDS && live.length > 0; round++) {
     // Repeats only while they are cheap: a long probe is less noisy, and first use must end.
     if (round > 0 && performance.now() - t0 > budgetMs) break;
-    if (round === 1) {
+    if (round >= 1) {
       const top = Math.min(...live.map(ms));
-      live = live.filter((c) => estimate(samples.get(c.label)!).perBatchMs * batches <= top * PROBE_HOPELESS);
-      if (live.length < 2) break;
-    } else if (round >= 2) {
-      const top = Math.min(...live.map(ms));
-      live = live.filter((c) => ms(c) <= top * (round === 2 ? PROBE_DROP : PROBE_KEEP));
+      // Round 2 looks at the steady part alone (PROBE_HOPELESS), later rounds at the whole run.
+      live = live.filter(round === 1
+        ? (c) => estimate(samples.get(c.label)!).perBatchMs * batches <= top * PROBE_HOPELESS
+        : (c) => ms(c) <= top * (round === 2 ? PROBE_DROP : PROBE_KEEP));
       if (live.length < 2) break;
     }
     const next: Candidate[] = [];
