@@ -6,9 +6,10 @@ import {
 } from '@sluice/core';
 import type { WorkerData, WorkerFailure, WorkerResult } from './protocol.js';
 
-// The worker is compiled to dist/worker.js; src/ and dist/ are both one level below the package
-// root, so this URL works from the TypeScript sources under vitest and from the build.
-const WORKER_URL = new URL('../dist/worker.js', import.meta.url);
+// The pool's file is the worker's CommonJS entry (worker-entry.cts, which loads dist/worker.js);
+// src/ and dist/ are both one level below the package root, so this URL works from the TypeScript
+// sources under vitest and from the build.
+const WORKER_URL = new URL('../dist/worker-entry.cjs', import.meta.url);
 
 const OPTIONS = new Set(['name', 'workers', 'fast', 'testCrash']);
 
@@ -81,6 +82,9 @@ export function createCpuBackend(plan: TypedPlan, spec: BackendSpec, state: Plan
   // without a listener the pool's 'error' event would take the process down.
   const startup: { error: Error | null } = { error: null };
   pool.on('error', (e: Error) => { startup.error ??= e; });
+  // A worker whose code did not load fails every task with this reason (worker-entry.cts): no retry.
+  const loadFailure = (e: unknown): SluiceError | null =>
+    (e instanceof Error && /could not load its code/.test(e.message) ? new SluiceError(`cpu worker failed to start: ${e.message}`, {}, { cause: e }) : null);
   const startupFailure = (): SluiceError | null => (startup.error ? new SluiceError(`cpu worker failed to start: ${startup.error.message}`, {}, { cause: startup.error }) : null);
 
   const runOnce = async (packed: ReturnType<typeof packColumns>, firstRow: number, attempt: number): Promise<WorkerResult | WorkerFailure> => {
@@ -103,13 +107,13 @@ export function createCpuBackend(plan: TypedPlan, spec: BackendSpec, state: Plan
         result = await runOnce(packed, firstRow, 0);
       } catch (first) {
         if (disposed) throw new SluiceError('cpu backend disposed while a chunk was running', locate(0));
-        const failedStart = startupFailure();
+        const failedStart = startupFailure() ?? loadFailure(first);
         if (failedStart) throw failedStart;
         try {
           result = await runOnce(packed, firstRow, 1);
         } catch (second) {
           const failedStart = startupFailure();
-        if (failedStart) throw failedStart;
+          if (failedStart) throw failedStart;
           throw new SluiceError(`a cpu worker died twice on this chunk (${describe(first)}; then ${describe(second)})`, locate(0), { cause: second });
         }
       }
