@@ -5,7 +5,7 @@
 // pipeline (a decode worker) on the cpu backend (a pool thread), and counts where the hook ran.
 // It runs the build (packages/*/dist), as a user's script does: `npm run build` first.
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -57,6 +57,14 @@ describe('worker threads and the parent\'s module hooks', () => {
     // Main, the writer's worker, a decode worker and a pool thread at least.
     expect(r.threads.length).toBeGreaterThanOrEqual(4);
   });
+
+  it('the same script given as `node --input-type=module -e` starts its workers too', () => {
+    // Its execArgv holds --input-type, -e and the code; a worker that inherited them failed to
+    // start ("--input-type can only be used with string input").
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', readFileSync(script, 'utf8')], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe('rows 3000\n');
+  });
 });
 
 describe('workerExecArgv', () => {
@@ -70,6 +78,12 @@ describe('workerExecArgv', () => {
     expect(workerExecArgv(['--require', '/x/preflight.cjs', '--import', 'file:///x/loader.mjs'], none)).toEqual([]);
     expect(workerExecArgv(['-r', 'a.cjs', '--import=b.mjs', '--loader', 'c.mjs', '--experimental-loader=d.mjs', '--enable-source-maps', '--cpu-prof-dir=/tmp/p'], none))
       .toEqual(['--enable-source-maps', '--cpu-prof-dir=/tmp/p']);
+  });
+
+  it('drops the parent\'s -e/-p code and its --input-type', () => {
+    // process.execArgv of `node --input-type=module -e CODE`.
+    expect(workerExecArgv(['--input-type=module', '-e', 'await import("x")'], none)).toEqual([]);
+    expect(workerExecArgv(['--input-type', 'module', '--enable-source-maps', '--print', '1'], none)).toEqual(['--enable-source-maps']);
   });
 
   it('inherits (hooks and all) when a flag a worker may refuse would be left, or when asked to', () => {

@@ -9,7 +9,8 @@
  * `backend: "auto"` starts while it calibrates.
  *
  * So when the parent has hooks (`--import`, `--require`/`-r`, `--loader`, `--experimental-loader`),
- * the workers get its flags without them. An explicit `execArgv` must hold only flags a worker
+ * the workers get its flags without them; the same for `node --input-type=module -e …`, whose
+ * `--input-type` would stop every worker from starting. An explicit `execArgv` must hold only flags a worker
  * accepts (Node throws ERR_WORKER_INVALID_EXEC_ARGV on V8 and process-wide flags such as
  * `--max-old-space-size`, which a worker inherits anyway when none is given). Where anything else
  * is left, the workers inherit as before, hooks and all. `SLUICE_WORKER_HOOKS=inherit` keeps the
@@ -22,22 +23,28 @@
 export function workerExecArgv(argv: readonly string[] = process.execArgv, env: NodeJS.ProcessEnv = process.env): string[] | undefined {
   if (env.SLUICE_WORKER_HOOKS === 'inherit') return undefined;
   const kept: string[] = [];
-  let hooks = false;
+  let dropped = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const eq = a.indexOf('=');
-    if (HOOKS.has(eq < 0 ? a : a.slice(0, eq))) {
-      hooks = true;
-      if (eq < 0) i++; // the module named in the next argument
+    if (DROPPED.has(eq < 0 ? a : a.slice(0, eq))) {
+      dropped = true;
+      if (eq < 0) i++; // its value is the next argument
       continue;
     }
     kept.push(a);
   }
-  if (!hooks) return undefined;
+  if (!dropped) return undefined;
   return kept.every((a) => WORKER_SAFE.test(a)) ? kept : undefined;
 }
 
-const HOOKS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);
+/**
+ * Flags the workers do without, each with its value: the module hooks, and the parent's own code
+ * given on the command line (`-e`/`--eval`, `-p`/`--print`, which `execArgv` holds with the code)
+ * with its `--input-type` (a worker started from a file that inherits it fails to start:
+ * "--input-type can only be used with string input via --eval, --print, or STDIN").
+ */
+const DROPPED = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader', '--input-type', '-e', '--eval', '-p', '--print']);
 
 /**
  * Flags (single tokens) known to be accepted in a worker's explicit execArgv: the inspector, the
