@@ -123,8 +123,10 @@ describe('pipeline', () => {
     await expect(collect(other)).rejects.toThrow(/another plan or data set/);
   });
 
-  it('keeps at most `prefetch` batches ready for a slow consumer', async () => {
-    const p = pipeline(basePlan({ prefetch: 2, batchSize: 16 }), { input: file });
+  it('keeps at most `prefetch` batches ready for a slow consumer, however many workers', async () => {
+    // 4 workers: a prefetch set below the backend's concurrency is kept as given (it used to be
+    // raised to the concurrency, so on a 16-core machine 15 batches waited).
+    const p = pipeline(basePlan({ prefetch: 2, batchSize: 16, backend: { name: 'cpu', workers: 4 } }), { input: file });
     let n = 0;
     for await (const _ of p) {
       await new Promise((r) => setTimeout(r, 2));
