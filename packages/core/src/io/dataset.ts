@@ -31,11 +31,12 @@ export { isUrl } from '../util/url.js';
 
 /**
  * Expands paths, globs and URLs into a sorted, de-duplicated list of sources. A pattern that
- * matches nothing, or a path that does not exist, is an error naming it.
+ * matches nothing, or a path that does not exist, is an error naming it. One string is one
+ * pattern (not a list of one-character patterns, the first of which, "/", is the whole disk).
  */
-export async function resolveInputs(patterns: readonly string[]): Promise<string[]> {
+export async function resolveInputs(patterns: string | readonly string[]): Promise<string[]> {
   const out: string[] = [];
-  for (const p of patterns) {
+  for (const p of typeof patterns === 'string' ? [patterns] : patterns) {
     if (isUrl(p)) { out.push(p); continue; }
     if (isDynamicPattern(p)) {
       const found = (await glob(p, { absolute: false, onlyFiles: true, expandDirectories: false })).sort();
@@ -67,7 +68,7 @@ export function schemaOf(meta: FileMeta): { types: Map<string, ColumnType>; unsu
 }
 
 /** Opens every source's footer and lists its row groups (files with zero rows contribute none). */
-export async function openDataset(patterns: readonly string[], pool: DecoderPool): Promise<Dataset> {
+export async function openDataset(patterns: string | readonly string[], pool: DecoderPool): Promise<Dataset> {
   const sources = await resolveInputs(patterns);
   const files = await Promise.all(sources.map((s) => pool.open(s)));
   const units: Unit[] = [];

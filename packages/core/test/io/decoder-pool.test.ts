@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DecoderPool, idleDecoders } from '../../src/io/decoder.js';
-import { pipeline, type Batch, type PlanSpec } from '../../src/index.js';
+import { openDataset, pipeline, type Batch, type PlanSpec } from '../../src/index.js';
 import { tempDir, writeSmall } from '../helpers.js';
 
 const plan: PlanSpec = {
@@ -71,5 +71,21 @@ describe('decode workers kept warm between pools', () => {
     await p.close();
     await read;
     expect(idleDecoders()).toBeLessThanOrEqual(before);
+  });
+});
+
+describe('openDataset', () => {
+  it('takes one path as a string, as it takes a list', async () => {
+    // A string used to be iterated as one-character patterns: "/" globbed the whole disk.
+    const f = writeSmall(join(tempDir(), 'one.parquet'), 300, 100);
+    const pool = new DecoderPool(1);
+    try {
+      const one = await openDataset(f, pool);
+      const list = await openDataset([f], pool);
+      expect(one.totalRows).toBe(300);
+      expect(one.files.map((x) => x.source)).toEqual(list.files.map((x) => x.source));
+    } finally {
+      await pool.close();
+    }
   });
 });
