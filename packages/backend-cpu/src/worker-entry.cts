@@ -6,10 +6,10 @@
 // loader aborts the whole process ("FATAL ERROR: v8::Module::IsGraphAsync … must be used on an
 // instantiated module"): Node checks the graph's top-level await after an instantiation that the
 // termination cut short. A backend is disposed while its workers start whenever a pipeline stops
-// after a few batches or fails early. Reproduced on the development VM with 15 workers disposed
-// 0-400 ms after creation when the process runs with --conditions or
-// --experimental-import-meta-resolve (as under vitest), which the workers inherit: an abort in most
-// runs of 30. import() goes through the asynchronous loader, which stops cleanly.
+// after a few batches or fails early. On the development VM, pools of 15 workers disposed 0-400 ms
+// after creation, in a process run with --conditions or --experimental-import-meta-resolve (as
+// under vitest; the workers inherit them), aborted within 30 pools in every run
+// (test/worker-start.test.ts). import() goes through the asynchronous loader, which stops cleanly.
 //
 // Piscina awaits the `default` export when it is not a function, so a worker reports ready once
 // worker.ts has loaded, as before. If it cannot load (a missing build, a plan that does not compile
