@@ -20,7 +20,14 @@ const registry = new Map<string, BackendFactory>([['reference', inlineCpuBackend
  */
 export function registerBackend(name: string, factory: BackendFactory): void {
   registry.set(name, factory);
+  registered.add(name);
 }
+
+/**
+ * Names given to `registerBackend` (by a backend package as it loads, or by the user). Such a name
+ * is used as registered: its package is not imported over it.
+ */
+const registered = new Set<string>();
 
 /** Names of the registered backends. */
 export function backendNames(): string[] {
@@ -50,7 +57,9 @@ export async function loadBackendPackage(name: string): Promise<boolean> {
 export async function createBackend(plan: TypedPlan, spec: BackendSpec, state: PlanState): Promise<Backend> {
   // A list "cpu,webgpu" is `auto` over those backends.
   if (spec.name.includes(',')) return autoBackend(plan, spec, state);
-  await loadBackendPackage(spec.name);
+  // A name registered here (the user's own `cpu`, say) is kept; otherwise the package, if
+  // installed, registers itself (over core's in-process `cpu`).
+  if (!registered.has(spec.name)) await loadBackendPackage(spec.name);
   const factory = registry.get(spec.name);
   if (factory === undefined) {
     throw new PlanError(`unknown backend "${spec.name}" (registered: ${backendNames().join(', ')}; a backend package registers itself when imported)`);
