@@ -110,11 +110,13 @@ await measure('memcpy, Buffer.copy', total, async () => {
     for (const seg of segBufs[i % segBufs.length]!) o += seg.copy(dstBuf, o);
   }
 });
+/** Batch `i`'s segments into `d`, each as one native memcpy (Buffer#fill), as the ring copies. */
+const fillBatch = (d: Buffer, i: number): void => {
+  let o = 0;
+  for (const seg of segBufs[i % segBufs.length]!) { d.fill(seg, o, o + seg.byteLength); o += seg.byteLength; }
+};
 await measure('memcpy, Buffer#fill (native)', total, async () => {
-  for (let i = 0; i < N; i++) {
-    let o = 0;
-    for (const seg of segBufs[i % segBufs.length]!) { dstBuf.fill(seg, o, o + seg.byteLength); o += seg.byteLength; }
-  }
+  for (let i = 0; i < N; i++) fillBatch(dstBuf, i);
 });
 
 // Context, not a peer of the ratios: the same native copy, but into two shared destinations in
@@ -122,11 +124,7 @@ await measure('memcpy, Buffer#fill (native)', total, async () => {
 // what a copy whose destination footprint doubles costs on this machine's cache.
 const turns = [0, 1].map(() => Buffer.from(new SharedArrayBuffer(perBatch + 4096)));
 await measure(TURNS_ROW, total, async () => {
-  for (let i = 0; i < N; i++) {
-    const d = turns[i & 1]!;
-    let o = 0;
-    for (const seg of segBufs[i % segBufs.length]!) { d.fill(seg, o, o + seg.byteLength); o += seg.byteLength; }
-  }
+  for (let i = 0; i < N; i++) fillBatch(turns[i & 1]!, i);
 });
 
 // Context too: the same copies into the same two shared buffers, but each after a 50 µs sleep, and
@@ -140,9 +138,7 @@ await measure(NAP_ROW, total, async () => {
   for (let i = 0; i < N; i++) {
     Atomics.wait(nap, 0, 0, 0.05);
     const t = performance.now();
-    const d = turns[i & 1]!;
-    let o = 0;
-    for (const seg of segBufs[i % segBufs.length]!) { d.fill(seg, o, o + seg.byteLength); o += seg.byteLength; }
+    fillBatch(turns[i & 1]!, i);
     copying += performance.now() - t;
   }
   return copying / 1000;

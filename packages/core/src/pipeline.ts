@@ -17,7 +17,7 @@ import { openInput } from './fit.js';
 import { DecoderPool } from './io/decoder.js';
 import { PackArena, packSlotBytes } from './io/pack-arena.js';
 import { runFeature, stateFromJSON, statefulOps, type PlanState } from './plan/execute.js';
-import { DEFAULT_PREFETCH, loadPlan, type Plan, type TypedPlan } from './plan/load.js';
+import { loadPlan, type Plan, type TypedPlan } from './plan/load.js';
 import type { BackendSpec, PlanSpec } from './plan/types.js';
 import { batchLayout, type Batch, type BatchLayout, type ProcessedChunk } from './stream/batch.js';
 import { Flow, batch, preprocess, source } from './stream/operators.js';
@@ -399,8 +399,7 @@ export class Pipeline implements AsyncIterable<Batch> {
         // it is raised to the backend's concurrency, so that every worker of a pool can be busy;
         // a prefetch the user gave is kept as given (README: at most `prefetch` batches wait),
         // which leaves workers beyond it idle.
-        const asked = this.options.prefetch ?? plan.spec.prefetch;
-        const flow = new Flow(asked ?? Math.max(DEFAULT_PREFETCH, backend.concurrency));
+        const flow = new Flow(this.options.prefetch ?? plan.spec.prefetch ?? Math.max(plan.prefetch, backend.concurrency));
         // With pushdown the decoders run the pushed ops too, so they get the backend's parallelism.
         const pool = new DecoderPool(this.options.decoders ?? (pushdown === null ? Math.min(2, backend.concurrency) : allInReader(pushdown) ? this.workersWanted() : backend.concurrency));
         const resume = this.options.resume;

@@ -13,8 +13,9 @@
  * `--input-type` would stop every worker from starting. An explicit `execArgv` must hold only
  * flags a worker accepts (Node throws ERR_WORKER_INVALID_EXEC_ARGV on V8 and process-wide flags
  * such as `--max-old-space-size`, which a worker inherits anyway when none is given). Where
- * anything else is left, the workers inherit as before, hooks and all. `SLUICE_WORKER_HOOKS=inherit` keeps the
- * hooks in every case (say, instrumentation loaded with `--import` that should see the workers).
+ * anything else is left, the workers inherit as before, hooks and all.
+ * `SLUICE_WORKER_HOOKS=inherit` keeps the hooks in every case (say, instrumentation loaded with
+ * `--import` that should see the workers).
  *
  * @returns the flags to pass as `execArgv`, or undefined to inherit the parent's.
  * @example
