@@ -29,6 +29,7 @@ import { decodeDerivedIndexed, decodeFlatRowGroup, gatherIndexed, releaseIndexed
 import { OPS } from '../dist/ops/index.js';
 import { packRows } from '../dist/stream/batch.js';
 import { pageZstd } from '../dist/io/zstd.js';
+import { isUrl } from '../dist/util/url.js';
 
 const files = new Map();
 const footers = new Map();
@@ -61,7 +62,7 @@ const reader = (fd, scratch = false) => (offset, length) => {
 
 /** Decodes with the direct decoder, or returns null when it does not apply or fails (parquet-wasm then decides). */
 function readDirect(msg) {
-  if (!msg.types || /^https?:\/\//.test(msg.source) || process.env.SLUICE_DIRECT_DECODE === '0') return null;
+  if (!msg.types || isUrl(msg.source) || process.env.SLUICE_DIRECT_DECODE === '0') return null;
   // The descriptor lives for this call only: a worker thread's open files would outlive it.
   let fd;
   try {
@@ -162,7 +163,7 @@ function buffersOf(columns) {
 }
 
 /** A local file as it is now (size, modification time, inode), or '' for a URL. */
-const fileKey = (source) => (/^https?:\/\//.test(source) ? '' : statKey(fs.statSync(source)));
+const fileKey = (source) => (isUrl(source) ? '' : statKey(fs.statSync(source)));
 
 async function open(source) {
   const key = fileKey(source);
@@ -174,7 +175,7 @@ async function open(source) {
     e = undefined;
   }
   if (e === undefined) {
-    const file = /^https?:\/\//.test(source)
+    const file = isUrl(source)
       ? await pw.ParquetFile.fromUrl(source)
       : await pw.ParquetFile.fromFile(await fs.openAsBlob(source));
     e = { key, file };

@@ -288,5 +288,8 @@ describe('http(s) sources', () => {
     const remote = (await collect(pipeline(basePlan(), { input: url }))).flatMap(ids);
     expect(remote).toEqual(local);
     expect(ranges.length).toBeGreaterThan(1);
+    // The scheme is case-insensitive in the decode worker too, as where inputs are resolved.
+    const upper = (await collect(pipeline(basePlan(), { input: url.replace(/^http/, 'HTTP') }))).flatMap(ids);
+    expect(upper).toEqual(local);
   });
 });
