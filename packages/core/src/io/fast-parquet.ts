@@ -8,11 +8,16 @@
  * handles exactly that and nothing else:
  *
  *  - physical INT32 / INT64 / FLOAT / DOUBLE and UTF-8 BYTE_ARRAY, REQUIRED or OPTIONAL, top level;
- *  - PLAIN, PLAIN_DICTIONARY and RLE_DICTIONARY values; RLE/bit-packed definition levels;
+ *  - lists of those numeric types in the standard three-level LIST layout (`optional group c
+ *    (LIST) { repeated group list { optional int64 element; } }`, either level REQUIRED or
+ *    OPTIONAL), the shape Arrow writers give a list column (RM5's id lists);
+ *  - PLAIN, PLAIN_DICTIONARY and RLE_DICTIONARY values; RLE/bit-packed repetition and definition
+ *    levels;
  *  - data pages v1 and v2; UNCOMPRESSED, SNAPPY, ZSTD and GZIP.
  *
- * Anything else (lists, other encodings or codecs, logical types that change the Arrow type) is
- * left to parquet-wasm, column by column (`decodeFlatRowGroup` returns them in `rest`). Page headers and the
+ * Anything else (lists of strings, nested lists or structs, two-level legacy lists, other
+ * encodings or codecs, logical types that change the Arrow type) is left to parquet-wasm, column
+ * by column (`decodeFlatRowGroup` returns them in `rest`). Page headers and the
  * footer are parsed with hyparquet (thrift compact protocol), ZSTD with zstddec (zstd's own C
  * decoder in WebAssembly); the value decoding is here because it writes typed arrays directly,
  * with no per-value objects.
@@ -24,7 +29,7 @@ import { gunzipSync } from 'node:zlib';
 import { parquetHeader } from 'hyparquet/src/column.js';
 import { snappyUncompress } from 'hyparquet/src/snappy.js';
 import type { ColumnChunk, FileMetaData, SchemaElement } from 'hyparquet/src/types.js';
-import type { Column, ColumnType, PrimitiveType } from '../column.js';
+import type { Column, ColumnType, ListColumn, NumericColumn, PrimitiveType } from '../column.js';
 
 /**
  * Decompresses `src` into exactly `size` bytes. The result may be a view that the next call
@@ -69,7 +74,9 @@ export function decodeFlatRowGroup(
   const rest: string[] = [];
   for (const name of names) {
     const c = readable(md, rg, name, types);
-    if (c !== null) columns.set(name, decodeChunk(c.chunk, c.el, c.type, rows, readAt, zstd));
+    if (c !== null) { columns.set(name, decodeChunk(c.chunk, c.el, c.type, rows, readAt, zstd)); continue; }
+    const l = readableList(md, rg, name, types);
+    if (l !== null) columns.set(name, decodeListChunk(l, rows, readAt, zstd));
     else rest.push(name);
   }
   return { columns, rest };
@@ -99,9 +106,44 @@ function readable(md: FileMetaData, rg: FileMetaData['row_groups'][number], name
   const el = topLevelColumns(md).get(name);
   const chunk = rg.columns.find((c) => c.meta_data?.path_in_schema.length === 1 && c.meta_data.path_in_schema[0] === name);
   const ok = type !== undefined && supported(el, type) && chunk?.meta_data !== undefined && !chunk.file_path
-    && ['UNCOMPRESSED', 'SNAPPY', 'ZSTD', 'GZIP'].includes(chunk.meta_data.codec)
-    && chunk.meta_data.encodings.every((e) => e === 'PLAIN' || e === 'RLE' || e === 'RLE_DICTIONARY' || e === 'PLAIN_DICTIONARY' || e === 'BIT_PACKED');
+    && CODECS.includes(chunk.meta_data.codec) && chunk.meta_data.encodings.every((e) => ENCODINGS.includes(e));
   return ok ? { chunk: chunk!, el: el!, type: type.kind as PrimitiveType } : null;
+}
+
+const CODECS = ['UNCOMPRESSED', 'SNAPPY', 'ZSTD', 'GZIP'];
+const ENCODINGS = ['PLAIN', 'RLE', 'RLE_DICTIONARY', 'PLAIN_DICTIONARY', 'BIT_PACKED'];
+
+const schemaIndex = new WeakMap<FileMetaData, Map<SchemaElement, number>>();
+
+/** Where a schema element sits in the footer's flattened (depth-first) schema, cached per footer. */
+function indexOf(md: FileMetaData, el: SchemaElement): number {
+  let m = schemaIndex.get(md);
+  if (m === undefined) { m = new Map(md.schema.map((e, i) => [e, i])); schemaIndex.set(md, m); }
+  return m.get(el) ?? -1;
+}
+
+/** A top-level list column this decoder reads (see the file comment), or null. */
+interface ListChunk { readonly chunk: ColumnChunk; readonly name: string; readonly outerOptional: boolean; readonly elementOptional: boolean; readonly type: NumericColumn['type'] }
+
+function readableList(md: FileMetaData, rg: FileMetaData['row_groups'][number], name: string, types: ReadonlyMap<string, ColumnType>): ListChunk | null {
+  const type = types.get(name);
+  if (type?.kind !== 'list' || type.child === 'utf8') return null;
+  const outer = topLevelColumns(md).get(name);
+  if (outer === undefined || outer.num_children !== 1 || outer.type !== undefined) return null;
+  if (outer.converted_type !== 'LIST' && outer.logical_type?.type !== 'LIST') return null;
+  if (outer.repetition_type !== 'OPTIONAL' && outer.repetition_type !== 'REQUIRED') return null;
+  const i = indexOf(md, outer);
+  const mid = md.schema[i + 1];
+  const leaf = md.schema[i + 2];
+  if (mid === undefined || mid.repetition_type !== 'REPEATED' || mid.num_children !== 1 || mid.type !== undefined) return null;
+  if (leaf === undefined || leaf.repetition_type === 'REPEATED' || !supported(leaf, { kind: type.child })) return null;
+  const chunk = rg.columns.find((c) => {
+    const path = c.meta_data?.path_in_schema;
+    return path?.length === 3 && path[0] === name && path[1] === mid.name && path[2] === leaf.name;
+  });
+  if (chunk?.meta_data === undefined || chunk.file_path || !CODECS.includes(chunk.meta_data.codec)) return null;
+  if (!chunk.meta_data.encodings.every((e) => ENCODINGS.includes(e))) return null;
+  return { chunk, name, outerOptional: outer.repetition_type === 'OPTIONAL', elementOptional: leaf.repetition_type === 'OPTIONAL', type: type.child };
 }
 
 /** A dictionary page: fixed-width values, or strings as byte ranges [starts[i], starts[i] + lens[i]) of `data`. */
@@ -214,6 +256,146 @@ function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveT
     return { column: { type: 'utf8', offsets: utf8.offsets, data: utf8.data.subarray(0, utf8.end), valid: validOut } };
   }
   return { column: { type, values, valid: validOut } as Column };
+}
+
+/** Scratch for a page's repetition and definition levels (pages are decoded one at a time per thread). */
+let repScratch = new Uint8Array(0);
+let defScratch = new Uint8Array(0);
+
+/**
+ * Decodes a list column chunk (see `readableList`) into offsets, list validity and a child column,
+ * as the Arrow reader gives it: a null list and an empty list both have length zero, a null
+ * element is a child slot with validity 0 and value 0, and a validity with no zero is null.
+ *
+ * The levels say where rows and elements are: repetition level 0 starts a row (1 continues its
+ * list); a definition level below `empty` is a null list, `empty` an empty list, `empty + 1` a null
+ * element (when elements are OPTIONAL), and `maxDef` an element with a value. Values are stored
+ * only for the latter, so each page's values land in its element slots like a flat optional
+ * column's in its rows.
+ */
+function decodeListChunk(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd): ListColumn {
+  const m = l.chunk.meta_data!;
+  const col = m.path_in_schema.join('.');
+  const dictAt = m.dictionary_page_offset !== undefined && m.dictionary_page_offset > 0n ? Number(m.dictionary_page_offset) : Infinity;
+  const start = Math.min(dictAt, Number(m.data_page_offset));
+  const bytes = readAt(start, Number(m.total_compressed_size));
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const empty = l.outerOptional ? 1 : 0;
+  const maxDef = empty + 1 + (l.elementOptional ? 1 : 0);
+  // Level entries in the chunk: one per element, null element, empty list and null list, so
+  // never fewer than the element slots.
+  const entries = Number(m.num_values);
+  const offsets = new Int32Array(rows + 1);
+  const listValid = l.outerOptional ? new Uint8Array(rows) : null;
+  // Allocated at the first data page, once its levels say how many slots it has: exactly the
+  // chunk's slots when it has one page (the usual case), else an upper bound trimmed at the end.
+  let values: Int32Array | BigInt64Array | Float32Array | Float64Array | null = null;
+  let elemValid = l.elementOptional ? new Uint8Array(entries) : null;
+  let dict: Dict | null = null;
+  let row = -1;
+  let slot = 0;
+  let seen = 0;
+  let pos = 0;
+  while (seen < entries) {
+    if (pos >= bytes.length) throw new Error(`column ${col}: column chunk ended after ${seen} of ${entries} values`);
+    const reader = { view, offset: pos };
+    const h = parquetHeader(reader);
+    const body = bytes.subarray(reader.offset, reader.offset + h.compressed_page_size);
+    if (body.length !== h.compressed_page_size) throw new Error(`column ${col}: page runs past the column chunk`);
+    pos = reader.offset + h.compressed_page_size;
+    let n: number;
+    let page: Uint8Array;
+    let p: number;
+    let encoding: string;
+    if (h.type === 'DICTIONARY_PAGE') {
+      dict = readDict(decompress(body, h.uncompressed_page_size, m.codec, zstd), l.type, h.dictionary_page_header!.num_values);
+      continue;
+    } else if (h.type === 'DATA_PAGE') {
+      const d = h.data_page_header!;
+      n = d.num_values;
+      encoding = d.encoding;
+      if (seen + n > entries) throw new Error(`column ${col}: pages hold more values than the chunk's ${entries}`);
+      if (repScratch.length < n) { repScratch = new Uint8Array(Math.max(n, 2 * repScratch.length)); defScratch = new Uint8Array(repScratch.length); }
+      page = decompress(body, h.uncompressed_page_size, m.codec, zstd);
+      // v1: repetition then definition levels, each behind its 4-byte length.
+      p = 0;
+      for (const [out, max] of [[repScratch, 1], [defScratch, maxDef]] as const) {
+        if (p + 4 > page.length) throw new Error(`column ${col}: levels run past the page`);
+        const len = page[p]! | page[p + 1]! << 8 | page[p + 2]! << 16 | page[p + 3]! << 24;
+        if (len < 0 || p + 4 + len > page.length) throw new Error(`column ${col}: levels run past the page`);
+        levels(page, p + 4, p + 4 + len, max, out, n);
+        p += 4 + len;
+      }
+    } else if (h.type === 'DATA_PAGE_V2') {
+      const d = h.data_page_header_v2!;
+      n = d.num_values;
+      encoding = d.encoding;
+      if (seen + n > entries) throw new Error(`column ${col}: pages hold more values than the chunk's ${entries}`);
+      if (repScratch.length < n) { repScratch = new Uint8Array(Math.max(n, 2 * repScratch.length)); defScratch = new Uint8Array(repScratch.length); }
+      // v2: the levels come first, uncompressed, with their lengths in the header.
+      const rl = d.repetition_levels_byte_length;
+      const dl = d.definition_levels_byte_length;
+      if (rl < 0 || dl < 0 || rl + dl > body.length) throw new Error(`column ${col}: levels run past the page`);
+      levels(body, 0, rl, 1, repScratch, n);
+      levels(body, rl, rl + dl, maxDef, defScratch, n);
+      const rest = body.subarray(rl + dl);
+      page = d.is_compressed ? decompress(rest, h.uncompressed_page_size - rl - dl, m.codec, zstd) : rest;
+      p = 0;
+    } else continue; // Index pages and unknown page types carry no values.
+    // Rows and element slots from the levels; then the page's values into its slots.
+    const first = slot;
+    let present = 0;
+    const rep = repScratch;
+    const def = defScratch;
+    let full = 1;
+    for (let e = 0; e < n; e++) full &= def[e]! === maxDef ? 1 : 0;
+    if (full === 1 && n > 0) {
+      // Every entry an element with a value (the common page): rows start where rep is 0.
+      if (rep[0] !== 0 && row < 0) throw new Error(`column ${col}: a list continues before its first row`);
+      const firstRow = row + 1;
+      for (let e = 0; e < n; e++) {
+        if (rep[e] !== 0) continue;
+        if (++row >= rows) throw new Error(`column ${col}: pages hold more than the row group's ${rows} rows`);
+        offsets[row] = slot + e;
+      }
+      if (listValid !== null) listValid.fill(1, firstRow, row + 1);
+      slot += n;
+      present = n;
+      if (elemValid !== null) elemValid.fill(1, first, slot);
+    } else for (let e = 0; e < n; e++) {
+      const r = rep[e]!;
+      const d = def[e]!;
+      if (r === 0) {
+        if (++row >= rows) throw new Error(`column ${col}: pages hold more than the row group's ${rows} rows`);
+        offsets[row] = slot;
+        if (listValid !== null) listValid[row] = d >= empty ? 1 : 0;
+      } else if (row < 0 || d <= empty) {
+        throw new Error(`column ${col}: a list continues ${row < 0 ? 'before its first row' : 'with no element'}`);
+      }
+      if (d <= empty) continue;
+      const has = d === maxDef ? 1 : 0;
+      if (elemValid !== null) elemValid[slot] = has;
+      present += has;
+      slot++;
+    }
+    if (slot > entries) throw new Error(`column ${col}: more elements than the chunk's ${entries} values`);
+    values ??= newArray(l.type, slot + entries - seen - n);
+    readValues(page, p, encoding, l.type, slot - first, present, first, elemValid, values, null, dict, col);
+    seen += n;
+  }
+  if (row + 1 !== rows) throw new Error(`column ${col}: pages hold ${row + 1} of the row group's ${rows} rows`);
+  offsets[rows] = slot;
+  // The child is exactly the slots (null and empty lists took level entries but no slot).
+  values ??= newArray(l.type, 0);
+  if (values.length > slot) values = values.slice(0, slot);
+  if (elemValid !== null && elemValid.length > slot) elemValid = elemValid.slice(0, slot);
+  const allValid = (v: Uint8Array | null, k: number): boolean => v === null || count(v, 0, k) === k;
+  return {
+    type: 'list',
+    offsets,
+    child: { type: l.type, values, valid: allValid(elemValid, slot) ? null : elemValid } as NumericColumn,
+    valid: allValid(listValid, rows) ? null : listValid,
+  };
 }
 
 /** Scratch for a page's indices of present values (reused: pages are decoded one at a time per thread). */
@@ -727,6 +909,66 @@ export function defLevels(b: Uint8Array, pos: number, end: number, out: Uint8Arr
       if (v > 1) throw new Error(`definition level ${v} in a flat column (at most 1)`);
       const stop = Math.min(n, seen + runLen);
       out.fill(v, at + seen, at + stop);
+      seen = stop;
+    }
+  }
+}
+
+/**
+ * Repetition or definition levels of a list column: `n` values of the RLE / bit-packed hybrid at
+ * the bit width of `max` (1 to 8 bits), one byte each, into out[0 ..]. Throws when the runs end
+ * early or a level exceeds `max` (a corrupt page).
+ */
+export function levels(b: Uint8Array, pos: number, end: number, max: number, out: Uint8Array, n: number): void {
+  if (!Number.isInteger(max) || max < 1 || max > 255) throw new RangeError(`level maximum ${max} is not 1 to 255`);
+  const width = 32 - Math.clz32(max);
+  const mask = (1 << width) - 1;
+  let seen = 0;
+  while (seen < n) {
+    if (pos >= end) throw new Error(`levels end after ${seen} of ${n} values`);
+    let h = 0;
+    let sh = 0;
+    let byte: number;
+    do { byte = b[pos++]!; h += (byte & 0x7f) * 2 ** sh; sh += 7; } while (byte & 0x80 && sh < 35);
+    if (h % 2 === 1) {
+      // Bit-packed groups of 8 values in `width` bytes, least significant bit first.
+      const groups = Math.floor(h / 2);
+      const stop = Math.min(n, seen + groups * 8);
+      if (pos + Math.ceil(((stop - seen) * width) / 8) > end) throw new Error('bit-packed levels past the end of their data');
+      let i = seen;
+      let q = pos;
+      if (width === 1) {
+        for (; i + 8 <= stop; i += 8) {
+          const v = b[q++]!;
+          out[i] = v & 1; out[i + 1] = (v >> 1) & 1; out[i + 2] = (v >> 2) & 1; out[i + 3] = (v >> 3) & 1;
+          out[i + 4] = (v >> 4) & 1; out[i + 5] = (v >> 5) & 1; out[i + 6] = (v >> 6) & 1; out[i + 7] = v >> 7;
+        }
+      } else if (width === 2) {
+        for (; i + 4 <= stop; i += 4) {
+          const v = b[q++]!;
+          out[i] = v & 3; out[i + 1] = (v >> 2) & 3; out[i + 2] = (v >> 4) & 3; out[i + 3] = v >> 6;
+        }
+      }
+      // The rest (and every width above 2) through a bit accumulator.
+      let acc = 0;
+      let have = 0;
+      for (; i < stop; i++) {
+        if (have < width) { acc |= b[q++]! << have; have += 8; }
+        out[i] = acc & mask;
+        acc >>>= width;
+        have -= width;
+      }
+      if (mask > max) for (let k = seen; k < stop; k++) if (out[k]! > max) throw new Error(`level ${out[k]} above the column's maximum ${max}`);
+      pos += groups * width;
+      seen = stop;
+    } else {
+      const runLen = Math.floor(h / 2);
+      if (runLen === 0) throw new Error('empty RLE run');
+      if (pos >= end) throw new Error('RLE run value past the end of its data');
+      const v = b[pos++]!;
+      if (v > max) throw new Error(`level ${v} above the column's maximum ${max}`);
+      const stop = Math.min(n, seen + runLen);
+      out.fill(v, seen, stop);
       seen = stop;
     }
   }

@@ -3,13 +3,13 @@
 // hand-encoded runs.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Float32, Float64, Int32, Int64, Table, Utf8, tableFromIPC, tableToIPC } from 'apache-arrow';
+import { Field, Float32, Float64, Int32, Int64, List, Table, Utf8, tableFromIPC, tableToIPC } from 'apache-arrow';
 import * as pw from 'parquet-wasm';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Column, ColumnType } from '../../src/column.js';
 import { columnFromVector } from '../../src/io/arrow.js';
 import { DecoderPool } from '../../src/io/decoder.js';
-import { defLevels, rleHybrid } from '../../src/io/fast-parquet.js';
+import { defLevels, levels, rleHybrid } from '../../src/io/fast-parquet.js';
 import { pipeline, type Batch, type PlanSpec } from '../../src/index.js';
 import { tempDir, vec } from '../helpers.js';
 
@@ -47,12 +47,37 @@ const VARIANTS: Variant[] = [
   { name: 'zstd, dictionary overflowing to plain', props: () => builder().setCompression(pw.Compression.ZSTD).setDictionaryPageSizeLimit(256).build() },
 ];
 
-function write(v: Variant): string {
-  const path = join(dir, `${v.name.replace(/[^a-z0-9]+/g, '-')}.parquet`);
-  const wasm = pw.Table.fromIPCStream(tableToIPC(table, 'stream'));
+function write(v: Variant, t: Table = table, tag = ''): string {
+  const path = join(dir, `${v.name.replace(/[^a-z0-9]+/g, '-')}${tag}.parquet`);
+  const wasm = pw.Table.fromIPCStream(tableToIPC(t, 'stream'));
   writeFileSync(path, pw.writeParquet(wasm, v.props()));
   return path;
 }
+
+// List columns, the shapes Arrow writers give them: the list and its elements each nullable or
+// not, null and empty lists, null elements, lists long enough that a row spans data pages (pages
+// of 2 KB), and every numeric child type. `ls` (strings) stays with parquet-wasm.
+let seed = 99;
+const rand = (k: number): number => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % k; };
+const listOf = <T>(i: number, nulls: boolean, item: (j: number) => T | null): T[] | null => {
+  if (nulls && i % 23 === 0) return null;
+  // Mostly short lists, some empty (none without nulls: pages where every level is an element take
+  // the decoder's fast path), now and then one of ~600 elements (longer than a page).
+  const len = nulls && i % 17 === 5 ? 0 : i % 251 === 7 ? 600 + rand(50) : 1 + rand(40);
+  return Array.from({ length: len }, (_, j) => item(j) as T);
+};
+const listTable = new Table({
+  l64: vec(new List(new Field('item', new Int64(), true)), ids.map((i) => listOf(i, true, (j) => (rand(31) === 0 ? null : rand(9) === 0 ? -9223372036854775808n : BigInt(rand(5000)) * 1000003n - BigInt(j))))),
+  l32: vec(new List(new Field('item', new Int32(), false)), ids.map((i) => listOf(i, false, () => rand(2000) - 1000))),
+  lf32: vec(new List(new Field('item', new Float32(), true)), ids.map((i) => listOf(i, true, (j) => (j % 19 === 3 ? null : j % 13 === 1 ? Number.NaN : j % 11 === 2 ? -0 : Math.fround(rand(300) / 7))))),
+  lf64: vec(new List(new Field('item', new Float64(), false)), ids.map((i) => listOf(i, i % 2 === 0, () => Math.sin(rand(100000)) * 1e10))),
+  ls: vec(new List(new Field('item', new Utf8(), true)), ids.map((i) => listOf(i, true, (j) => `s${j % 7}`))),
+});
+const listTypes = new Map<string, ColumnType>([
+  ['l64', { kind: 'list', child: 'int64' }], ['l32', { kind: 'list', child: 'int32' }], ['lf32', { kind: 'list', child: 'float32' }],
+  ['lf64', { kind: 'list', child: 'float64' }], ['ls', { kind: 'list', child: 'utf8' }],
+]);
+const listNames = [...listTypes.keys()];
 
 /** Equal values at valid slots and equal validity (floats by bit pattern). */
 function expectSameColumn(got: Column, want: Column, what: string): void {
@@ -75,6 +100,16 @@ function expectSameColumn(got: Column, want: Column, what: string): void {
       expect((got as { values: ArrayLike<unknown> }).values[i], `${what} row ${i}`).toBe((want as { values: ArrayLike<unknown> }).values[i]);
     }
   }
+}
+
+/** Equal offsets and list validity, and equal children (expectSameColumn). */
+function expectSameList(got: Column, want: Column, what: string): void {
+  expect(got.type, what).toBe('list');
+  if (got.type !== 'list' || want.type !== 'list') return;
+  expect(Array.from(got.offsets), `${what} offsets`).toEqual(Array.from(want.offsets));
+  expect(got.valid === null ? null : Array.from(got.valid), `${what} list validity`).toEqual(want.valid === null ? null : Array.from(want.valid));
+  expect(got.child.valid === null, `${what} element validity is null exactly when no element is null`).toBe(want.child.valid === null);
+  expectSameColumn(got.child, want.child, `${what} elements`);
 }
 
 const pool = new DecoderPool(1);
@@ -102,6 +137,36 @@ describe('direct Parquet decoder', () => {
       }
     });
   }
+
+  for (const v of VARIANTS) {
+    it(`decodes list columns like parquet-wasm: ${v.name}`, async () => {
+      const file = write(v, listTable, '-lists');
+      const meta = await pool.open(file);
+      expect(meta.rowGroups.length).toBe(3);
+      for (let rg = 0; rg < meta.rowGroups.length; rg++) {
+        const got = await pool.readRowGroupColumns(file, rg, listNames, listTypes);
+        // DELTA-encoded ints go to parquet-wasm (as for flat columns), strings always.
+        const direct = v.direct === false ? ['lf32', 'lf64'] : ['l32', 'l64', 'lf32', 'lf64'];
+        expect([...got.columns.keys()].sort(), 'the direct decoder read these lists').toEqual(direct);
+        const ipc = (await pool.readRowGroup(file, rg, listNames)).map((b) => tableFromIPC(b));
+        expect(ipc.length).toBe(1);
+        for (const n of got.columns.keys()) expectSameList(got.columns.get(n)!, columnFromVector(ipc[0]!.getChild(n)!, listTypes.get(n)!), `${v.name}, row group ${rg}, ${n}`);
+      }
+    });
+  }
+
+  it('reads lists whose rows span data pages, with nulls at every level', async () => {
+    // Row group 0 of the first variant: rows of ~600 elements in 2 KB pages, null lists, empty
+    // lists and null elements all occur (the data above is made so); check that they do.
+    const file = write(VARIANTS[0]!, listTable, '-lists');
+    const got = (await pool.readRowGroupColumns(file, 0, ['l64'], listTypes)).columns.get('l64')!;
+    if (got.type !== 'list') throw new Error('not a list');
+    const lens = Array.from({ length: got.offsets.length - 1 }, (_, i) => got.offsets[i + 1]! - got.offsets[i]!);
+    expect(Math.max(...lens) * 8, 'a row longer than a 2 KB page').toBeGreaterThan(2048);
+    expect(got.valid?.includes(0), 'null lists').toBe(true);
+    expect(lens.some((n, i) => n === 0 && got.valid![i] === 1), 'empty lists').toBe(true);
+    expect(got.child.valid?.includes(0), 'null elements').toBe(true);
+  });
 
   it('computes per-value op chains on dictionary entries, and falls back where pages are plain', async () => {
     const plan = (pushdown: boolean): PlanSpec => ({
@@ -311,6 +376,28 @@ describe('RLE / bit-packed hybrid', () => {
       expect(Array.from(out.subarray(0, 3))).toEqual([9, 9, 9]);
     });
   }
+
+  for (const max of [1, 2, 3, 5]) {
+    it(`decodes repetition and definition levels up to ${max}`, () => {
+      let x = 4242;
+      const values = Array.from({ length: 777 }, (_, i) => {
+        x = (x * 1103515245 + 12345) % 2147483648;
+        return i % 90 < 20 ? max : x % (max + 1); // runs of the maximum, then noise
+      });
+      const width = 32 - Math.clz32(max);
+      const bytes = encode(values, width);
+      const out = new Uint8Array(values.length);
+      levels(bytes, 0, bytes.length, max, out, values.length);
+      expect(Array.from(out)).toEqual(values);
+      expect(() => levels(bytes, 0, bytes.length >> 1, max, new Uint8Array(values.length), values.length)).toThrow(/end|past/);
+    });
+  }
+
+  it('refuses a level above the column maximum', () => {
+    // Width 2 holds 3, but a column whose deepest level is 2 never has it: packed and RLE alike.
+    expect(() => levels(encode([0, 1, 2, 3, 0, 1, 2, 1], 2), 0, 2 + 1, 2, new Uint8Array(8), 8)).toThrow(/level 3 above the column's maximum 2/);
+    expect(() => levels(encode(Array(9).fill(3), 2), 0, 2, 2, new Uint8Array(9), 9)).toThrow(/level 3 above/);
+  });
 
   it('refuses runs that end before the values do', () => {
     const bytes = encode([1, 2, 3, 4, 5, 6, 7, 0], 3);
