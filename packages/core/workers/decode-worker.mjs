@@ -25,7 +25,7 @@ import { parentPort } from 'node:worker_threads';
 import fs from 'node:fs';
 import * as pw from 'parquet-wasm';
 import { parquetMetadata } from 'hyparquet';
-import { decodeDerivedIndexed, decodeFlatRowGroup, gatherIndexed, releaseIndexed } from '../dist/io/fast-parquet.js';
+import { decodeDerivedIndexed, decodeFlatRowGroup, decodeListDerived, gatherIndexed, releaseIndexed } from '../dist/io/fast-parquet.js';
 import { OPS } from '../dist/ops/index.js';
 import { packRows } from '../dist/stream/batch.js';
 import { pageZstd } from '../dist/io/zstd.js';
@@ -86,12 +86,21 @@ function readDirect(msg) {
     const types = new Map(msg.types);
     const derived = msg.derived ?? [];
     const ops = new Map(derived.map((d) => [d.name, d.ops]));
-    // Derived columns stay indexed (ops' results per dictionary entry + row indices) until they
-    // are either packed straight into batch arrays or gathered into columns.
-    const indexed = derived.length > 0 ? decodeDerivedIndexed(md, msg.rowGroup, derived, types, readAt, zstd, (name, col) => applyOps(ops.get(name), col)) : new Map();
+    const isList = (d) => types.get(d.input)?.kind === 'list';
+    // Scalar derived columns stay indexed (ops' results per dictionary entry + row indices) until
+    // they are either packed straight into batch arrays or gathered into columns.
+    const scalar = derived.filter((d) => !isList(d));
+    const indexed = scalar.length > 0 ? decodeDerivedIndexed(md, msg.rowGroup, scalar, types, readAt, zstd, (name, col) => applyOps(ops.get(name), col)) : new Map();
+    // List derived columns: the per-value ops on the elements' dictionary, firstX as a cut of
+    // each list (plan/pushdown.ts), gathered into columns here.
+    const lists = derived.filter(isList);
+    const listed = lists.length > 0
+      ? decodeListDerived(md, msg.rowGroup, lists, types, readAt, zstd, (name, col) => applyOps(ops.get(name).filter((o) => o.op !== 'firstX'), col), (name) => Math.min(Infinity, ...ops.get(name).filter((o) => o.op === 'firstX').map((o) => o.params.x)))
+      : new Map();
     // Raw columns: the ones asked for, and the inputs of derived columns not computed above.
-    const raw = [...new Set([...msg.columns, ...derived.filter((d) => !indexed.has(d.name)).map((d) => d.input)])];
+    const raw = [...new Set([...msg.columns, ...derived.filter((d) => !indexed.has(d.name) && !listed.has(d.name)).map((d) => d.input)])];
     const { columns, rest } = decodeFlatRowGroup(md, msg.rowGroup, raw, types, readAt, zstd);
+    for (const [name, c] of listed) columns.set(name, c);
     const packs = msg.pack && rest.length === 0 ? packChunks(msg.pack, columns, indexed) : null;
     const out = packs !== null ? { packs, rest } : { columns: [...columns, ...[...indexed].map(([name, d]) => [name, gatherIndexed(d)])], rest };
     // The packs and gathered columns are new arrays: the row indices can be reused.

@@ -29,7 +29,7 @@ import { gunzipSync } from 'node:zlib';
 import { parquetHeader } from 'hyparquet/src/column.js';
 import { snappyUncompress } from 'hyparquet/src/snappy.js';
 import type { ColumnChunk, FileMetaData, SchemaElement } from 'hyparquet/src/types.js';
-import type { Column, ColumnType, ListColumn, NumericColumn, PrimitiveType } from '../column.js';
+import type { Column, ColumnType, ListColumn, NumericColumn, PrimitiveType, ValidMask } from '../column.js';
 
 /**
  * Decompresses `src` into exactly `size` bytes. The result may be a view that the next call
@@ -274,6 +274,18 @@ let defScratch = new Uint8Array(0);
  * column's in its rows.
  */
 function decodeListChunk(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd): ListColumn {
+  const r = decodeListInto(l, rows, readAt, zstd, false);
+  return { type: 'list', offsets: r.offsets, child: r.child!, valid: r.valid };
+}
+
+/** A decoded list chunk: values (`child`), or in indices mode each slot's dictionary index (`idx`, dict.size for a null element) and the dictionary. */
+interface ListDecoded { readonly offsets: Int32Array; readonly valid: ValidMask; readonly child: NumericColumn | null; readonly idx: Int32Array | null; readonly dict: Dict | null }
+
+/**
+ * decodeListChunk, or with `indexMode` its dictionary indices instead of values (throws
+ * NotAllDictionary when a data page is not dictionary-encoded).
+ */
+function decodeListInto(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd, indexMode: boolean): ListDecoded {
   const m = l.chunk.meta_data!;
   const col = m.path_in_schema.join('.');
   const dictAt = m.dictionary_page_offset !== undefined && m.dictionary_page_offset > 0n ? Number(m.dictionary_page_offset) : Infinity;
@@ -290,6 +302,7 @@ function decodeListChunk(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd)
   // Allocated at the first data page, once its levels say how many slots it has: exactly the
   // chunk's slots when it has one page (the usual case), else an upper bound trimmed at the end.
   let values: Int32Array | BigInt64Array | Float32Array | Float64Array | null = null;
+  let idx: Int32Array | null = null;
   let elemValid = l.elementOptional ? new Uint8Array(entries) : null;
   let dict: Dict | null = null;
   let row = -1;
@@ -347,9 +360,9 @@ function decodeListChunk(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd)
     let present = 0;
     const rep = repScratch;
     const def = defScratch;
-    let full = 1;
-    for (let e = 0; e < n; e++) full &= def[e]! === maxDef ? 1 : 0;
-    if (full === 1 && n > 0) {
+    let full = n > 0;
+    for (let e = 0; e < n && full; e++) full = def[e] === maxDef;
+    if (full) {
       // Every entry an element with a value (the common page): rows start where rep is 0.
       if (rep[0] !== 0 && row < 0) throw new Error(`column ${col}: a list continues before its first row`);
       const firstRow = row + 1;
@@ -379,23 +392,29 @@ function decodeListChunk(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd)
       slot++;
     }
     if (slot > entries) throw new Error(`column ${col}: more elements than the chunk's ${entries} values`);
-    values ??= newArray(l.type, slot + entries - seen - n);
-    readValues(page, p, encoding, l.type, slot - first, present, first, elemValid, values, null, dict, col);
+    if (indexMode) {
+      idx ??= new Int32Array(slot + entries - seen - n);
+      indices(page, p, encoding, slot - first, present, first, elemValid, idx, dict, col);
+    } else {
+      values ??= newArray(l.type, slot + entries - seen - n);
+      readValues(page, p, encoding, l.type, slot - first, present, first, elemValid, values, null, dict, col);
+    }
     seen += n;
   }
   if (row + 1 !== rows) throw new Error(`column ${col}: pages hold ${row + 1} of the row group's ${rows} rows`);
   offsets[rows] = slot;
+  const allValid = (v: Uint8Array | null, k: number): boolean => v === null || count(v, 0, k) === k;
+  const valid = allValid(listValid, rows) ? null : listValid;
+  if (indexMode) {
+    // No element at all (every list null or empty) needs no dictionary.
+    if (dict === null && slot > 0) throw new NotAllDictionary();
+    return { offsets, valid, child: null, idx: (idx ?? new Int32Array(0)).subarray(0, slot), dict: dict ?? readDict(new Uint8Array(0), l.type, 0) };
+  }
   // The child is exactly the slots (null and empty lists took level entries but no slot).
   values ??= newArray(l.type, 0);
   if (values.length > slot) values = values.slice(0, slot);
   if (elemValid !== null && elemValid.length > slot) elemValid = elemValid.slice(0, slot);
-  const allValid = (v: Uint8Array | null, k: number): boolean => v === null || count(v, 0, k) === k;
-  return {
-    type: 'list',
-    offsets,
-    child: { type: l.type, values, valid: allValid(elemValid, slot) ? null : elemValid } as NumericColumn,
-    valid: allValid(listValid, rows) ? null : listValid,
-  };
+  return { offsets, valid, child: { type: l.type, values, valid: allValid(elemValid, slot) ? null : elemValid } as NumericColumn, idx: null, dict: null };
 }
 
 /** Scratch for a page's indices of present values (reused: pages are decoded one at a time per thread). */
@@ -525,6 +544,66 @@ export function decodeDerivedIndexed(
     if (res.type === 'int32' || res.type === 'int64' || res.type === 'float32' || res.type === 'float64') out.set(d.name, { dict: res, idx: src.idx });
   }
   return out;
+}
+
+/**
+ * decodeDerived for list inputs (see plan/pushdown.ts): a list feature's per-value ops run once
+ * per dictionary entry of the list's elements (`apply`, on the dictionary plus a null slot, as for
+ * scalars), and the results are gathered by each element's index, keeping each list's first
+ * `keep(name)` elements (its firstX ops; Infinity for none). Per-value ops act on each element
+ * and firstX only on the lists' lengths, so their order in the chain does not change the result.
+ * A derived column whose input has non-dictionary pages, or whose ops fail, is left out, as in
+ * decodeDerived.
+ */
+export function decodeListDerived(
+  md: FileMetaData, rowGroup: number, derived: readonly DerivedSpec[], types: ReadonlyMap<string, ColumnType>,
+  readAt: ReadAt, zstd: Zstd, apply: (name: string, input: Column) => Column, keep: (name: string) => number,
+): Map<string, ListColumn> {
+  const out = new Map<string, ListColumn>();
+  const rg = md.row_groups[rowGroup];
+  if (rg === undefined) return out;
+  const rows = Number(rg.num_rows);
+  const byInput = new Map<string, { offsets: Int32Array; valid: ValidMask; idx: Int32Array; dict: Column } | null>();
+  for (const d of derived) {
+    let src = byInput.get(d.input);
+    if (src === undefined) {
+      src = null;
+      const l = readableList(md, rg, d.input, types);
+      if (l !== null) {
+        try {
+          const r = decodeListInto(l, rows, readAt, zstd, true);
+          src = { offsets: r.offsets, valid: r.valid, idx: r.idx!, dict: dictColumn(r.dict!) };
+        } catch (e) {
+          if (!(e instanceof NotAllDictionary)) throw e;
+        }
+      }
+      byInput.set(d.input, src);
+    }
+    if (src === null) continue;
+    let res: Column;
+    try {
+      res = apply(d.name, src.dict);
+    } catch {
+      continue;
+    }
+    if (res.type !== 'int32' && res.type !== 'int64' && res.type !== 'float32' && res.type !== 'float64') continue;
+    const { offsets, idx } = firstOf(src.offsets, src.idx, keep(d.name));
+    out.set(d.name, { type: 'list', offsets, child: gatherRows(res, idx) as NumericColumn, valid: src.valid });
+  }
+  return out;
+}
+
+/** Each list cut to its first x elements: new offsets and the kept elements' indices (the inputs themselves when nothing is cut). Core's firstX, without its intermediate index. */
+function firstOf(offsets: Int32Array, idx: Int32Array, x: number): { offsets: Int32Array; idx: Int32Array } {
+  const rows = offsets.length - 1;
+  const out = new Int32Array(rows + 1);
+  for (let i = 0; i < rows; i++) out[i + 1] = out[i]! + Math.min(x, offsets[i + 1]! - offsets[i]!);
+  if (out[rows] === offsets[rows]) return { offsets, idx };
+  const kept = new Int32Array(out[rows]!);
+  for (let i = 0, k = 0; i < rows; i++) {
+    for (let j = offsets[i]!, end = j + out[i + 1]! - out[i]!; j < end; j++) kept[k++] = idx[j]!;
+  }
+  return { offsets: out, idx: kept };
 }
 
 /** The rows of an indexed column as a plain column. */

@@ -8,6 +8,12 @@
  * (plus once on null) and gather the results by the row's index: the strings of a hex column are
  * never expanded, and a 100k-row row group with 5k distinct values runs the ops 5k times.
  *
+ * A list feature (a numeric list input, RM5's id lists) whose ops are per-value ops and firstX is
+ * pushed down the same way: the per-value ops run on the dictionary of the list's elements and
+ * are gathered by each element's index, and firstX cuts each list to its first x elements. A
+ * per-value op acts on each element and firstX only on the lengths, so the two commute and the
+ * result is the chain's, in any order.
+ *
  * The result is a *derived column* per distinct (input, op chain); features that share both share
  * it, and the derived column is the feature's output: the backend runs only the other features.
  * Where the reader cannot
@@ -51,13 +57,21 @@ export const readerCanCompute = (dataset: Pick<Dataset, 'files'>, plan: TypedPla
 export const allInReader = (pd: Pushdown | null): pd is Pushdown & { readonly plan: null } => pd !== null && pd.plan === null;
 
 const isScalar = (t: ColumnType): boolean => t.kind !== 'list' && t.kind !== 'fixed';
+/** A list of numbers: what the reader decodes itself (io/fast-parquet.ts). */
+const isNumericList = (t: ColumnType): boolean => t.kind === 'list' && t.child !== 'utf8';
 
 /** Features that a cross op reads by name: they stay with the backend, which computes them in order. */
 const crossedNames = (plan: TypedPlan): Set<string> => new Set(plan.features.flatMap((f) => f.ops.filter((o) => o.op === 'cross').flatMap((o) => (o.params as { inputs: readonly string[] }).inputs)));
 
-/** Whether the reader can compute a feature: per-value, stateless ops from a scalar to a non-string scalar, and not crossed. */
-const pushable = (f: TypedFeature, crossed: ReadonlySet<string>): boolean => f.ops.length > 0 && isScalar(f.inputType) && isScalar(f.outputType) && f.outputType.kind !== 'utf8'
-  && f.ops.every((o) => PER_VALUE_OPS.has(o.op) && !o.def.stateful)
+/**
+ * Whether the reader can compute a feature: per-value, stateless ops from a scalar to a
+ * non-string scalar, or per-value ops and firstX from a list of numbers to a list of numbers; and
+ * not crossed.
+ */
+const pushable = (f: TypedFeature, crossed: ReadonlySet<string>): boolean => f.ops.length > 0
+  && ((isScalar(f.inputType) && isScalar(f.outputType) && f.outputType.kind !== 'utf8' && f.ops.every((o) => PER_VALUE_OPS.has(o.op)))
+    || (isNumericList(f.inputType) && isNumericList(f.outputType) && f.ops.every((o) => PER_VALUE_OPS.has(o.op) || o.op === 'firstX')))
+  && f.ops.every((o) => !o.def.stateful)
   // A feature another feature crosses by name stays with the backend (cross looks it up by name).
   && !crossed.has(f.name);
 

@@ -168,6 +168,47 @@ describe('direct Parquet decoder', () => {
     expect(got.child.valid?.includes(0), 'null elements').toBe(true);
   });
 
+  it('computes list features (per-value ops and firstX) on the elements\' dictionary, packed or not', async () => {
+    // firstX first, last, in the middle, twice, or not at all; int and float children; null
+    // lists, empty lists and null elements (fillNull gives those a value, other ops keep them null).
+    const plan = (pushdown: boolean): PlanSpec => ({
+      batchSize: 256,
+      backend: { name: 'cpu', workers: 1, pushdown },
+      features: [
+        { name: 'a', input: 'l64', kind: 'sparse', ops: [{ op: 'firstX', x: 5 }, { op: 'sigridHash', salt: 7, max: 100000 }] },
+        { name: 'b', input: 'l64', kind: 'sparse', ops: [{ op: 'sigridHash', salt: 1, max: 5000 }, { op: 'firstX', x: 30 }, { op: 'modulus', m: 97 }, { op: 'firstX', x: 12 }] },
+        { name: 'c', input: 'l32', kind: 'sparse', ops: [{ op: 'clamp', min: -100, max: 100 }, { op: 'firstX', x: 2 }] },
+        { name: 'd', input: 'lf32', kind: 'sparse', ops: [{ op: 'fillNull', value: -5 }, { op: 'bucketize', borders: [-1, 0, 1, 10, 40] }] },
+        { name: 'e', input: 'l64', kind: 'sparse', ops: [{ op: 'fillNull', value: 3 }, { op: 'modulus', m: 1000 }, { op: 'firstX', x: 600 }] },
+      ],
+    });
+    const arrays = (b: Batch): unknown[] => [b.rows, b.sparse.lengths, b.sparse.offsets, b.sparse.values];
+    for (const v of [VARIANTS[0]!, VARIANTS[1]!, VARIANTS[2]!, VARIANTS[5]!]) {
+      const file = write(v, listTable, '-lists');
+      const run = async (pushdown: boolean, pack = true): Promise<{ batches: unknown[][]; m: ReturnType<ReturnType<typeof pipeline>['metrics']> }> => {
+        const p = pipeline(plan(pushdown), { input: file, pack });
+        const batches: unknown[][] = [];
+        for await (const b of p) batches.push(arrays(b));
+        return { batches, m: p.metrics() };
+      };
+      const off = await run(false);
+      const on = await run(true);
+      const unpacked = await run(true, false);
+      expect(on.batches, `${v.name}: pushed down and packed`).toEqual(off.batches);
+      expect(unpacked.batches, `${v.name}: pushed down, not packed`).toEqual(off.batches);
+      expect(off.m.pushdown).toBeNull();
+      const pd = unpacked.m.pushdown!;
+      expect(pd.derived).toBe(5);
+      if (v === VARIANTS[0] || v === VARIANTS[1]) {
+        expect(pd.computedInPipeline, `${v.name}: every list feature came from the reader`).toBe(0);
+        expect(on.m.packedChunks, `${v.name}: the decoders laid the batches out`).toBeGreaterThan(0);
+      }
+      if (v === VARIANTS[2]) expect(pd.computedInReader, 'plain pages: no dictionary to compute on').toBe(0);
+      // The lists' many distinct ids overflow a 256-byte dictionary page in every row group.
+      if (v === VARIANTS[5]) expect(pd.computedInPipeline, 'overflowed dictionaries: computed by the pipeline').toBeGreaterThan(0);
+    }
+  });
+
   it('computes per-value op chains on dictionary entries, and falls back where pages are plain', async () => {
     const plan = (pushdown: boolean): PlanSpec => ({
       batchSize: 256,
