@@ -171,11 +171,12 @@ function writeSparse(c: Column, from: number, to: number, dst: Uint32Array, at: 
   const ranges = lists === null;
   const wide = el.type === 'int64';
   const src: Uint32Array | Int32Array = wide ? int64Words(el.values as BigInt64Array) : (el.values as Int32Array);
-  if (rowValid === null && elValid === null) {
-    // No nulls: rows [from, to) are one contiguous run of elements.
+  if (elValid === null && (rowValid === null || (lists !== null && nullListsEmpty(lists.offsets, rowValid, from, to)))) {
+    // No nulls, or only null lists that hold no elements: rows [from, to) are one contiguous run
+    // of elements.
     const j0 = ranges ? from : lists!.offsets[from]!;
     const j1 = ranges ? to : lists!.offsets[to]!;
-    if (wide) dst.set((src as Uint32Array).subarray(2 * j0, 2 * j1), 2 * at);
+    if (wide) copyElements(dst, 2 * at, (src as Uint32Array).subarray(2 * j0, 2 * j1));
     else for (let j = j0, o = 2 * at; j < j1; j++, o += 2) { const x = src[j]!; dst[o] = x >>> 0; dst[o + 1] = x < 0 ? 0xffffffff : 0; }
     return at + (j1 - j0);
   }
@@ -200,6 +201,12 @@ function writeSparse(c: Column, from: number, to: number, dst: Uint32Array, at: 
     }
   }
   return at;
+}
+
+/** Whether every null list of rows [from, to) is empty (the column invariant; a list column from elsewhere may break it). */
+function nullListsEmpty(offsets: Int32Array, valid: Uint8Array, from: number, to: number): boolean {
+  for (let r = from; r < to; r++) if (valid[r] === 0 && offsets[r + 1] !== offsets[r]) return false;
+  return true;
 }
 
 function scalarsWide(src: Uint32Array, rowValid: Uint8Array | null, elValid: Uint8Array | null, from: number, to: number, dst: Uint32Array, at: number): number {

@@ -163,3 +163,25 @@ describe('packRows into a used slot', () => {
     }
   });
 });
+
+describe('packRows of list columns with null lists', () => {
+  const lay: BatchLayout = { dense: [], denseNames: [], dim: 0, sparseKeys: ['l'], label: false };
+  const pack = (c: Column, from: number, to: number, slot?: SharedArrayBuffer): bigint[] => {
+    const src: PackSource = { outputs: new Map([['l', c]]), label: null, locate: (row) => ({ row }) };
+    return Array.from(packRows(lay, [{ chunk: src, from, to }], slot).values);
+  };
+
+  it('lays out the ids of valid lists only, whether or not a null list holds elements', () => {
+    // Rows: [1, 2], null (empty), [3], [] , null (empty), [4, 5, 6].
+    const values = BigInt64Array.from([1n, 2n, 3n, 4n, 5n, 6n]);
+    const valid = Uint8Array.from([1, 0, 1, 1, 0, 1]);
+    const empty: Column = { type: 'list', offsets: Int32Array.from([0, 2, 2, 3, 3, 3, 6]), child: { type: 'int64', values, valid: null }, valid };
+    expect(pack(empty, 0, 6)).toEqual([1n, 2n, 3n, 4n, 5n, 6n]);
+    expect(pack(empty, 1, 5)).toEqual([3n]);
+    expect(pack(empty, 0, 6, new SharedArrayBuffer(1 << 12))).toEqual([1n, 2n, 3n, 4n, 5n, 6n]);
+    // The same lists where the null rows hold elements (Arrow allows it; the ids must not show).
+    const holding: Column = { type: 'list', offsets: Int32Array.from([0, 2, 4, 5, 5, 6, 9]), child: { type: 'int64', values: BigInt64Array.from([1n, 2n, 90n, 91n, 3n, 92n, 4n, 5n, 6n]), valid: null }, valid };
+    expect(pack(holding, 0, 6)).toEqual([1n, 2n, 3n, 4n, 5n, 6n]);
+    expect(pack(holding, 1, 5)).toEqual([3n]);
+  });
+});
