@@ -28,7 +28,7 @@
 import { gunzipSync } from 'node:zlib';
 import { parquetHeader } from 'hyparquet/src/column.js';
 import { snappyUncompress } from 'hyparquet/src/snappy.js';
-import type { ColumnChunk, FileMetaData, SchemaElement } from 'hyparquet/src/types.js';
+import type { ColumnChunk, ColumnMetaData, FileMetaData, PageHeader, SchemaElement } from 'hyparquet/src/types.js';
 import type { Column, ColumnType, ListColumn, NumericColumn, PrimitiveType, ValidMask } from '../column.js';
 
 /**
@@ -122,9 +122,10 @@ function indexOf(md: FileMetaData, el: SchemaElement): number {
   return m.get(el) ?? -1;
 }
 
-/** A top-level list column this decoder reads (see the file comment), or null. */
-interface ListChunk { readonly chunk: ColumnChunk; readonly name: string; readonly outerOptional: boolean; readonly elementOptional: boolean; readonly type: NumericColumn['type'] }
+/** A column chunk of a top-level list column that this decoder reads, and the shape of its levels. */
+interface ListChunk { readonly chunk: ColumnChunk; readonly outerOptional: boolean; readonly elementOptional: boolean; readonly type: NumericColumn['type'] }
 
+/** The chunk of list column `name` when this decoder reads it (see the file comment), else null. */
 function readableList(md: FileMetaData, rg: FileMetaData['row_groups'][number], name: string, types: ReadonlyMap<string, ColumnType>): ListChunk | null {
   const type = types.get(name);
   if (type?.kind !== 'list' || type.child === 'utf8') return null;
@@ -133,6 +134,7 @@ function readableList(md: FileMetaData, rg: FileMetaData['row_groups'][number], 
   if (outer.converted_type !== 'LIST' && outer.logical_type?.type !== 'LIST') return null;
   if (outer.repetition_type !== 'OPTIONAL' && outer.repetition_type !== 'REQUIRED') return null;
   const i = indexOf(md, outer);
+  if (i < 0) return null;
   const mid = md.schema[i + 1];
   const leaf = md.schema[i + 2];
   if (mid === undefined || mid.repetition_type !== 'REPEATED' || mid.num_children !== 1 || mid.type !== undefined) return null;
@@ -143,7 +145,7 @@ function readableList(md: FileMetaData, rg: FileMetaData['row_groups'][number], 
   });
   if (chunk?.meta_data === undefined || chunk.file_path || !CODECS.includes(chunk.meta_data.codec)) return null;
   if (!chunk.meta_data.encodings.every((e) => ENCODINGS.includes(e))) return null;
-  return { chunk, name, outerOptional: outer.repetition_type === 'OPTIONAL', elementOptional: leaf.repetition_type === 'OPTIONAL', type: type.child };
+  return { chunk, outerOptional: outer.repetition_type === 'OPTIONAL', elementOptional: leaf.repetition_type === 'OPTIONAL', type: type.child };
 }
 
 /** A dictionary page: fixed-width values, or strings as byte ranges [starts[i], starts[i] + lens[i]) of `data`. */
@@ -169,6 +171,27 @@ class Utf8Out {
 /** Thrown in indices mode when a page is not dictionary-encoded (the caller decodes values instead). */
 class NotAllDictionary extends Error {}
 
+/**
+ * Reads a column chunk (one read) and returns a function that gives its pages in order: each
+ * page's header and its body as stored (compressed), or null after the last.
+ */
+function chunkPages(m: ColumnMetaData, readAt: ReadAt): () => { h: PageHeader; body: Uint8Array } | null {
+  const dictAt = m.dictionary_page_offset !== undefined && m.dictionary_page_offset > 0n ? Number(m.dictionary_page_offset) : Infinity;
+  const start = Math.min(dictAt, Number(m.data_page_offset));
+  const bytes = readAt(start, Number(m.total_compressed_size));
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let pos = 0;
+  return () => {
+    if (pos >= bytes.length) return null;
+    const reader = { view, offset: pos };
+    const h = parquetHeader(reader);
+    const body = bytes.subarray(reader.offset, reader.offset + h.compressed_page_size);
+    if (body.length !== h.compressed_page_size) throw new Error(`column ${m.path_in_schema.join('.')}: page runs past the column chunk`);
+    pos = reader.offset + h.compressed_page_size;
+    return { h, body };
+  };
+}
+
 function decodeChunk(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveType, rows: number, readAt: ReadAt, zstd: Zstd): Column {
   return decodeChunkInto(chunk, el, type, rows, readAt, zstd, null).column!;
 }
@@ -179,10 +202,7 @@ function decodeChunk(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveType,
  */
 function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveType, rows: number, readAt: ReadAt, zstd: Zstd, rowIdx: Int32Array | null): { column?: Column; dict?: Dict } {
   const m = chunk.meta_data!;
-  const dictAt = m.dictionary_page_offset !== undefined && m.dictionary_page_offset > 0n ? Number(m.dictionary_page_offset) : Infinity;
-  const start = Math.min(dictAt, Number(m.data_page_offset));
-  const bytes = readAt(start, Number(m.total_compressed_size));
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const nextPage = chunkPages(m, readAt);
   const optional = el.repetition_type === 'OPTIONAL';
   // In indices mode validity is only read page by page (see `indices`): a reused scratch array.
   const valid = !optional ? null : rowIdx !== null ? scratchValid(rows) : new Uint8Array(rows);
@@ -190,14 +210,10 @@ function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveT
   const values = type === 'utf8' || rowIdx !== null ? null : newArray(type, rows);
   let dict: Dict | null = null;
   let at = 0;
-  let pos = 0;
   while (at < rows) {
-    if (pos >= bytes.length) throw new Error(`column ${m.path_in_schema[0]}: column chunk ended after ${at} of ${rows} rows`);
-    const reader = { view, offset: pos };
-    const h = parquetHeader(reader);
-    const body = bytes.subarray(reader.offset, reader.offset + h.compressed_page_size);
-    if (body.length !== h.compressed_page_size) throw new Error(`column ${m.path_in_schema[0]}: page runs past the column chunk`);
-    pos = reader.offset + h.compressed_page_size;
+    const pg = nextPage();
+    if (pg === null) throw new Error(`column ${m.path_in_schema[0]}: column chunk ended after ${at} of ${rows} rows`);
+    const { h, body } = pg;
     if (h.type === 'DICTIONARY_PAGE') {
       // The data pages decompress after it, and may reuse its memory (see Zstd): strings are
       // kept as a copy (fixed-width values are copied out by readDict).
@@ -262,6 +278,12 @@ function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveT
 let repScratch = new Uint8Array(0);
 let defScratch = new Uint8Array(0);
 
+function growLevelScratch(n: number): void {
+  if (repScratch.length >= n) return;
+  repScratch = new Uint8Array(Math.max(n, 2 * repScratch.length));
+  defScratch = new Uint8Array(repScratch.length);
+}
+
 /**
  * Decodes a list column chunk (see `readableList`) into offsets, list validity and a child column,
  * as the Arrow reader gives it: a null list and an empty list both have length zero, a null
@@ -288,10 +310,7 @@ interface ListDecoded { readonly offsets: Int32Array; readonly valid: ValidMask;
 function decodeListInto(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd, indexMode: boolean): ListDecoded {
   const m = l.chunk.meta_data!;
   const col = m.path_in_schema.join('.');
-  const dictAt = m.dictionary_page_offset !== undefined && m.dictionary_page_offset > 0n ? Number(m.dictionary_page_offset) : Infinity;
-  const start = Math.min(dictAt, Number(m.data_page_offset));
-  const bytes = readAt(start, Number(m.total_compressed_size));
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const nextPage = chunkPages(m, readAt);
   const empty = l.outerOptional ? 1 : 0;
   const maxDef = empty + 1 + (l.elementOptional ? 1 : 0);
   // Level entries in the chunk: one per element, null element, empty list and null list, so
@@ -308,14 +327,10 @@ function decodeListInto(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd, 
   let row = -1;
   let slot = 0;
   let seen = 0;
-  let pos = 0;
   while (seen < entries) {
-    if (pos >= bytes.length) throw new Error(`column ${col}: column chunk ended after ${seen} of ${entries} values`);
-    const reader = { view, offset: pos };
-    const h = parquetHeader(reader);
-    const body = bytes.subarray(reader.offset, reader.offset + h.compressed_page_size);
-    if (body.length !== h.compressed_page_size) throw new Error(`column ${col}: page runs past the column chunk`);
-    pos = reader.offset + h.compressed_page_size;
+    const pg = nextPage();
+    if (pg === null) throw new Error(`column ${col}: column chunk ended after ${seen} of ${entries} values`);
+    const { h, body } = pg;
     let n: number;
     let page: Uint8Array;
     let p: number;
@@ -328,7 +343,7 @@ function decodeListInto(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd, 
       n = d.num_values;
       encoding = d.encoding;
       if (seen + n > entries) throw new Error(`column ${col}: pages hold more values than the chunk's ${entries}`);
-      if (repScratch.length < n) { repScratch = new Uint8Array(Math.max(n, 2 * repScratch.length)); defScratch = new Uint8Array(repScratch.length); }
+      growLevelScratch(n);
       page = decompress(body, h.uncompressed_page_size, m.codec, zstd);
       // v1: repetition then definition levels, each behind its 4-byte length.
       p = 0;
@@ -344,7 +359,7 @@ function decodeListInto(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd, 
       n = d.num_values;
       encoding = d.encoding;
       if (seen + n > entries) throw new Error(`column ${col}: pages hold more values than the chunk's ${entries}`);
-      if (repScratch.length < n) { repScratch = new Uint8Array(Math.max(n, 2 * repScratch.length)); defScratch = new Uint8Array(repScratch.length); }
+      growLevelScratch(n);
       // v2: the levels come first, uncompressed, with their lengths in the header.
       const rl = d.repetition_levels_byte_length;
       const dl = d.definition_levels_byte_length;
@@ -517,32 +532,13 @@ export function decodeDerivedIndexed(
   const rg = md.row_groups[rowGroup];
   if (rg === undefined) return out;
   const rows = Number(rg.num_rows);
-  const byInput = new Map<string, { dict: Column; idx: Int32Array } | null>();
-  for (const d of derived) {
-    let src = byInput.get(d.input);
-    if (src === undefined) {
-      src = null;
-      const c = readable(md, rg, d.input, types);
-      if (c !== null) {
-        const idx = takeIdx(rows);
-        try {
-          const { dict } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx);
-          src = { dict: dictColumn(dict!), idx };
-        } catch (e) {
-          if (!(e instanceof NotAllDictionary)) throw e;
-        }
-      }
-      byInput.set(d.input, src);
-    }
-    if (src === null) continue;
-    let res: Column;
-    try {
-      res = apply(d.name, src.dict);
-    } catch {
-      continue;
-    }
-    if (res.type === 'int32' || res.type === 'int64' || res.type === 'float32' || res.type === 'float64') out.set(d.name, { dict: res, idx: src.idx });
-  }
+  eachOnDictionary(derived, (input) => {
+    const c = readable(md, rg, input, types);
+    if (c === null) return null;
+    const idx = takeIdx(rows);
+    const { dict } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx);
+    return { dict: dictColumn(dict!), idx };
+  }, apply, (d, src, res) => out.set(d.name, { dict: res, idx: src.idx }));
   return out;
 }
 
@@ -563,19 +559,37 @@ export function decodeListDerived(
   const rg = md.row_groups[rowGroup];
   if (rg === undefined) return out;
   const rows = Number(rg.num_rows);
-  const byInput = new Map<string, { offsets: Int32Array; valid: ValidMask; idx: Int32Array; dict: Column } | null>();
+  eachOnDictionary(derived, (input) => {
+    const l = readableList(md, rg, input, types);
+    if (l === null) return null;
+    const r = decodeListInto(l, rows, readAt, zstd, true);
+    return { offsets: r.offsets, valid: r.valid, idx: r.idx!, dict: dictColumn(r.dict!) };
+  }, apply, (d, src, res) => {
+    const { offsets, idx } = firstOf(src.offsets, src.idx, keep(d.name));
+    out.set(d.name, { type: 'list', offsets, child: gatherRows(res, idx) as NumericColumn, valid: src.valid });
+  });
+  return out;
+}
+
+/**
+ * The loop both pushdowns share: each derived column's input decoded once in indices mode
+ * (`decode`: null when this decoder does not read the column; NotAllDictionary when a page is
+ * not dictionary-encoded), its ops run on the input's dictionary (`apply`), and `use` called for
+ * those whose ops succeed with a numeric result. The others are left to the caller's fallback.
+ */
+function eachOnDictionary<S extends { readonly dict: Column }>(
+  derived: readonly DerivedSpec[], decode: (input: string) => S | null, apply: (name: string, input: Column) => Column,
+  use: (d: DerivedSpec, src: S, res: NumericColumn) => void,
+): void {
+  const byInput = new Map<string, S | null>();
   for (const d of derived) {
     let src = byInput.get(d.input);
     if (src === undefined) {
       src = null;
-      const l = readableList(md, rg, d.input, types);
-      if (l !== null) {
-        try {
-          const r = decodeListInto(l, rows, readAt, zstd, true);
-          src = { offsets: r.offsets, valid: r.valid, idx: r.idx!, dict: dictColumn(r.dict!) };
-        } catch (e) {
-          if (!(e instanceof NotAllDictionary)) throw e;
-        }
+      try {
+        src = decode(d.input);
+      } catch (e) {
+        if (!(e instanceof NotAllDictionary)) throw e;
       }
       byInput.set(d.input, src);
     }
@@ -586,11 +600,8 @@ export function decodeListDerived(
     } catch {
       continue;
     }
-    if (res.type !== 'int32' && res.type !== 'int64' && res.type !== 'float32' && res.type !== 'float64') continue;
-    const { offsets, idx } = firstOf(src.offsets, src.idx, keep(d.name));
-    out.set(d.name, { type: 'list', offsets, child: gatherRows(res, idx) as NumericColumn, valid: src.valid });
+    if (res.type === 'int32' || res.type === 'int64' || res.type === 'float32' || res.type === 'float64') use(d, src, res);
   }
-  return out;
 }
 
 /** Each list cut to its first x elements: new offsets and the kept elements' indices (the inputs themselves when nothing is cut). Core's firstX, without its intermediate index. */
