@@ -1,9 +1,10 @@
 // The direct decoder (io/fast-parquet.ts) against parquet-wasm, the general reader, on files
 // written every way parquet-wasm can write flat columns; and its RLE / bit-packed decoder on
 // hand-encoded runs.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Field, Float32, Float64, Int32, Int64, List, Table, Utf8, tableFromIPC, tableToIPC } from 'apache-arrow';
+import { parquetMetadata } from 'hyparquet';
 import * as pw from 'parquet-wasm';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Column, ColumnType } from '../../src/column.js';
@@ -207,6 +208,23 @@ describe('direct Parquet decoder', () => {
       // The lists' many distinct ids overflow a 256-byte dictionary page in every row group.
       if (v === VARIANTS[5]) expect(pd.computedInPipeline, 'overflowed dictionaries: computed by the pipeline').toBeGreaterThan(0);
     }
+  });
+
+  it('a corrupt list page fails with the file and row group, after the batches before it', async () => {
+    const file = write(VARIANTS[0]!, listTable, '-lists');
+    const bytes = readFileSync(file);
+    const md = parquetMetadata(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+    const chunk = md.row_groups[1]!.columns.find((c) => c.meta_data!.path_in_schema[0] === 'l64')!.meta_data!;
+    // Scribble over the middle of row group 1's l64 pages (ZSTD frames: neither reader can decode them).
+    const at = Number(chunk.data_page_offset);
+    bytes.fill(0xab, at + 40, at + Number(chunk.total_compressed_size) - 40);
+    const bad = join(dir, 'corrupt-lists.parquet');
+    writeFileSync(bad, bytes);
+    const plan: PlanSpec = { batchSize: 250, features: [{ name: 'a', input: 'l64', kind: 'sparse', ops: [{ op: 'firstX', x: 5 }, { op: 'sigridHash', salt: 7, max: 100000 }] }] };
+    const got: Batch[] = [];
+    const err = await (async () => { for await (const b of pipeline(plan, { input: bad })) got.push(b); })().catch((e: Error) => e);
+    expect(String(err)).toMatch(/corrupt-lists\.parquet, row group 1/);
+    expect(got.length, 'row group 0 came through').toBe(4);
   });
 
   it('computes per-value op chains on dictionary entries, and falls back where pages are plain', async () => {
