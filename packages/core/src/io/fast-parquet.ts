@@ -237,7 +237,7 @@ function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveT
         const len = page[0]! | page[1]! << 8 | page[2]! << 16 | page[3]! << 24;
         p = 4 + len;
         if (p > page.length) throw new Error(`column ${m.path_in_schema[0]}: definition levels run past the page`);
-        defLevels(page, 4, p, valid!, at, n);
+        levels(page, 4, p, 1, valid!, n, at);
         present = count(valid!, at, n);
       }
       if (rowIdx !== null) indices(page, p, d.encoding, n, present, at, valid, rowIdx, dict, m.path_in_schema[0]!);
@@ -248,14 +248,14 @@ function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveT
       const n = d.num_values;
       if (d.num_rows !== n) throw new Error(`column ${m.path_in_schema[0]}: a flat column's v2 page has ${n} values for ${d.num_rows} rows`);
       if (at + n > rows) throw new Error(`column ${m.path_in_schema[0]}: pages hold more values than the row group's ${rows} rows`);
-      const levels = d.repetition_levels_byte_length + d.definition_levels_byte_length;
+      const levelBytes = d.repetition_levels_byte_length + d.definition_levels_byte_length;
       let present = n;
       if (optional) {
-        defLevels(body, d.repetition_levels_byte_length, levels, valid!, at, n);
+        levels(body, d.repetition_levels_byte_length, levelBytes, 1, valid!, n, at);
         present = count(valid!, at, n);
       }
-      const rest = body.subarray(levels);
-      const page = d.is_compressed ? decompress(rest, h.uncompressed_page_size - levels, m.codec, zstd) : rest;
+      const rest = body.subarray(levelBytes);
+      const page = d.is_compressed ? decompress(rest, h.uncompressed_page_size - levelBytes, m.codec, zstd) : rest;
       if (rowIdx !== null) indices(page, 0, d.encoding, n, present, at, valid, rowIdx, dict, m.path_in_schema[0]!);
       else readValues(page, 0, d.encoding, type, n, present, at, valid, values, utf8, dict, m.path_in_schema[0]!);
       at += n;
@@ -331,22 +331,21 @@ function decodeListInto(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd, 
     const pg = nextPage();
     if (pg === null) throw new Error(`column ${col}: column chunk ended after ${seen} of ${entries} values`);
     const { h, body } = pg;
-    let n: number;
-    let page: Uint8Array;
-    let p: number;
-    let encoding: string;
     if (h.type === 'DICTIONARY_PAGE') {
       dict = readDict(decompress(body, h.uncompressed_page_size, m.codec, zstd), l.type, h.dictionary_page_header!.num_values);
       continue;
-    } else if (h.type === 'DATA_PAGE') {
-      const d = h.data_page_header!;
-      n = d.num_values;
-      encoding = d.encoding;
-      if (seen + n > entries) throw new Error(`column ${col}: pages hold more values than the chunk's ${entries}`);
-      growLevelScratch(n);
+    }
+    const d = h.type === 'DATA_PAGE' ? h.data_page_header : h.type === 'DATA_PAGE_V2' ? h.data_page_header_v2 : undefined;
+    if (d === undefined) continue; // Index pages and unknown page types carry no values.
+    const n = d.num_values;
+    const encoding = d.encoding;
+    if (seen + n > entries) throw new Error(`column ${col}: pages hold more values than the chunk's ${entries}`);
+    growLevelScratch(n);
+    let page: Uint8Array;
+    let p = 0;
+    if (h.type === 'DATA_PAGE') {
       page = decompress(body, h.uncompressed_page_size, m.codec, zstd);
       // v1: repetition then definition levels, each behind its 4-byte length.
-      p = 0;
       for (const [out, max] of [[repScratch, 1], [defScratch, maxDef]] as const) {
         if (p + 4 > page.length) throw new Error(`column ${col}: levels run past the page`);
         const len = page[p]! | page[p + 1]! << 8 | page[p + 2]! << 16 | page[p + 3]! << 24;
@@ -354,22 +353,17 @@ function decodeListInto(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd, 
         levels(page, p + 4, p + 4 + len, max, out, n);
         p += 4 + len;
       }
-    } else if (h.type === 'DATA_PAGE_V2') {
-      const d = h.data_page_header_v2!;
-      n = d.num_values;
-      encoding = d.encoding;
-      if (seen + n > entries) throw new Error(`column ${col}: pages hold more values than the chunk's ${entries}`);
-      growLevelScratch(n);
+    } else {
       // v2: the levels come first, uncompressed, with their lengths in the header.
-      const rl = d.repetition_levels_byte_length;
-      const dl = d.definition_levels_byte_length;
+      const v2 = h.data_page_header_v2!;
+      const rl = v2.repetition_levels_byte_length;
+      const dl = v2.definition_levels_byte_length;
       if (rl < 0 || dl < 0 || rl + dl > body.length) throw new Error(`column ${col}: levels run past the page`);
       levels(body, 0, rl, 1, repScratch, n);
       levels(body, rl, rl + dl, maxDef, defScratch, n);
       const rest = body.subarray(rl + dl);
-      page = d.is_compressed ? decompress(rest, h.uncompressed_page_size - rl - dl, m.codec, zstd) : rest;
-      p = 0;
-    } else continue; // Index pages and unknown page types carry no values.
+      page = v2.is_compressed ? decompress(rest, h.uncompressed_page_size - rl - dl, m.codec, zstd) : rest;
+    }
     // Rows and element slots from the levels; then the page's values into its slots.
     const first = slot;
     let present = 0;
@@ -529,10 +523,7 @@ export function decodeDerivedIndexed(
   readAt: ReadAt, zstd: Zstd, apply: (name: string, input: Column) => Column,
 ): Map<string, IndexedColumn> {
   const out = new Map<string, IndexedColumn>();
-  const rg = md.row_groups[rowGroup];
-  if (rg === undefined) return out;
-  const rows = Number(rg.num_rows);
-  eachOnDictionary(derived, (input) => {
+  eachOnDictionary(md, rowGroup, derived, (input, rg, rows) => {
     const c = readable(md, rg, input, types);
     if (c === null) return null;
     const idx = takeIdx(rows);
@@ -556,10 +547,7 @@ export function decodeListDerived(
   readAt: ReadAt, zstd: Zstd, apply: (name: string, input: Column) => Column, keep: (name: string) => number,
 ): Map<string, ListColumn> {
   const out = new Map<string, ListColumn>();
-  const rg = md.row_groups[rowGroup];
-  if (rg === undefined) return out;
-  const rows = Number(rg.num_rows);
-  eachOnDictionary(derived, (input) => {
+  eachOnDictionary(md, rowGroup, derived, (input, rg, rows) => {
     const l = readableList(md, rg, input, types);
     if (l === null) return null;
     const r = decodeListInto(l, rows, readAt, zstd, true);
@@ -572,22 +560,27 @@ export function decodeListDerived(
 }
 
 /**
- * The loop both pushdowns share: each derived column's input decoded once in indices mode
- * (`decode`: null when this decoder does not read the column; NotAllDictionary when a page is
- * not dictionary-encoded), its ops run on the input's dictionary (`apply`), and `use` called for
- * those whose ops succeed with a numeric result. The others are left to the caller's fallback.
+ * The loop both pushdowns share, over row group `rowGroup` (none when it does not exist): each
+ * derived column's input decoded once in indices mode (`decode`: null when this decoder does not
+ * read the column; NotAllDictionary when a page is not dictionary-encoded), its ops run on the
+ * input's dictionary (`apply`), and `use` called for those whose ops succeed with a numeric
+ * result. The others are left to the caller's fallback.
  */
 function eachOnDictionary<S extends { readonly dict: Column }>(
-  derived: readonly DerivedSpec[], decode: (input: string) => S | null, apply: (name: string, input: Column) => Column,
+  md: FileMetaData, rowGroup: number, derived: readonly DerivedSpec[],
+  decode: (input: string, rg: FileMetaData['row_groups'][number], rows: number) => S | null, apply: (name: string, input: Column) => Column,
   use: (d: DerivedSpec, src: S, res: NumericColumn) => void,
 ): void {
+  const rg = md.row_groups[rowGroup];
+  if (rg === undefined) return;
+  const rows = Number(rg.num_rows);
   const byInput = new Map<string, S | null>();
   for (const d of derived) {
     let src = byInput.get(d.input);
     if (src === undefined) {
       src = null;
       try {
-        src = decode(d.input);
+        src = decode(d.input, rg, rows);
       } catch (e) {
         if (!(e instanceof NotAllDictionary)) throw e;
       }
@@ -963,53 +956,13 @@ export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number
 }
 
 /**
- * Definition levels of a flat OPTIONAL column: the RLE / bit-packed hybrid at bit width 1, into
- * validity bytes (1 = present). Its own function rather than `rleHybrid` with a byte output, which
- * would make that hot loop polymorphic.
+ * Repetition or definition levels: `n` values of the RLE / bit-packed hybrid at the bit width of
+ * `max` (1 to 8 bits), one byte each, into out[at ..]. A flat OPTIONAL column's definition levels
+ * (max 1) are its validity bytes. Throws when the runs end early or a level exceeds `max` (a
+ * corrupt page). Its own function rather than `rleHybrid` with a byte output, which would make
+ * that hot loop polymorphic.
  */
-export function defLevels(b: Uint8Array, pos: number, end: number, out: Uint8Array, at: number, n: number): void {
-  let seen = 0;
-  while (seen < n) {
-    if (pos >= end) throw new Error(`definition levels end after ${seen} of ${n} values`);
-    let h = 0;
-    let sh = 0;
-    let byte: number;
-    do { byte = b[pos++]!; h += (byte & 0x7f) * 2 ** sh; sh += 7; } while (byte & 0x80 && sh < 35);
-    if (h % 2 === 1) {
-      // Bit-packed: one byte holds 8 levels, least significant bit first.
-      const groups = Math.floor(h / 2);
-      const stop = Math.min(n, seen + groups * 8);
-      if (pos + Math.ceil((stop - seen) / 8) > end) throw new Error('bit-packed definition levels past the end of their data');
-      let i = at + seen;
-      const e = at + stop;
-      let q = pos;
-      for (; i + 8 <= e; i += 8) {
-        const v = b[q++]!;
-        out[i] = v & 1; out[i + 1] = (v >> 1) & 1; out[i + 2] = (v >> 2) & 1; out[i + 3] = (v >> 3) & 1;
-        out[i + 4] = (v >> 4) & 1; out[i + 5] = (v >> 5) & 1; out[i + 6] = (v >> 6) & 1; out[i + 7] = v >> 7;
-      }
-      for (let bit = 0; i < e; i++, bit++) out[i] = (b[q]! >> bit) & 1;
-      pos += groups;
-      seen = stop;
-    } else {
-      const runLen = Math.floor(h / 2);
-      if (runLen === 0) throw new Error('empty RLE run');
-      if (pos >= end) throw new Error('RLE run value past the end of its data');
-      const v = b[pos++]!;
-      if (v > 1) throw new Error(`definition level ${v} in a flat column (at most 1)`);
-      const stop = Math.min(n, seen + runLen);
-      out.fill(v, at + seen, at + stop);
-      seen = stop;
-    }
-  }
-}
-
-/**
- * Repetition or definition levels of a list column: `n` values of the RLE / bit-packed hybrid at
- * the bit width of `max` (1 to 8 bits), one byte each, into out[0 ..]. Throws when the runs end
- * early or a level exceeds `max` (a corrupt page).
- */
-export function levels(b: Uint8Array, pos: number, end: number, max: number, out: Uint8Array, n: number): void {
+export function levels(b: Uint8Array, pos: number, end: number, max: number, out: Uint8Array, n: number, at = 0): void {
   if (!Number.isInteger(max) || max < 1 || max > 255) throw new RangeError(`level maximum ${max} is not 1 to 255`);
   const width = 32 - Math.clz32(max);
   const mask = (1 << width) - 1;
@@ -1025,16 +978,17 @@ export function levels(b: Uint8Array, pos: number, end: number, max: number, out
       const groups = Math.floor(h / 2);
       const stop = Math.min(n, seen + groups * 8);
       if (pos + Math.ceil(((stop - seen) * width) / 8) > end) throw new Error('bit-packed levels past the end of their data');
-      let i = seen;
+      let i = at + seen;
+      const e = at + stop;
       let q = pos;
       if (width === 1) {
-        for (; i + 8 <= stop; i += 8) {
+        for (; i + 8 <= e; i += 8) {
           const v = b[q++]!;
           out[i] = v & 1; out[i + 1] = (v >> 1) & 1; out[i + 2] = (v >> 2) & 1; out[i + 3] = (v >> 3) & 1;
           out[i + 4] = (v >> 4) & 1; out[i + 5] = (v >> 5) & 1; out[i + 6] = (v >> 6) & 1; out[i + 7] = v >> 7;
         }
       } else if (width === 2) {
-        for (; i + 4 <= stop; i += 4) {
+        for (; i + 4 <= e; i += 4) {
           const v = b[q++]!;
           out[i] = v & 3; out[i + 1] = (v >> 2) & 3; out[i + 2] = (v >> 4) & 3; out[i + 3] = v >> 6;
         }
@@ -1042,13 +996,13 @@ export function levels(b: Uint8Array, pos: number, end: number, max: number, out
       // The rest (and every width above 2) through a bit accumulator.
       let acc = 0;
       let have = 0;
-      for (; i < stop; i++) {
+      for (; i < e; i++) {
         if (have < width) { acc |= b[q++]! << have; have += 8; }
         out[i] = acc & mask;
         acc >>>= width;
         have -= width;
       }
-      if (mask > max) for (let k = seen; k < stop; k++) if (out[k]! > max) throw new Error(`level ${out[k]} above the column's maximum ${max}`);
+      if (mask > max) for (let k = at + seen; k < e; k++) if (out[k]! > max) throw new Error(`level ${out[k]} above the column's maximum ${max}`);
       pos += groups * width;
       seen = stop;
     } else {
@@ -1058,7 +1012,7 @@ export function levels(b: Uint8Array, pos: number, end: number, max: number, out
       const v = b[pos++]!;
       if (v > max) throw new Error(`level ${v} above the column's maximum ${max}`);
       const stop = Math.min(n, seen + runLen);
-      out.fill(v, seen, stop);
+      out.fill(v, at + seen, at + stop);
       seen = stop;
     }
   }

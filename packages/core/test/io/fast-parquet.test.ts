@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { Column, ColumnType } from '../../src/column.js';
 import { columnFromVector } from '../../src/io/arrow.js';
 import { DecoderPool } from '../../src/io/decoder.js';
-import { defLevels, levels, rleHybrid } from '../../src/io/fast-parquet.js';
+import { levels, rleHybrid } from '../../src/io/fast-parquet.js';
 import { pipeline, type Batch, type PlanSpec } from '../../src/index.js';
 import { tempDir, vec } from '../helpers.js';
 
@@ -430,7 +430,7 @@ describe('RLE / bit-packed hybrid', () => {
       });
       const bytes = encode(values, 1);
       const out = new Uint8Array(n + 3).fill(9);
-      defLevels(bytes, 0, bytes.length, out, 3, n);
+      levels(bytes, 0, bytes.length, 1, out, n, 3);
       expect(Array.from(out.subarray(3))).toEqual(values);
       expect(Array.from(out.subarray(0, 3))).toEqual([9, 9, 9]);
     });
