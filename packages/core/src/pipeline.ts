@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Observable, defer, finalize, from, mergeMap, type Subscription } from 'rxjs';
-import { createBackend } from './backend/registry.js';
+import { createBackend, readerKernels } from './backend/registry.js';
 import { allInReader, planPushdown, readerCanCompute, type Pushdown } from './plan/pushdown.js';
 import { eliminateRedundant } from './plan/optimize.js';
 import { readColumnStats } from './plan/stats.js';
@@ -366,7 +366,7 @@ export class Pipeline implements AsyncIterable<Batch> {
   private run(onTaken: ((flow: Flow) => (b: Batch) => void) | null): Observable<Batch> {
     return defer(() => from(this.info())).pipe(
       // A backend finished after the run was cancelled is disposed at once (no stray worker pool).
-      mergeMap((info) => new Observable<{ info: PipelineInfo; backend: Backend; pushdown: Pushdown | null; optimizer: PipelineMetrics['optimizer']; placement: PipelineMetrics['placement']; setupMs: number }>((sub) => {
+      mergeMap((info) => new Observable<{ info: PipelineInfo; backend: Backend; pushdown: Pushdown | null; kernels: string | null; optimizer: PipelineMetrics['optimizer']; placement: PipelineMetrics['placement']; setupMs: number }>((sub) => {
         let cancelled = false;
         const t0 = performance.now();
         this.resolveAuto(info).then(async ({ spec: resolved, placement, byFeature }) => {
@@ -381,15 +381,18 @@ export class Pipeline implements AsyncIterable<Batch> {
           }
           // Every feature pushed into the reader: no backend work is left, so no worker pool is
           // started; the in-process backend stands in (it is never called).
+          // The reader runs the pushed-down ops with the backend's own kernels where it has them
+          // (the cpu backend's WebAssembly ones), else with core's reference kernels.
+          const kernels = pushdown === null ? null : await readerKernels(spec);
           const target = allInReader(pushdown) ? { name: 'reference' } : spec;
           const backend = await createBackend(pushdown?.plan ?? plan, target, this.fit!);
           if (cancelled) { void backend.dispose(); return; }
-          sub.next({ info: { ...info, plan }, backend, pushdown, optimizer, placement, setupMs: performance.now() - t0 });
+          sub.next({ info: { ...info, plan }, backend, pushdown, kernels, optimizer, placement, setupMs: performance.now() - t0 });
           sub.complete();
         }).catch((e: unknown) => sub.error(e));
         return () => { cancelled = true; };
       })),
-      mergeMap(({ info, backend, pushdown, optimizer, placement, setupMs }) => {
+      mergeMap(({ info, backend, pushdown, kernels, optimizer, placement, setupMs }) => {
         const plan = info.plan;
         const fitState = this.fit!;
         // Null when every feature was pushed down into the reader: the backend is then never called.
@@ -401,7 +404,7 @@ export class Pipeline implements AsyncIterable<Batch> {
         // which leaves workers beyond it idle.
         const flow = new Flow(this.options.prefetch ?? plan.spec.prefetch ?? Math.max(plan.prefetch, backend.concurrency));
         // With pushdown the decoders run the pushed ops too, so they get the backend's parallelism.
-        const pool = new DecoderPool(this.options.decoders ?? (pushdown === null ? Math.min(2, backend.concurrency) : allInReader(pushdown) ? this.workersWanted() : backend.concurrency));
+        const pool = new DecoderPool(this.options.decoders ?? (pushdown === null ? Math.min(2, backend.concurrency) : allInReader(pushdown) ? this.workersWanted() : backend.concurrency), { kernels });
         const resume = this.options.resume;
         const fp = this.fingerprint(info);
         let start: Cursor = START;

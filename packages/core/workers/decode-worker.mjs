@@ -4,10 +4,11 @@
 //
 // Protocol (parentPort messages):
 //   in  {id, kind: 'open', source}                                    -> {id, ok, meta}
-//   in  {id, kind: 'read', source, rowGroup, columns, batchSize, types?, derived?}
+//   in  {id, kind: 'read', source, rowGroup, columns, batchSize, types?, derived?, kernels?}
 //       -> {id, ipc} per record batch (transferred) of the columns parquet-wasm reads, then
 //          {id, done, columns?: [[name, Column], ...]} with the columns (and derived columns) the
-//          direct decoder (../dist/io/fast-parquet.js) read, when `types` is given and the file is local
+//          direct decoder (../dist/io/fast-parquet.js) read, when `types` is given and the file is local;
+//          `kernels`: the URL of a module whose FAST_OPS run the derived columns' ops (kernelsFrom)
 //   in  ... with pack: {layout, outputs: [[feature, column], ...], label, cuts, slots?: [[id, SharedArrayBuffer], ...]}
 //       -> {id, done, packs: [Pack & {slot}, ...]} (buffers transferred): rows [cuts[i], cuts[i+1]) laid out
 //          as batch arrays (../dist/stream/batch.js packRows), when the direct decoder produced
@@ -60,8 +61,34 @@ const reader = (fd, scratch = false) => (offset, length) => {
   return buf;
 };
 
-/** Decodes with the direct decoder, or returns null when it does not apply or fails (parquet-wasm then decides). */
-function readDirect(msg) {
+/** Kernel modules by URL (a read's `kernels`): their FAST_OPS map, or null where one did not load. */
+const kernelModules = new Map();
+
+/**
+ * The kernels a backend gave the reader (core's BackendRegistration.readerKernels): op name ->
+ * kernel returning a column, or undefined to leave the call to core's reference kernel. A module
+ * that does not load leaves the reference kernels, with a warning; the results are the same.
+ */
+async function kernelsFrom(url) {
+  let k = kernelModules.get(url);
+  if (k === undefined) {
+    try {
+      k = (await import(url)).FAST_OPS;
+      if (typeof k?.get !== 'function') throw new Error('it exports no FAST_OPS map');
+    } catch (e) {
+      process.emitWarning(`sluice decoder: the reader kernels ${url} did not load (${e && e.message ? e.message : e}); using core's reference kernels`);
+      k = null;
+    }
+    kernelModules.set(url, k);
+  }
+  return k;
+}
+
+/**
+ * Decodes with the direct decoder, or returns null when it does not apply or fails (parquet-wasm
+ * then decides). `fast`: kernels for derived columns' ops (kernelsFrom), or null.
+ */
+function readDirect(msg, fast) {
   if (!msg.types || isUrl(msg.source) || process.env.SLUICE_DIRECT_DECODE === '0') return null;
   // The descriptor lives for this call only: a worker thread's open files would outlive it.
   let fd;
@@ -90,12 +117,12 @@ function readDirect(msg) {
     // Scalar derived columns stay indexed (ops' results per dictionary entry + row indices) until
     // they are either packed straight into batch arrays or gathered into columns.
     const scalar = derived.filter((d) => !isList(d));
-    const indexed = scalar.length > 0 ? decodeDerivedIndexed(md, msg.rowGroup, scalar, types, readAt, zstd, (name, col) => applyOps(ops.get(name), col)) : new Map();
+    const indexed = scalar.length > 0 ? decodeDerivedIndexed(md, msg.rowGroup, scalar, types, readAt, zstd, (name, col) => applyOps(ops.get(name), col, fast)) : new Map();
     // List derived columns: the per-value ops on the elements' dictionary, firstX as a cut of
     // each list (plan/pushdown.ts), gathered into columns here.
     const lists = derived.filter(isList);
     const listed = lists.length > 0
-      ? decodeListDerived(md, msg.rowGroup, lists, types, readAt, zstd, (name, col) => applyOps(ops.get(name).filter((o) => o.op !== 'firstX'), col), (name) => Math.min(Infinity, ...ops.get(name).filter((o) => o.op === 'firstX').map((o) => o.params.x)))
+      ? decodeListDerived(md, msg.rowGroup, lists, types, readAt, zstd, (name, col) => applyOps(ops.get(name).filter((o) => o.op !== 'firstX'), col, fast), (name) => Math.min(Infinity, ...ops.get(name).filter((o) => o.op === 'firstX').map((o) => o.params.x)))
       : new Map();
     // Raw columns: the ones asked for, and the inputs of derived columns not computed above.
     const raw = [...new Set([...msg.columns, ...derived.filter((d) => !indexed.has(d.name) && !listed.has(d.name)).map((d) => d.input)])];
@@ -115,10 +142,13 @@ function readDirect(msg) {
   }
 }
 
-/** Runs a derived column's op chain with core's reference kernels (errors propagate: the caller falls back). */
-function applyOps(chain, col) {
+/**
+ * Runs a derived column's op chain with `fast` kernels where they take the call, else core's
+ * reference kernels (errors propagate: the caller falls back).
+ */
+function applyOps(chain, col, fast) {
   const ctx = { features: new Map(), featureTypes: new Map(), column: '' };
-  for (const { op, params } of chain) col = OPS.get(op).apply(col, params, ctx);
+  for (const { op, params } of chain) col = fast?.get(op)?.(col, params, ctx) ?? OPS.get(op).apply(col, params, ctx);
   return col;
 }
 
@@ -220,7 +250,7 @@ parentPort.on('message', async (msg) => {
       const meta = describe(await open(msg.source));
       parentPort.postMessage({ id, meta }, [meta.schemaIpc.buffer]);
     } else if (msg.kind === 'read') {
-      const direct = readDirect(msg);
+      const direct = readDirect(msg, msg.kernels === undefined ? null : await kernelsFrom(msg.kernels));
       // What the direct decoder left (all of it when it does not apply) goes to parquet-wasm,
       // which returns raw columns: the derived columns' inputs as well.
       const columns = direct !== null ? direct.rest : [...new Set([...msg.columns, ...(msg.derived ?? []).map((d) => d.input)])];

@@ -11,6 +11,18 @@ import type { Backend, BackendFactory } from './types.js';
 // `auto` places features on other backends by the cost model (backend/auto.ts).
 const registry = new Map<string, BackendFactory>([['reference', inlineCpuBackend], ['cpu', inlineCpuBackend], ['auto', autoBackend]]);
 
+export interface BackendRegistration {
+  /**
+   * Kernels for the ops the reader computes on dictionary entries (plan/pushdown.ts), in place of
+   * core's reference kernels: the URL of a module whose export `FAST_OPS` maps op names to
+   * kernel overrides (`KernelOverride`: return undefined to leave a call to the reference kernel).
+   * The decode workers import it. Called with the plan's backend spec; null for none (say, when
+   * the spec turns the fast kernels off). The kernels must give bit-identical results.
+   */
+  readonly readerKernels?: (spec: BackendSpec) => string | null | Promise<string | null>;
+}
+const registrations = new Map<string, BackendRegistration>();
+
 /**
  * Makes a backend available to plans under `name`. Backend packages call this on import; core
  * never imports a backend.
@@ -18,8 +30,9 @@ const registry = new Map<string, BackendFactory>([['reference', inlineCpuBackend
  * @example
  * registerBackend('echo', (plan) => ({ name: 'echo', capabilities: { ops: 'all', timing: 'measured' }, run: ..., dispose: async () => {} }));
  */
-export function registerBackend(name: string, factory: BackendFactory): void {
+export function registerBackend(name: string, factory: BackendFactory, options: BackendRegistration = {}): void {
   registry.set(name, factory);
+  registrations.set(name, options);
   registered.add(name);
 }
 
@@ -51,6 +64,17 @@ export async function loadBackendPackage(name: string): Promise<boolean> {
     if (code === 'ERR_MODULE_NOT_FOUND' && String((e as Error).message).includes(`@sluice/backend-${name}`)) return false;
     throw new PlanError(`backend package @sluice/backend-${name} failed to load: ${(e as Error).message}`, {}, { cause: e });
   }
+}
+
+/**
+ * The module of kernels the reader should run a backend's pushed-down ops with (see
+ * `BackendRegistration.readerKernels`), or null for core's reference kernels. Loads the backend's
+ * package first, as `createBackend` does.
+ */
+export async function readerKernels(spec: BackendSpec): Promise<string | null> {
+  if (spec.name.includes(',')) return null;
+  if (!registered.has(spec.name)) await loadBackendPackage(spec.name);
+  return (await registrations.get(spec.name)?.readerKernels?.(spec)) ?? null;
 }
 
 /** Builds the backend a plan names (loading its package if needed), or fails with the list of known ones. */

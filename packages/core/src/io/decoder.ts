@@ -135,9 +135,16 @@ export class DecoderPool {
   private readonly queue: Task[] = [];
   private nextId = 1;
   private closed = false;
+  /** URL of the kernels module the workers run derived columns' ops with (null: core's reference kernels). */
+  private readonly kernels: string | null;
 
-  constructor(readonly size = 1) {
+  /**
+   * `size` workers. `kernels`: a module whose `FAST_OPS` the workers use for the ops of derived
+   * columns (see `BackendRegistration.readerKernels`); by default core's reference kernels.
+   */
+  constructor(readonly size = 1, options: { readonly kernels?: string | null } = {}) {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`decoder pool size must be a positive integer, got ${size}`);
+    this.kernels = options.kernels ?? null;
   }
 
   /**
@@ -199,6 +206,7 @@ export class DecoderPool {
         body: {
           columns: [...columns], batchSize, types: [...types].filter(([n]) => inputs.has(n)),
           derived: derived.map((d) => ({ name: d.name, input: d.input, ops: d.ops })),
+          ...(this.kernels !== null && derived.length > 0 ? { kernels: this.kernels } : {}),
           ...(pack !== undefined ? { pack: { layout: pack.layout, outputs: pack.outputs, label: pack.label } } : {}),
         },
       };
