@@ -11,7 +11,7 @@
 import { parseArgs } from 'node:util';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import {
-  createBackend, DecoderPool, getPreset, inlineCpuBackend, openDataset, pipeline, readChunks, registerBackend,
+  createBackend, DecoderPool, getPreset, inlineCpuBackend, openDataset, pipeline, readChunks, readerKernels, registerBackend,
   type Backend, type ColumnType, type PlanSpec,
 } from '@sluice/core';
 import {
@@ -105,6 +105,9 @@ registerBackend('bench-cpu', async (plan, spec, state) => {
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
   });
+}, {
+  // The reader computes pushed-down ops with the kernels `cpu` gives it (none with --inline).
+  readerKernels: (spec) => (args.inline ? null : readerKernels({ ...spec, name: 'cpu' })),
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -13,6 +13,9 @@ const WORKER_URL = new URL('../dist/worker-entry.cjs', import.meta.url);
 
 const OPTIONS = new Set(['name', 'workers', 'fast', 'testCrash']);
 
+// The fast kernels' module (FAST_OPS), for the decode workers that compute pushed-down ops.
+const KERNELS_URL = new URL('../dist/kernels/index.js', import.meta.url).href;
+
 /** Options of the `cpu` backend (the plan's `backend` object, or `--workers`). */
 export interface CpuBackendOptions {
   /** Worker threads (default: available parallelism − 1, at least 1). */
@@ -36,6 +39,15 @@ function parseOptions(spec: BackendSpec): Required<Omit<CpuBackendOptions, 'test
   if (typeof fast !== 'boolean') throw new PlanError('backend cpu: fast must be true or false');
   const testCrash = spec.testCrash as CpuBackendOptions['testCrash'];
   return { workers: workers as number, fast, ...(testCrash ? { testCrash } : {}) };
+}
+
+/**
+ * The kernels the reader runs this backend's pushed-down ops with (core's
+ * `BackendRegistration.readerKernels`): the WebAssembly ones, unless the spec says `fast: false`.
+ * The same bit-identical kernels as the pool's workers, on dictionary entries instead of rows.
+ */
+export function cpuReaderKernels(spec: BackendSpec): string | null {
+  return parseOptions(spec).fast ? KERNELS_URL : null;
 }
 
 /**

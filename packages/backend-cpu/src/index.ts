@@ -7,9 +7,9 @@
  * for await (const b of pipeline(plan, { input: 'train.parquet', backend: { name: 'cpu', workers: 2 } })) train(b);
  */
 import { registerBackend } from '@sluice/core';
-import { createCpuBackend } from './backend.js';
+import { cpuReaderKernels, createCpuBackend } from './backend.js';
 
-registerBackend('cpu', createCpuBackend);
+registerBackend('cpu', createCpuBackend, { readerKernels: cpuReaderKernels });
 
-export { createCpuBackend, type CpuBackendOptions } from './backend.js';
+export { cpuReaderKernels, createCpuBackend, type CpuBackendOptions } from './backend.js';
 export type { WorkerData, WorkerFailure, WorkerResult, WorkerTask } from './protocol.js';

@@ -1,9 +1,10 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import '@sluice/backend-cpu';
-import { createCpuBackend } from '@sluice/backend-cpu';
+import { cpuReaderKernels, createCpuBackend } from '@sluice/backend-cpu';
 import { DecoderPool, checkColumns, loadPlan, openDataset, pipeline, readChunks, typeCheckPlan, type Batch, type PlanSpec } from '@sluice/core';
 import { tempDir, writeSmall } from '../../core/test/helpers.js';
+import { fastKernelsAvailable } from '../src/kernels/index.js';
 
 const dir = tempDir('sluice-cpu-');
 const file = writeSmall(join(dir, 'small.parquet'), 4000, 500);
@@ -39,6 +40,31 @@ describe('cpu backend (worker pool)', () => {
   it('rejects bad options when the plan is compiled', async () => {
     await expect(collect({ name: 'cpu', workers: 0 })).rejects.toThrow(/workers must be an integer from 1 to 256/);
     await expect(collect({ name: 'cpu', wrokers: 2 })).rejects.toThrow(/unknown option "wrokers"/);
+  });
+
+  it('gives the decoders its WebAssembly kernels for the ops pushed into the reader, unless fast is false', async () => {
+    const url = cpuReaderKernels({ name: 'cpu', workers: 2 });
+    expect(url).toMatch(/\/backend-cpu\/dist\/kernels\/index\.js$/);
+    const { FAST_OPS } = (await import(url!)) as { FAST_OPS: ReadonlyMap<string, unknown> };
+    if (fastKernelsAvailable()) expect([...FAST_OPS.keys()]).toEqual(expect.arrayContaining(['fillNull', 'neg2zero', 'log', 'hex2int', 'sigridHash']));
+    expect(cpuReaderKernels({ name: 'cpu', fast: false })).toBeNull();
+    expect(() => cpuReaderKernels({ name: 'cpu', fast: 'yes' })).toThrow(/fast must be true or false/);
+    // Every feature in the reader (no backend work left): the options are checked all the same,
+    // and the batches are the reference's.
+    const pushed: PlanSpec = { ...plan, features: plan.features.slice(1) };
+    const run = async (backend: PlanSpec['backend']): Promise<Batch[]> => {
+      const out: Batch[] = [];
+      const p = pipeline({ ...pushed, backend }, { input: file });
+      for await (const b of p) out.push(b);
+      if (backend !== 'reference') expect(p.metrics().pushdown?.computedInPipeline).toBe(0);
+      return out;
+    };
+    await expect(run({ name: 'cpu', fast: 1 })).rejects.toThrow(/fast must be true or false/);
+    const want = await run('reference');
+    for (const fast of [true, false]) {
+      const got = await run({ name: 'cpu', workers: 2, fast });
+      expect(got.map((b) => [b.dense.data, b.sparse.lengths, b.sparse.values])).toEqual(want.map((b) => [b.dense.data, b.sparse.lengths, b.sparse.values]));
+    }
   });
 
   it('a worker that dies on a chunk is replaced and the chunk retried: no batch lost or doubled', async () => {
