@@ -7,7 +7,7 @@ import { isUrl } from '../util/url.js';
 import { workerExecArgv } from '../util/worker-argv.js';
 import type { Column, ColumnType } from '../column.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
-import type { Pack } from '../stream/batch.js';
+import { packBytes, packInSlot, type Pack } from '../stream/batch.js';
 import type { PackRequest } from '../stream/source.js';
 
 /** What the footer of a Parquet file tells us. */
@@ -217,9 +217,12 @@ export class DecoderPool {
       }, { source, rowGroup }, spec);
       if (Array.isArray(r)) return { columns: new Map(), ipc: r as Uint8Array[], packs: null };
       const x = r as { columns: Map<string, Column>; ipc: Uint8Array[]; packs?: Array<Pack & { slot?: number }> };
-      const packs = x.packs === undefined || arena === undefined ? x.packs ?? null : x.packs.map((p): Pack => {
+      const packs = x.packs === undefined || arena === undefined ? x.packs ?? null : x.packs.map((p, i): Pack => {
         const slot = p.slot ?? -1;
         if (slot >= 0) used.add(slot);
+        // A pack that outgrew the slot lent for it (list features): later slots hold such packs.
+        const lent = slots[i];
+        if (lent !== undefined && !packInSlot(p, lent[1])) arena.grow(packBytes(p));
         let given = slot < 0;
         const release = (byConsumer: boolean): void => {
           if (byConsumer) arena.activate();

@@ -18,6 +18,15 @@ import type { BatchLayout } from '../stream/batch.js';
  * demand up to `maxSlots`; past that, and for a pack that does not fit a slot, the worker
  * allocates fresh memory as before.
  *
+ * A slot first holds one sparse value per key and row (`packSlotBytes`), which a list feature
+ * outgrows: RM5's id lists hold ~820 values per row, so each of its 8,192-row batches put ~53 MB
+ * of ids in fresh memory, in the decoders and again when the main thread joined two packs at a
+ * row-group boundary. The first-touch page faults of that memory cost the main thread ~300 ms of
+ * `Buffer#fill` per 50k-row run (CPU profile, 2 decoders). So a pack that did not fit its slot
+ * makes the arena `grow`: later slots are that big (with 1/8 to spare), and outgrown ones are let
+ * go as they come back. Measured on that run: main-thread CPU 167-190 -> 128-130 ms, the other
+ * threads' 1,880-2,157 -> 1,732-1,831 ms, wall median 1,162-1,280 -> 1,050-1,106 ms.
+ *
  * A pipeline that ends parks its arena (`park`) for the next pipeline of the same slot size in
  * this process (`PackArena.take`), as the decoder pool parks its warm workers: a pipeline per
  * epoch, or a benchmark's repeated runs, then lays its first batches out in the slots the last
@@ -32,7 +41,8 @@ import type { BatchLayout } from '../stream/batch.js';
  * arena.activate(); arena.give(slots[0][0]);
  */
 export class PackArena {
-  private readonly slots: SharedArrayBuffer[] = [];
+  private readonly slots = new Map<number, SharedArrayBuffer>();
+  private nextId = 0;
   private readonly free: number[] = [];
   /** Slots lent out: in a worker's hands, or holding a batch. */
   private readonly out = new Set<number>();
@@ -44,13 +54,27 @@ export class PackArena {
   /** Slots handed out again after a release (the memory saved from allocation). */
   reused = 0;
 
-  constructor(readonly slotBytes: number, readonly maxSlots = Math.max(4, Math.floor(DEFAULT_ARENA_BYTES / slotBytes))) {
-    if (!Number.isInteger(slotBytes) || slotBytes <= 0 || slotBytes % 8 !== 0) throw new RangeError(`slot size must be a positive multiple of 8 bytes, got ${slotBytes}`);
-    if (!Number.isInteger(maxSlots) || maxSlots < 1) throw new RangeError(`maxSlots must be a positive integer, got ${maxSlots}`);
+  /** Bytes of the slots made from now on (`grow` raises it). */
+  private bytes: number;
+
+  /**
+   * `requestedBytes`: the slot size asked for (`take` matches on it). `fixedMax`: the most slots at
+   * once (default: as many as DEFAULT_ARENA_BYTES holds at the current slot size, at least 4).
+   */
+  constructor(readonly requestedBytes: number, private readonly fixedMax?: number) {
+    if (!Number.isInteger(requestedBytes) || requestedBytes <= 0 || requestedBytes % 8 !== 0) throw new RangeError(`slot size must be a positive multiple of 8 bytes, got ${requestedBytes}`);
+    if (fixedMax !== undefined && (!Number.isInteger(fixedMax) || fixedMax < 1)) throw new RangeError(`maxSlots must be a positive integer, got ${fixedMax}`);
+    this.bytes = requestedBytes;
   }
 
-  /** Slots made so far (each `slotBytes` of shared memory). */
-  get size(): number { return this.slots.length; }
+  /** Bytes of each slot made from now on. */
+  get slotBytes(): number { return this.bytes; }
+
+  /** The most slots this arena holds at once. */
+  get maxSlots(): number { return this.fixedMax ?? Math.max(4, Math.floor(DEFAULT_ARENA_BYTES / this.bytes)); }
+
+  /** Slots held now (lent or free). */
+  get size(): number { return this.slots.size; }
 
   /** Slots lent and not given back. */
   get lent(): number { return this.out.size; }
@@ -71,17 +95,33 @@ export class PackArena {
     while (got.length < n) {
       let id = this.free.pop();
       if (id !== undefined) this.reused++;
-      else if (this.active && this.slots.length < this.maxSlots) { id = this.slots.length; this.slots.push(new SharedArrayBuffer(this.slotBytes)); } else break;
+      else if (this.active && this.slots.size < this.maxSlots) { id = this.nextId++; this.slots.set(id, new SharedArrayBuffer(this.bytes)); } else break;
       this.out.add(id);
-      got.push([id, this.slots[id]!]);
+      got.push([id, this.slots.get(id)!]);
     }
     return got;
   }
 
-  /** Takes slot `id` back; a second give of the same lend, or one after `close`, does nothing. */
+  /**
+   * Takes slot `id` back; a second give of the same lend, or one after `close`, does nothing. A
+   * slot smaller than `slotBytes` (made before a `grow`) is let go instead of kept.
+   */
   give(id: number): void {
     if (!this.out.delete(id) || this.closed) return;
-    this.free.push(id);
+    if (this.slots.get(id)!.byteLength < this.bytes) this.slots.delete(id);
+    else this.free.push(id);
+  }
+
+  /**
+   * A pack of `bytes` did not fit the slot it was given: make slots that big, and 1/8 more, from
+   * now on (the free smaller ones go now, the lent ones when given back). Packs bigger than
+   * MAX_SLOT_BYTES stay in fresh memory.
+   */
+  grow(bytes: number): void {
+    if (this.closed || bytes <= this.bytes || bytes > MAX_SLOT_BYTES) return;
+    this.bytes = Math.min(align8(Math.ceil(bytes * 1.125)), MAX_SLOT_BYTES);
+    for (const id of this.free) this.slots.delete(id);
+    this.free.length = 0;
   }
 
   /** Stops lending and drops the arena's hold on its memory (batches still holding slots keep theirs). */
@@ -90,7 +130,7 @@ export class PackArena {
     this.parked = false;
     this.free.length = 0;
     this.out.clear();
-    this.slots.length = 0;
+    this.slots.clear();
   }
 
   /**
@@ -100,7 +140,7 @@ export class PackArena {
    */
   park(): void {
     if (this.closed || this.parked) return;
-    if (!this.active || this.slots.length === 0) { this.close(); return; }
+    if (!this.active || this.slots.size === 0) { this.close(); return; }
     if (parked.length >= MAX_PARKED) parked.shift()!.dropParked();
     this.parked = true;
     const timer = setTimeout(() => this.dropParked(), PARK_MS);
@@ -118,13 +158,13 @@ export class PackArena {
   }
 
   /**
-   * An arena for packs of `slotBytes`: the most recently parked one of that size (its free slots
-   * lent from the first read, new ones only after a release), or a new one.
+   * An arena for packs of `slotBytes`: the most recently parked one asked for that size (its free
+   * slots, grown or not, lent from the first read, new ones only after a release), or a new one.
    */
   static take(slotBytes: number, maxSlots?: number): PackArena {
     for (let i = parked.length - 1; i >= 0; i--) {
       const a = parked[i]!;
-      if (a.slotBytes !== slotBytes || (maxSlots !== undefined && a.maxSlots !== maxSlots)) continue;
+      if (a.requestedBytes !== slotBytes || a.fixedMax !== maxSlots) continue;
       parked.splice(i, 1);
       a.unpark?.();
       a.unpark = null;
@@ -149,12 +189,16 @@ const MAX_PARKED = 2;
  */
 export const DEFAULT_ARENA_BYTES = 256 << 20;
 
+/** The largest slot `grow` makes: half the default budget, so that an arena still holds 4 slots within 2x of it. */
+export const MAX_SLOT_BYTES = DEFAULT_ARENA_BYTES / 2;
+
 const align8 = (n: number): number => (n + 7) & ~7;
+
 
 /**
  * Bytes of a slot for a pack of up to `rows` rows: the dense matrix, lengths, offsets and labels,
  * and one sparse value per key and row (a pack with more values gets its values array outside the
- * slot). The order is the one `packRows` lays them out in.
+ * slot, and the arena grows). The order is the one `packRows` lays them out in.
  */
 export function packSlotBytes(layout: BatchLayout, rows: number): number {
   const K = layout.sparseKeys.length;

@@ -398,6 +398,18 @@ export interface Pack {
   readonly release?: (byConsumer: boolean) => void;
 }
 
+const align8 = (n: number): number => (n + 7) & ~7;
+
+/** Bytes a pack's arrays take in a slot (laid out as `packRows` does), for `PackArena.grow`. */
+export function packBytes(p: Pack): number {
+  return align8(p.dense.byteLength) + align8(p.lengths.byteLength) + align8(p.offsets.byteLength) + (p.labels !== null ? align8(p.labels.byteLength) : 0) + p.values.byteLength;
+}
+
+/** Whether every array of a pack lies in `slot`. */
+export function packInSlot(p: Pack, slot: SharedArrayBuffer): boolean {
+  return [p.dense, p.lengths, p.offsets, p.values, p.labels].every((a) => a === null || a.buffer === slot);
+}
+
 /** Where a chunk's output columns are, for `packRows`. */
 export interface PackSource {
   readonly outputs: ReadonlyMap<string, Column>;
@@ -503,6 +515,8 @@ class SlotLayout {
 export interface SlotLender {
   lend(n: number): Array<[number, SharedArrayBuffer]>;
   give(id: number): void;
+  /** A pack of `bytes` did not fit the slot it was lent (PackArena.grow). */
+  grow?(bytes: number): void;
 }
 
 /**
@@ -588,6 +602,7 @@ export function assembleBatch(layout: BatchLayout, segments: readonly Segment[],
       const merged = mergePacks(layout, segments.map((s) => (s.chunk.packed !== undefined
         ? { pack: s.chunk.packed, from: s.from, to: s.to }
         : { pack: packRows(layout, [s]), from: 0, to: s.to - s.from })), slot?.[1]);
+      if (slot !== undefined && !packInSlot(merged, slot[1])) arena!.grow?.(packBytes(merged));
       if (slot !== undefined && merged.inSlot) own = slot[0];
       else if (slot !== undefined) arena!.give(slot[0]);
       pack = merged;

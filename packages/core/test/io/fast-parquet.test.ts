@@ -210,6 +210,39 @@ describe('direct Parquet decoder', () => {
     }
   });
 
+  it('list packs that outgrow their slots make the arena grow: later batches lie in slots, and come out the same', async () => {
+    // 10 row groups of ~20 ids per row, where a first slot holds one per key and row. Batches of
+    // 264 rows: a slot size no other test parks an arena for.
+    const rows = Array.from({ length: 10_000 }, (_, i) => i);
+    const file = write(VARIANTS[0]!, new Table({
+      l64: vec(new List(new Field('item', new Int64(), true)), rows.map((i) => Array.from({ length: 1 + ((i * 7) % 40) }, (_, j) => BigInt((i * 31 + j) % 5000)))),
+    }), '-long-lists');
+    const plan: PlanSpec = {
+      batchSize: 264,
+      backend: { name: 'cpu', workers: 1 },
+      features: [
+        { name: 'a', input: 'l64', kind: 'sparse', ops: [{ op: 'firstX', x: 5 }, { op: 'sigridHash', salt: 7, max: 100000 }] },
+        { name: 'e', input: 'l64', kind: 'sparse', ops: [{ op: 'fillNull', value: 3 }, { op: 'modulus', m: 1000 }, { op: 'firstX', x: 600 }] },
+      ],
+    };
+    const copy = (b: Batch): unknown[] => [b.rows, b.sparse.lengths.slice(), b.sparse.offsets.slice(), b.sparse.values.slice()];
+    const want: unknown[][] = [];
+    for await (const b of pipeline(plan, { input: file, pack: false })) want.push(copy(b));
+    for (const decoders of [1, 2]) {
+      const p = pipeline(plan, { input: file, decoders });
+      const got: unknown[][] = [];
+      let inSlots = 0;
+      for await (const b of p) {
+        got.push(copy(b));
+        if (b.sparse.values.buffer instanceof SharedArrayBuffer) inSlots++;
+        b.release!();
+      }
+      expect(got).toEqual(want);
+      expect(p.metrics().packedChunks).toBeGreaterThan(0);
+      expect(inSlots, `${decoders} decoder(s): ids in (grown) slots`).toBeGreaterThan(want.length / 2);
+    }
+  });
+
   it('a corrupt list page fails with the file and row group, after the batches before it', async () => {
     const file = write(VARIANTS[0]!, listTable, '-lists');
     const bytes = readFileSync(file);

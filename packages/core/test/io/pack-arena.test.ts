@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Column } from '../../src/column.js';
-import { PackArena, packSlotBytes } from '../../src/io/pack-arena.js';
+import { DEFAULT_ARENA_BYTES, MAX_SLOT_BYTES, PackArena, packSlotBytes } from '../../src/io/pack-arena.js';
 import { mergePacks, packRows, type BatchLayout, type PackSource } from '../../src/stream/batch.js';
 
 describe('PackArena', () => {
@@ -64,6 +64,51 @@ describe('PackArena', () => {
     const a = PackArena.take(88, 4);
     a.park();
     expect(PackArena.take(88, 4)).not.toBe(a);
+  });
+
+  it('grows for a pack that did not fit: new slots that big and 1/8 more, outgrown ones let go', () => {
+    const a = new PackArena(64, 4);
+    a.activate();
+    const [s0, s1] = a.lend(2) as Array<[number, SharedArrayBuffer]>;
+    a.give(s1![0]);
+    a.grow(64);
+    expect(a.slotBytes, 'a pack that fits: no change').toBe(64);
+    a.grow(100);
+    expect(a.slotBytes).toBe(120); // ceil(100 * 1.125) = 113, 8-aligned
+    expect(a.size, 'the free small slot is let go at once').toBe(1);
+    const [n] = a.lend(1) as Array<[number, SharedArrayBuffer]>;
+    expect(n![1].byteLength).toBe(120);
+    a.give(s0![0]);
+    expect(a.size, 'the lent small slot is let go when given back').toBe(1);
+    a.give(n![0]);
+    expect(a.lend(2).map(([, sab]) => sab.byteLength), 'the grown slot reused, then a new one at the new size').toEqual([120, 120]);
+    a.grow(90);
+    expect(a.slotBytes, 'never shrinks').toBe(120);
+  });
+
+  it('grows its default slot count with the slot size, and leaves packs beyond MAX_SLOT_BYTES in fresh memory', () => {
+    const a = new PackArena(1 << 20);
+    expect(a.maxSlots).toBe(DEFAULT_ARENA_BYTES / (1 << 20));
+    a.grow(40 << 20);
+    expect(a.slotBytes).toBe(45 << 20);
+    expect(a.maxSlots).toBe(Math.max(4, Math.floor(DEFAULT_ARENA_BYTES / (45 << 20))));
+    a.grow(MAX_SLOT_BYTES + 8);
+    expect(a.slotBytes).toBe(45 << 20);
+    a.grow(MAX_SLOT_BYTES - 8);
+    expect(a.slotBytes, 'capped').toBe(MAX_SLOT_BYTES);
+    expect(new PackArena(64, 3).maxSlots, 'an explicit count stays').toBe(3);
+  });
+
+  it('a grown arena is parked for the next take of the size first asked for', () => {
+    const a = PackArena.take(96, 4);
+    a.activate();
+    a.grow(1000);
+    const [[id]] = a.lend(1) as [[number, SharedArrayBuffer]];
+    a.give(id);
+    a.park();
+    const b = PackArena.take(96, 4);
+    expect(b).toBe(a);
+    expect(b.lend(1)[0]![1].byteLength).toBe(a.slotBytes);
   });
 
   it('checks its sizes', () => {
