@@ -26,7 +26,7 @@ import { parentPort } from 'node:worker_threads';
 import fs from 'node:fs';
 import * as pw from 'parquet-wasm';
 import { parquetMetadata } from 'hyparquet';
-import { decodeDerivedIndexed, decodeFlatRowGroup, decodeListDerived, gatherIndexed, releaseIndexed } from '../dist/io/fast-parquet.js';
+import { decodeDerivedIndexed, decodeFlatRowGroup, decodeListDerivedIndexed, gatherIndexed, gatherIndexedList, releaseIndexed } from '../dist/io/fast-parquet.js';
 import { OPS } from '../dist/ops/index.js';
 import { packRows } from '../dist/stream/batch.js';
 import { pageZstd } from '../dist/io/zstd.js';
@@ -119,17 +119,20 @@ function readDirect(msg, fast) {
     const scalar = derived.filter((d) => !isList(d));
     const indexed = scalar.length > 0 ? decodeDerivedIndexed(md, msg.rowGroup, scalar, types, readAt, zstd, (name, col) => applyOps(ops.get(name), col, fast)) : new Map();
     // List derived columns: the per-value ops on the elements' dictionary, firstX as a cut of
-    // each list (plan/pushdown.ts), gathered into columns here.
+    // each list (plan/pushdown.ts), left indexed too: packed straight from the indices, or cut
+    // and gathered into list columns.
     const lists = derived.filter(isList);
     const listed = lists.length > 0
-      ? decodeListDerived(md, msg.rowGroup, lists, types, readAt, zstd, (name, col) => applyOps(ops.get(name).filter((o) => o.op !== 'firstX'), col, fast), (name) => Math.min(Infinity, ...ops.get(name).filter((o) => o.op === 'firstX').map((o) => o.params.x)))
+      ? decodeListDerivedIndexed(md, msg.rowGroup, lists, types, readAt, zstd, (name, col) => applyOps(ops.get(name).filter((o) => o.op !== 'firstX'), col, fast), (name) => Math.min(Infinity, ...ops.get(name).filter((o) => o.op === 'firstX').map((o) => o.params.x)))
       : new Map();
     // Raw columns: the ones asked for, and the inputs of derived columns not computed above.
     const raw = [...new Set([...msg.columns, ...derived.filter((d) => !indexed.has(d.name) && !listed.has(d.name)).map((d) => d.input)])];
     const { columns, rest } = decodeFlatRowGroup(md, msg.rowGroup, raw, types, readAt, zstd);
-    for (const [name, c] of listed) columns.set(name, c);
-    const packs = msg.pack && rest.length === 0 ? packChunks(msg.pack, columns, indexed) : null;
-    const out = packs !== null ? { packs, rest } : { columns: [...columns, ...[...indexed].map(([name, d]) => [name, gatherIndexed(d)])], rest };
+    const packs = msg.pack && rest.length === 0 ? packChunks(msg.pack, columns, indexed, listed) : null;
+    const out = packs !== null ? { packs, rest } : {
+      columns: [...columns, ...[...indexed].map(([name, d]) => [name, gatherIndexed(d)]), ...[...listed].map(([name, l]) => [name, gatherIndexedList(l)])],
+      rest,
+    };
     // The packs and gathered columns are new arrays: the row indices can be reused.
     releaseIndexed(indexed.values());
     return out;
@@ -157,13 +160,18 @@ function applyOps(chain, col, fast) {
  * column or the label is missing, or the label has a null (the main thread then assembles the
  * batch and reports the null with its row).
  */
-function packChunks(pack, columns, indexed) {
+function packChunks(pack, columns, indexed, listed) {
   const byName = new Map(columns);
   const outputs = new Map();
   const byFeature = new Map();
+  const listsByFeature = new Map();
+  const sparse = new Set(pack.layout.sparseKeys);
   for (const [feature, column] of pack.outputs) {
     const ix = indexed.get(column);
     if (ix !== undefined) { byFeature.set(feature, ix); continue; }
+    const l = listed.get(column);
+    // A sparse key's ids go from the indices into the pack; a dense feature gets the list column.
+    if (l !== undefined) { if (sparse.has(feature)) listsByFeature.set(feature, l); else outputs.set(feature, gatherIndexedList(l)); continue; }
     const c = byName.get(column);
     if (c === undefined) return null;
     outputs.set(feature, c);
@@ -173,7 +181,7 @@ function packChunks(pack, columns, indexed) {
     label = byName.get(pack.label);
     if (label === undefined || (label.valid !== null && label.valid.includes(0))) return null;
   }
-  const chunk = { outputs, label, indexed: byFeature, locate: () => { throw new Error('no row to locate'); } };
+  const chunk = { outputs, label, indexed: byFeature, indexedLists: listsByFeature, locate: () => { throw new Error('no row to locate'); } };
   const packs = [];
   for (let i = 0; i + 1 < pack.cuts.length; i++) {
     // Pack i goes in lent slot i when there is one (shared memory the main thread recycles).

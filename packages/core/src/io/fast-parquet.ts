@@ -547,16 +547,43 @@ export function decodeListDerived(
   readAt: ReadAt, zstd: Zstd, apply: (name: string, input: Column) => Column, keep: (name: string) => number,
 ): Map<string, ListColumn> {
   const out = new Map<string, ListColumn>();
+  for (const [name, l] of decodeListDerivedIndexed(md, rowGroup, derived, types, readAt, zstd, apply, keep)) out.set(name, gatherIndexedList(l));
+  return out;
+}
+
+/**
+ * A list feature before the gather: the ops' results per dictionary entry of the elements (plus
+ * the null slot last), each element's index into them, and the lists as read. Valid row r holds
+ * dict[idx[j]] for its first `keep` elements j from offsets[r] (a null entry is a null element).
+ * Same shape as stream/batch.ts's IndexedListSource, which packs it without the gather.
+ */
+export interface IndexedList {
+  readonly dict: NumericColumn;
+  readonly idx: Int32Array;
+  readonly offsets: Int32Array;
+  readonly valid: ValidMask;
+  readonly keep: number;
+}
+
+/** decodeListDerived without the cut and the gather, for a consumer that packs batches (see IndexedList). */
+export function decodeListDerivedIndexed(
+  md: FileMetaData, rowGroup: number, derived: readonly DerivedSpec[], types: ReadonlyMap<string, ColumnType>,
+  readAt: ReadAt, zstd: Zstd, apply: (name: string, input: Column) => Column, keep: (name: string) => number,
+): Map<string, IndexedList> {
+  const out = new Map<string, IndexedList>();
   eachOnDictionary(md, rowGroup, derived, (input, rg, rows) => {
     const l = readableList(md, rg, input, types);
     if (l === null) return null;
     const r = decodeListInto(l, rows, readAt, zstd, true);
     return { offsets: r.offsets, valid: r.valid, idx: r.idx!, dict: dictColumn(r.dict!) };
-  }, apply, (d, src, res) => {
-    const { offsets, idx } = firstOf(src.offsets, src.idx, keep(d.name));
-    out.set(d.name, { type: 'list', offsets, child: gatherRows(res, idx) as NumericColumn, valid: src.valid });
-  });
+  }, apply, (d, src, res) => out.set(d.name, { dict: res, idx: src.idx, offsets: src.offsets, valid: src.valid, keep: keep(d.name) }));
   return out;
+}
+
+/** An indexed list as a list column: each list cut to its first `keep` elements, then gathered. */
+export function gatherIndexedList(l: IndexedList): ListColumn {
+  const { offsets, idx } = firstOf(l.offsets, l.idx, l.keep);
+  return { type: 'list', offsets, child: gatherRows(l.dict, idx) as NumericColumn, valid: l.valid };
 }
 
 /**

@@ -339,6 +339,65 @@ function writeSparseIndexed(c: Column, idx: Int32Array, from: number, to: number
   throw new TypeError(`sparse output must be integer, got ${c.type}`);
 }
 
+/** Writes the lengths of rows [from, to) of an indexed list (valid elements of each list's first `keep`); returns their sum. */
+function writeLengthsIndexedList(l: IndexedListSource, from: number, to: number, out: Int32Array, at: number): number {
+  const { offsets, idx, valid, keep } = l;
+  const dv = l.dict.valid;
+  let sum = 0;
+  for (let r = from, o = at; r < to; r++, o++) {
+    if (valid !== null && valid[r] === 0) { out[o] = 0; continue; }
+    const s = offsets[r]!;
+    const e = s + Math.min(keep, offsets[r + 1]! - s);
+    if (dv === null) { sum += out[o] = e - s; continue; }
+    let n = 0;
+    for (let j = s; j < e; j++) n += dv[idx[j]!]!;
+    sum += out[o] = n;
+  }
+  return sum;
+}
+
+/** The ids of rows [from, to) of an indexed list into `dst` words from value index `at`; returns the new index. */
+function writeSparseIndexedList(l: IndexedListSource, from: number, to: number, dst: Uint32Array, at: number): number {
+  const { offsets, idx, valid, keep, dict } = l;
+  if (dict.type !== 'int64' && dict.type !== 'int32') throw new TypeError(`sparse output must be integer, got ${dict.type}`);
+  // Compact ids: branch-free, as in sparseIdxCompact (a null element's write is overwritten).
+  const cd = compactIds(dict);
+  const dv = dict.valid;
+  const wide = dict.type === 'int64' ? int64Words(dict.values) : null;
+  const narrow = dict.type === 'int32' ? dict.values : null;
+  for (let r = from; r < to; r++) {
+    if (valid !== null && valid[r] === 0) continue;
+    const s = offsets[r]!;
+    const e = s + Math.min(keep, offsets[r + 1]! - s);
+    if (cd !== null) {
+      for (let j = s; j < e; j++) {
+        const x = cd[idx[j]!]!;
+        dst[2 * at] = x;
+        dst[2 * at + 1] = 0;
+        at += ~x >>> 31;
+      }
+    } else if (wide !== null) {
+      for (let j = s; j < e; j++) {
+        const x = idx[j]!;
+        if (dv !== null && dv[x] === 0) continue;
+        dst[2 * at] = wide[2 * x]!;
+        dst[2 * at + 1] = wide[2 * x + 1]!;
+        at++;
+      }
+    } else {
+      for (let j = s; j < e; j++) {
+        const x = idx[j]!;
+        if (dv !== null && dv[x] === 0) continue;
+        const v = narrow![x]!;
+        dst[2 * at] = v >>> 0;
+        dst[2 * at + 1] = v < 0 ? 0xffffffff : 0;
+        at++;
+      }
+    }
+  }
+  return at;
+}
+
 /**
  * Ids from a compact dictionary (compactIds). Branch-free: every row writes its id at `at` and
  * advances only when it is not null, so a null row's write is overwritten by the next id, or lands
@@ -420,6 +479,21 @@ export interface PackSource {
    * feature is dict[idx[r]]. Scalar numeric dicts only; a name here takes precedence over `outputs`.
    */
   readonly indexed?: ReadonlyMap<string, { readonly dict: Column; readonly idx: Int32Array }>;
+  /** List outputs not cut or gathered yet (a decode worker's list features): sparse keys only; precedence over `outputs`. */
+  readonly indexedLists?: ReadonlyMap<string, IndexedListSource>;
+}
+
+/**
+ * A list feature as a decode worker computes it (io/fast-parquet.ts IndexedList): valid row r
+ * holds dict[idx[j]] for its first `keep` elements j from offsets[r]; a null dict entry is a null
+ * element. Laid out straight into a pack, it skips the cut list and the gathered ids array.
+ */
+export interface IndexedListSource {
+  readonly dict: Column;
+  readonly idx: Int32Array;
+  readonly offsets: Int32Array;
+  readonly valid: Uint8Array | null;
+  readonly keep: number;
 }
 
 /**
@@ -454,11 +528,15 @@ export function packRows(
       else writeDense(seg.chunk.outputs.get(f.name)!, seg, data, row0, dim, f.offset, f.width);
     }
     // offsets[k + 1] collects key k's value count here; the prefix sum below makes them offsets.
+    const lists = seg.chunk.indexedLists;
     layout.sparseKeys.forEach((key, k) => {
       const ix = ixs?.get(key);
+      const il = lists?.get(key);
       offsets[k + 1] += ix !== undefined
         ? writeLengthsIndexed(ix.dict, ix.idx, seg.from, seg.to, lengths, k * rows + row0)
-        : writeLengths(seg.chunk.outputs.get(key)!, seg.from, seg.to, lengths, k * rows + row0);
+        : il !== undefined
+          ? writeLengthsIndexedList(il, seg.from, seg.to, lengths, k * rows + row0)
+          : writeLengths(seg.chunk.outputs.get(key)!, seg.from, seg.to, lengths, k * rows + row0);
     });
     row0 += seg.to - seg.from;
   }
@@ -469,7 +547,10 @@ export function packRows(
     let at = offsets[k]!;
     for (const seg of segments) {
       const ix = seg.chunk.indexed?.get(key);
-      at = ix !== undefined ? writeSparseIndexed(ix.dict, ix.idx, seg.from, seg.to, words, at) : writeSparse(seg.chunk.outputs.get(key)!, seg.from, seg.to, words, at);
+      const il = seg.chunk.indexedLists?.get(key);
+      at = ix !== undefined
+        ? writeSparseIndexed(ix.dict, ix.idx, seg.from, seg.to, words, at)
+        : il !== undefined ? writeSparseIndexedList(il, seg.from, seg.to, words, at) : writeSparse(seg.chunk.outputs.get(key)!, seg.from, seg.to, words, at);
     }
   });
 
