@@ -360,40 +360,17 @@ function writeLengthsIndexedList(l: IndexedListSource, from: number, to: number,
 function writeSparseIndexedList(l: IndexedListSource, from: number, to: number, dst: Uint32Array, at: number): number {
   const { offsets, idx, valid, keep, dict } = l;
   if (dict.type !== 'int64' && dict.type !== 'int32') throw new TypeError(`sparse output must be integer, got ${dict.type}`);
-  // Compact ids: branch-free, as in sparseIdxCompact (a null element's write is overwritten).
+  // Each valid row's first `keep` element indices are a run of `idx`, written as a scalar
+  // indexed column's rows are.
   const cd = compactIds(dict);
-  const dv = dict.valid;
-  const wide = dict.type === 'int64' ? int64Words(dict.values) : null;
-  const narrow = dict.type === 'int32' ? dict.values : null;
+  const words = dict.type === 'int64' ? int64Words(dict.values) : null;
   for (let r = from; r < to; r++) {
     if (valid !== null && valid[r] === 0) continue;
     const s = offsets[r]!;
     const e = s + Math.min(keep, offsets[r + 1]! - s);
-    if (cd !== null) {
-      for (let j = s; j < e; j++) {
-        const x = cd[idx[j]!]!;
-        dst[2 * at] = x;
-        dst[2 * at + 1] = 0;
-        at += ~x >>> 31;
-      }
-    } else if (wide !== null) {
-      for (let j = s; j < e; j++) {
-        const x = idx[j]!;
-        if (dv !== null && dv[x] === 0) continue;
-        dst[2 * at] = wide[2 * x]!;
-        dst[2 * at + 1] = wide[2 * x + 1]!;
-        at++;
-      }
-    } else {
-      for (let j = s; j < e; j++) {
-        const x = idx[j]!;
-        if (dv !== null && dv[x] === 0) continue;
-        const v = narrow![x]!;
-        dst[2 * at] = v >>> 0;
-        dst[2 * at + 1] = v < 0 ? 0xffffffff : 0;
-        at++;
-      }
-    }
+    if (cd !== null) at = sparseIdxCompact(cd, idx, s, e, dst, at);
+    else if (words !== null) at = sparseIdxWide(words, dict.valid, idx, s, e, dst, at);
+    else at = sparseIdxNarrow(dict.values as Int32Array, dict.valid, idx, s, e, dst, at);
   }
   return at;
 }

@@ -80,6 +80,21 @@ const listTypes = new Map<string, ColumnType>([
 ]);
 const listNames = [...listTypes.keys()];
 
+/**
+ * Runs `p` as a training loop does, releasing each batch (`releases` times) after copying it with
+ * `copy`; `shared` counts the batches whose array `part` lies in shared memory (a pack slot).
+ */
+async function drainReleasing(p: AsyncIterable<Batch>, copy: (b: Batch) => unknown[], part: (b: Batch) => ArrayBufferView, releases = 1): Promise<{ got: unknown[][]; shared: number }> {
+  const got: unknown[][] = [];
+  let shared = 0;
+  for await (const b of p) {
+    got.push(copy(b));
+    if (part(b).buffer instanceof SharedArrayBuffer) shared++;
+    for (let i = 0; i < releases; i++) b.release!();
+  }
+  return { got, shared };
+}
+
 /** Equal values at valid slots and equal validity (floats by bit pattern). */
 function expectSameColumn(got: Column, want: Column, what: string): void {
   expect(got.type, what).toBe(want.type);
@@ -230,13 +245,7 @@ describe('direct Parquet decoder', () => {
     for await (const b of pipeline(plan, { input: file, pack: false })) want.push(copy(b));
     for (const decoders of [1, 2]) {
       const p = pipeline(plan, { input: file, decoders });
-      const got: unknown[][] = [];
-      let inSlots = 0;
-      for await (const b of p) {
-        got.push(copy(b));
-        if (b.sparse.values.buffer instanceof SharedArrayBuffer) inSlots++;
-        b.release!();
-      }
+      const { got, shared: inSlots } = await drainReleasing(p, copy, (b) => b.sparse.values);
       expect(got).toEqual(want);
       expect(p.metrics().packedChunks).toBeGreaterThan(0);
       expect(inSlots, `${decoders} decoder(s): ids in (grown) slots`).toBeGreaterThan(want.length / 2);
@@ -341,14 +350,8 @@ describe('packed chunks (decode workers lay batches out)', () => {
     const copy = (b: Batch): unknown[] => arrays(b).map((a) => (ArrayBuffer.isView(a) ? (a as Float32Array).slice() : a));
     for (const decoders of [1, 2]) {
       const p = pipeline(plan('req', 4), { input: file, decoders });
-      const got: unknown[][] = [];
-      let shared = 0;
-      for await (const b of p) {
-        got.push(copy(b));
-        if (b.dense.data.buffer instanceof SharedArrayBuffer) shared++;
-        b.release!();
-        b.release!(); // a second release gives nothing back twice
-      }
+      // A second release of each batch gives nothing back twice.
+      const { got, shared } = await drainReleasing(p, copy, (b) => b.dense.data, 2);
       const want = (await collect(pipeline(plan('req', 4), { input: file, pack: false }))).map(copy);
       expect(got).toEqual(want);
       expect(p.metrics().recycledPacks, `${decoders} decoder(s): slots were reused`).toBeGreaterThan(0);
