@@ -379,11 +379,11 @@ export class Pipeline implements AsyncIterable<Batch> {
               placement.features[at] = (placement.features[at] ?? 0) + 1;
             }
           }
-          // Every feature pushed into the reader: no backend work is left, so no worker pool is
-          // started; the in-process backend stands in (it is never called).
           // The reader runs the pushed-down ops with the backend's own kernels where it has them
           // (the cpu backend's WebAssembly ones), else with core's reference kernels.
           const kernels = pushdown === null ? null : await readerKernels(spec);
+          // Every feature pushed into the reader: no backend work is left, so no worker pool is
+          // started; the in-process backend stands in (it is never called).
           const target = allInReader(pushdown) ? { name: 'reference' } : spec;
           const backend = await createBackend(pushdown?.plan ?? plan, target, this.fit!);
           if (cancelled) { void backend.dispose(); return; }

@@ -534,28 +534,11 @@ export function decodeDerivedIndexed(
 }
 
 /**
- * decodeDerived for list inputs (see plan/pushdown.ts): a list feature's per-value ops run once
- * per dictionary entry of the list's elements (`apply`, on the dictionary plus a null slot, as for
- * scalars), and the results are gathered by each element's index, keeping each list's first
- * `keep(name)` elements (its firstX ops; Infinity for none). Per-value ops act on each element
- * and firstX only on the lists' lengths, so their order in the chain does not change the result.
- * A derived column whose input has non-dictionary pages, or whose ops fail, is left out, as in
- * decodeDerived.
- */
-export function decodeListDerived(
-  md: FileMetaData, rowGroup: number, derived: readonly DerivedSpec[], types: ReadonlyMap<string, ColumnType>,
-  readAt: ReadAt, zstd: Zstd, apply: (name: string, input: Column) => Column, keep: (name: string) => number,
-): Map<string, ListColumn> {
-  const out = new Map<string, ListColumn>();
-  for (const [name, l] of decodeListDerivedIndexed(md, rowGroup, derived, types, readAt, zstd, apply, keep)) out.set(name, gatherIndexedList(l));
-  return out;
-}
-
-/**
  * A list feature before the gather: the ops' results per dictionary entry of the elements (plus
  * the null slot last), each element's index into them, and the lists as read. Valid row r holds
  * dict[idx[j]] for its first `keep` elements j from offsets[r] (a null entry is a null element).
- * Same shape as stream/batch.ts's IndexedListSource, which packs it without the gather.
+ * Same shape as stream/batch.ts's IndexedListSource, which packs it without a gather;
+ * `gatherIndexedList` makes it a list column.
  */
 export interface IndexedList {
   readonly dict: NumericColumn;
@@ -565,7 +548,14 @@ export interface IndexedList {
   readonly keep: number;
 }
 
-/** decodeListDerived without the cut and the gather, for a consumer that packs batches (see IndexedList). */
+/**
+ * decodeDerivedIndexed for list inputs (see plan/pushdown.ts): a list feature's per-value ops run
+ * once per dictionary entry of the list's elements (`apply`, on the dictionary plus a null slot,
+ * as for scalars); each list keeps its first `keep(name)` elements (its firstX ops; Infinity for
+ * none). Per-value ops act on each element and firstX only on the lists' lengths, so their order
+ * in the chain does not change the result. A derived column whose input has non-dictionary
+ * pages, or whose ops fail, is left out, as in decodeDerived.
+ */
 export function decodeListDerivedIndexed(
   md: FileMetaData, rowGroup: number, derived: readonly DerivedSpec[], types: ReadonlyMap<string, ColumnType>,
   readAt: ReadAt, zstd: Zstd, apply: (name: string, input: Column) => Column, keep: (name: string) => number,

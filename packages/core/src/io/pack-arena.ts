@@ -24,8 +24,8 @@ import type { BatchLayout } from '../stream/batch.js';
  * row-group boundary. The first-touch page faults of that memory cost the main thread ~300 ms of
  * `Buffer#fill` per 50k-row run (CPU profile, 2 decoders). So a pack that did not fit its slot
  * makes the arena `grow`: later slots are that big (with 1/8 to spare), and outgrown ones are let
- * go as they come back. Measured on that run: main-thread CPU 167-190 -> 128-130 ms, the other
- * threads' 1,880-2,157 -> 1,732-1,831 ms, wall median 1,162-1,280 -> 1,050-1,106 ms.
+ * go as they come back. Measured on that run (3 rounds of 7): main-thread CPU 153-209 -> 122-140
+ * ms, the other threads' 1,780-1,846 -> 1,726-1,745 ms, wall median 1,073-1,188 -> 1,055-1,068 ms.
  *
  * A pipeline that ends parks its arena (`park`) for the next pipeline of the same slot size in
  * this process (`PackArena.take`), as the decoder pool parks its warm workers: a pipeline per
@@ -193,7 +193,6 @@ export const DEFAULT_ARENA_BYTES = 256 << 20;
 export const MAX_SLOT_BYTES = DEFAULT_ARENA_BYTES / 2;
 
 const align8 = (n: number): number => (n + 7) & ~7;
-
 
 /**
  * Bytes of a slot for a pack of up to `rows` rows: the dense matrix, lengths, offsets and labels,
