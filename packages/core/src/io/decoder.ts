@@ -61,6 +61,8 @@ interface ReadSpec {
 }
 
 let nextSpecId = 1;
+/** Read specs a pool keeps (a decode worker keeps the last 8 it was sent). */
+const SPECS_KEPT = 4;
 
 // The worker is plain JS beside src/ and dist/ (both two levels below the package root), so the
 // same relative URL works from the TypeScript sources under vitest and from the build.
@@ -131,7 +133,8 @@ export const idleDecoders = (): number => idle.length;
  */
 export class DecoderPool {
   private readonly slots: Slot[] = [];
-  private spec: ReadSpec | null = null;
+  /** Recent read specs, newest last (a split read alternates between its shares' specs). */
+  private readonly specs: ReadSpec[] = [];
   private readonly queue: Task[] = [];
   private nextId = 1;
   private closed = false;
@@ -199,9 +202,9 @@ export class DecoderPool {
     // failure, columns instead of packs, a pack that did not fit).
     const used = new Set<number>();
     const from = [columns.join('\0'), types, derived, pack?.layout, pack?.outputs, pack?.label, batchSize];
-    let spec = this.spec;
-    if (spec === null || spec.from.some((x, i) => x !== from[i])) {
-      spec = this.spec = {
+    let spec = this.specs.find((x) => x.from.every((v, k) => v === from[k]));
+    if (spec === undefined) {
+      spec = {
         id: nextSpecId++, from,
         body: {
           columns: [...columns], batchSize, types: [...types].filter(([n]) => inputs.has(n)),
@@ -210,6 +213,8 @@ export class DecoderPool {
           ...(pack !== undefined ? { pack: { layout: pack.layout, outputs: pack.outputs, label: pack.label } } : {}),
         },
       };
+      this.specs.push(spec);
+      if (this.specs.length > SPECS_KEPT) this.specs.shift();
     }
     try {
       const r = await this.submit({

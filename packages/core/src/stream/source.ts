@@ -177,12 +177,16 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     }
     const inflight: Array<Promise<UnitRead>> = [];
     let next = 0;
+    // Fewer row groups than decoders (a file of one big row group, say): each is read by several
+    // decoders at once, each decoding a share of its columns, instead of leaving decoders idle.
+    const shares = Math.floor(pool.size / Math.max(1, plan.length));
     // The row group being consumed plus `readAhead` more are decoding at any time.
     const issue = (): void => {
       while (inflight.length < readAhead + 1 && next < plan.length) {
         const { w, u, cuts } = plan[next++]!;
         const pack = opts.pack !== undefined && cuts !== null ? { ...opts.pack, cuts } : undefined;
-        const p = readUnit(ds, pool, windows[w]!.units[u]!, names, types, decodeRows, derived, pack);
+        const unit = windows[w]!.units[u]!;
+        const p = shares > 1 ? readUnitShared(ds, pool, unit, names, types, decodeRows, derived, shares) : readUnit(ds, pool, unit, names, types, decodeRows, derived, pack);
         p.catch(() => undefined); // surfaced when awaited, in order
         inflight.push(p);
       }
@@ -253,6 +257,36 @@ interface UnitRead {
   readonly columns: Map<string, Column>;
   /** One pack per chunk cut, when the decoder packed the row group. */
   readonly packs: Pack[] | null;
+}
+
+/**
+ * Decodes one row group with `shares` decoders at once: the columns (with the derived columns
+ * computed from them) dealt out in turn, so each decoder reads about 1/shares of them, and the
+ * results put together. The chunks come as columns, laid out as batches on this thread.
+ */
+async function readUnitShared(
+  ds: Dataset, pool: DecoderPool, unit: Unit, names: string[], types: ReadonlyMap<string, ColumnType>, batchRows: number,
+  derived: readonly DerivedColumn[], shares: number,
+): Promise<UnitRead> {
+  // A column and every derived column computed from it go to one decoder, which reads it once.
+  const byInput = new Map<string, { names: string[]; derived: DerivedColumn[] }>();
+  const group = (c: string): { names: string[]; derived: DerivedColumn[] } => {
+    let g = byInput.get(c);
+    if (g === undefined) byInput.set(c, g = { names: [], derived: [] });
+    return g;
+  };
+  for (const n of names) group(n).names.push(n);
+  for (const d of derived) group(d.input).derived.push(d);
+  const dealt = Array.from({ length: Math.min(shares, byInput.size) }, () => ({ names: [] as string[], derived: [] as DerivedColumn[] }));
+  [...byInput.values()].forEach((g, i) => {
+    const s = dealt[i % dealt.length]!;
+    s.names.push(...g.names);
+    s.derived.push(...g.derived);
+  });
+  const reads = await Promise.all(dealt.map((s) => readUnit(ds, pool, unit, s.names, types, batchRows, s.derived)));
+  const columns = new Map<string, Column>();
+  for (const r of reads) for (const [n, c] of r.columns) columns.set(n, c);
+  return { columns, packs: null };
 }
 
 /** Decodes one row group into one column per requested name (record batches concatenated), or into packed chunks. */

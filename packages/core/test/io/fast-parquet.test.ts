@@ -396,6 +396,34 @@ describe('packed chunks (decode workers lay batches out)', () => {
     expect(third.metrics().recycledPacks).toBeGreaterThan(0);
   });
 
+  it('a file with fewer row groups than decoders: decoders share each row group\'s columns, same batches', async () => {
+    const one: Variant = { name: 'one row group', props: () => new pw.WriterPropertiesBuilder().setMaxRowGroupSize(N).setDataPageSizeLimit(2048).setCompression(pw.Compression.ZSTD).build() };
+    // Two features from `hex` (its decoder reads it once), a raw dense column, and list features.
+    const shared = (): PlanSpec => ({
+      ...plan('req'),
+      features: [
+        ...plan('req').features,
+        { name: 'h2', input: 'hex', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'modulus', m: 7 }] },
+        { name: 'raw', input: 'i32', kind: 'dense' },
+      ],
+    });
+    for (const [file, spec] of [[write(one, table, '-shared'), shared()], [write(one, listTable, '-shared-lists'), {
+      batchSize: 384, backend: { name: 'cpu', workers: 2 },
+      features: [
+        { name: 'a', input: 'l64', kind: 'sparse', ops: [{ op: 'firstX', x: 5 }, { op: 'sigridHash', salt: 7, max: 100000 }] },
+        { name: 'c', input: 'l32', kind: 'sparse', ops: [{ op: 'clamp', min: -100, max: 100 }] },
+        { name: 'd', input: 'lf32', kind: 'sparse', ops: [{ op: 'fillNull', value: -5 }, { op: 'bucketize', borders: [-1, 0, 1, 10, 40] }] },
+      ],
+    } as PlanSpec]] as const) {
+      const want = await collect(pipeline(spec, { input: file, decoders: 1 }));
+      const p = pipeline(spec, { input: file, decoders: 2 });
+      const got = await collect(p);
+      expect(got.map(arrays)).toEqual(want.map(arrays));
+      expect(p.metrics().packedChunks, 'a shared row group comes as columns').toBe(0);
+      expect(p.metrics().pushdown!.computedInPipeline, 'every feature still from the reader').toBe(0);
+    }
+  });
+
   it('falls back to columns where the decoder cannot pack, with the same batches', async () => {
     // Dictionary pages overflow to PLAIN: some row groups' derived columns come raw.
     const file = write(VARIANTS[5]!);
