@@ -133,7 +133,7 @@ export const idleDecoders = (): number => idle.length;
  */
 export class DecoderPool {
   private readonly slots: Slot[] = [];
-  /** Recent read specs, newest last (a split read alternates between its shares' specs). */
+  /** Recent read specs, newest last (row groups read in shares alternate between the shares' specs). */
   private readonly specs: ReadSpec[] = [];
   private readonly queue: Task[] = [];
   private nextId = 1;

@@ -152,6 +152,8 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
   const types = new Map<string, ColumnType>([...derived.map((d): [string, ColumnType] => [d.input, d.feature.inputType]), ...opts.columns]);
   const decodeRows = opts.decodeBatchRows ?? 1 << 20;
 
+  // Shares of the columns, when row groups are fewer than decoders (kept from epoch to epoch).
+  let dealtFor = null as { shares: number; dealt: Share[] } | null;
   for (let epoch = start.epoch; epoch < opts.epochs; epoch++) {
     const windows = epochWindows(ds, epoch, opts);
     const firstWindow = epoch === start.epoch ? start.window : 0;
@@ -180,13 +182,15 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     // Fewer row groups than decoders (a file of one big row group, say): each is read by several
     // decoders at once, each decoding a share of its columns, instead of leaving decoders idle.
     const shares = Math.floor(pool.size / Math.max(1, plan.length));
+    if (shares > 1 && dealtFor?.shares !== shares) dealtFor = { shares, dealt: shareColumns(names, derived, shares) };
+    const dealt = shares > 1 ? dealtFor!.dealt : null;
     // The row group being consumed plus `readAhead` more are decoding at any time.
     const issue = (): void => {
       while (inflight.length < readAhead + 1 && next < plan.length) {
         const { w, u, cuts } = plan[next++]!;
         const pack = opts.pack !== undefined && cuts !== null ? { ...opts.pack, cuts } : undefined;
         const unit = windows[w]!.units[u]!;
-        const p = shares > 1 ? readUnitShared(ds, pool, unit, names, types, decodeRows, derived, shares) : readUnit(ds, pool, unit, names, types, decodeRows, derived, pack);
+        const p = dealt !== null ? readUnitShared(ds, pool, unit, dealt, types, decodeRows) : readUnit(ds, pool, unit, names, types, decodeRows, derived, pack);
         p.catch(() => undefined); // surfaced when awaited, in order
         inflight.push(p);
       }
@@ -259,30 +263,40 @@ interface UnitRead {
   readonly packs: Pack[] | null;
 }
 
+/** One decoder's share of a row group's columns (see `shareColumns`). */
+interface Share {
+  readonly names: string[];
+  readonly derived: DerivedColumn[];
+}
+
 /**
- * Decodes one row group with `shares` decoders at once: the columns (with the derived columns
- * computed from them) dealt out in turn, so each decoder reads about 1/shares of them, and the
- * results put together. The chunks come as columns, laid out as batches on this thread.
+ * The columns (with the derived columns computed from them) dealt out in turn to `shares`
+ * decoders. A column and every derived column computed from it go to one decoder, which reads it
+ * once. The same shares serve every row group, so each decoder's read spec is made once.
  */
-async function readUnitShared(
-  ds: Dataset, pool: DecoderPool, unit: Unit, names: string[], types: ReadonlyMap<string, ColumnType>, batchRows: number,
-  derived: readonly DerivedColumn[], shares: number,
-): Promise<UnitRead> {
-  // A column and every derived column computed from it go to one decoder, which reads it once.
-  const byInput = new Map<string, { names: string[]; derived: DerivedColumn[] }>();
-  const group = (c: string): { names: string[]; derived: DerivedColumn[] } => {
+function shareColumns(names: readonly string[], derived: readonly DerivedColumn[], shares: number): Share[] {
+  const byInput = new Map<string, Share>();
+  const group = (c: string): Share => {
     let g = byInput.get(c);
     if (g === undefined) byInput.set(c, g = { names: [], derived: [] });
     return g;
   };
   for (const n of names) group(n).names.push(n);
   for (const d of derived) group(d.input).derived.push(d);
-  const dealt = Array.from({ length: Math.min(shares, byInput.size) }, () => ({ names: [] as string[], derived: [] as DerivedColumn[] }));
+  const dealt = Array.from({ length: Math.min(shares, byInput.size) }, (): Share => ({ names: [], derived: [] }));
   [...byInput.values()].forEach((g, i) => {
     const s = dealt[i % dealt.length]!;
     s.names.push(...g.names);
     s.derived.push(...g.derived);
   });
+  return dealt;
+}
+
+/**
+ * Decodes one row group with one decoder per share of its columns, at once, and puts the results
+ * together. The chunks come as columns, laid out as batches on this thread.
+ */
+async function readUnitShared(ds: Dataset, pool: DecoderPool, unit: Unit, dealt: readonly Share[], types: ReadonlyMap<string, ColumnType>, batchRows: number): Promise<UnitRead> {
   const reads = await Promise.all(dealt.map((s) => readUnit(ds, pool, unit, s.names, types, batchRows, s.derived)));
   const columns = new Map<string, Column>();
   for (const r of reads) for (const [n, c] of r.columns) columns.set(n, c);
