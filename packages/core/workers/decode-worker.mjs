@@ -17,9 +17,6 @@
 //   in  {id: 0, kind: 'spec', spec, columns, batchSize, types?, derived?, pack?}: what the reads of
 //       a pipeline share (no reply); a read may then say {id, kind: 'read', source, rowGroup, spec,
 //       cuts?, slots?} instead of carrying it all (pack then gets those cuts and slots)
-//   in  ... with share: true -> the reply's columns are in shared memory (a share of a row group)
-//   in  {id, kind: 'pack', source, columns: [[name, Column], ...], pack: {layout, outputs, label, cuts, slots?}}
-//       -> {id, done, packs} laid out as above, or packs: null when they cannot be (see packChunks)
 //   in  {id: 0, kind: 'reset'}: forget every file parquet-wasm opened and every read spec (no
 //       reply); the pool sends it when it parks this worker for reuse by another pool. Parsed
 //       footers stay, checked against the file (statKey) whenever they are used
@@ -34,7 +31,6 @@ import { OPS } from '../dist/ops/index.js';
 import { packRows } from '../dist/stream/batch.js';
 import { pageZstd } from '../dist/io/zstd.js';
 import { isUrl } from '../dist/util/url.js';
-import { copyBytes } from '../dist/util/copy.js';
 
 const files = new Map();
 const footers = new Map();
@@ -137,9 +133,6 @@ function readDirect(msg, fast) {
       columns: [...columns, ...[...indexed].map(([name, d]) => [name, gatherIndexed(d)]), ...[...listed].map(([name, l]) => [name, gatherIndexedList(l)])],
       rest,
     };
-    // A share of a row group (stream/source.ts readUnitShared): its columns go to shared memory,
-    // where the decoders that lay the row group's batches out read them.
-    if (msg.share && out.columns) out.columns = out.columns.map(([name, c]) => [name, toShared(c)]);
     // The packs and gathered columns are new arrays: the row indices can be reused.
     releaseIndexed(indexed.values());
     return out;
@@ -160,22 +153,6 @@ function applyOps(chain, col, fast) {
   const ctx = { features: new Map(), featureTypes: new Map(), column: '' };
   for (const { op, params } of chain) col = fast?.get(op)?.(col, params, ctx) ?? OPS.get(op).apply(col, params, ctx);
   return col;
-}
-
-/** A column with its arrays copied into shared memory (one native memcpy each). */
-function toShared(c) {
-  const sh = (a) => {
-    if (a === null || a.buffer instanceof SharedArrayBuffer) return a;
-    const b = new a.constructor(new SharedArrayBuffer(a.byteLength), 0, a.length);
-    copyBytes(new Uint8Array(b.buffer), 0, new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
-    return b;
-  };
-  switch (c.type) {
-    case 'list': return { type: 'list', offsets: sh(c.offsets), child: toShared(c.child), valid: sh(c.valid) };
-    case 'utf8': return { type: 'utf8', offsets: sh(c.offsets), data: sh(c.data), valid: sh(c.valid) };
-    case 'fixed': return { type: 'fixed', size: c.size, values: sh(c.values), valid: sh(c.valid) };
-    default: return { type: c.type, values: sh(c.values), valid: sh(c.valid) };
-  }
 }
 
 /**
@@ -225,7 +202,7 @@ function packBuffers(packs) {
 function buffersOf(columns) {
   const set = new Set();
   const walk = (c) => {
-    for (const k of ['values', 'valid', 'offsets', 'data']) if (c[k] && !(c[k].buffer instanceof SharedArrayBuffer)) set.add(c[k].buffer);
+    for (const k of ['values', 'valid', 'offsets', 'data']) if (c[k]) set.add(c[k].buffer);
     if (c.child) walk(c.child);
   };
   for (const [, c] of columns) walk(c);
@@ -304,11 +281,6 @@ parentPort.on('message', async (msg) => {
       }
       if (direct !== null) parentPort.postMessage({ id, done: true, columns: direct.columns }, buffersOf(direct.columns));
       else parentPort.postMessage({ id, done: true });
-    } else if (msg.kind === 'pack') {
-      // The second step of a shared row group: lay out some of its chunks from all its columns.
-      const packs = packChunks(msg.pack, msg.columns, new Map(), new Map());
-      if (packs === null) parentPort.postMessage({ id, done: true, packs: null });
-      else parentPort.postMessage({ id, done: true, packs }, packBuffers(packs));
     } else if (msg.kind === 'reset') {
       // Parked for another pool: forget every file parquet-wasm opened (it may change before this
       // worker reads it again). Parsed footers stay: each is checked against the file when used.

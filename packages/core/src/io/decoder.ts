@@ -9,7 +9,6 @@ import type { Column, ColumnType } from '../column.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 import { packBytes, packInSlot, type Pack } from '../stream/batch.js';
 import type { PackRequest } from '../stream/source.js';
-import type { PackArena } from './pack-arena.js';
 
 /** What the footer of a Parquet file tells us. */
 export interface FileMeta {
@@ -189,12 +188,11 @@ export class DecoderPool {
    *
    * With `pack`, a worker that has every feature's output and the label lays rows
    * [cuts[i], cuts[i+1]) out as batch arrays itself and returns those `packs` (and no columns);
-   * otherwise `packs` is null. With `share`, the direct decoder's columns come in shared memory
-   * (for `packRowGroup` in other workers).
+   * otherwise `packs` is null.
    */
   async readRowGroupColumns(
     source: string, rowGroup: number, columns: readonly string[], types: ReadonlyMap<string, ColumnType>, batchSize = 65536, derived: readonly DerivedColumn[] = [],
-    pack?: PackRequest & { readonly cuts: readonly number[] }, share = false,
+    pack?: PackRequest & { readonly cuts: readonly number[] },
   ): Promise<{ columns: Map<string, Column>; ipc: Uint8Array[]; packs: Pack[] | null }> {
     const inputs = new Set([...columns, ...derived.map((d) => d.input)]);
     const arena = pack?.arena;
@@ -220,31 +218,26 @@ export class DecoderPool {
     }
     try {
       const r = await this.submit({
-        kind: 'read', source, rowGroup, spec: spec.id, ...(pack !== undefined ? { cuts: pack.cuts, slots } : {}), ...(share ? { share } : {}),
+        kind: 'read', source, rowGroup, spec: spec.id, ...(pack !== undefined ? { cuts: pack.cuts, slots } : {}),
       }, { source, rowGroup }, spec);
       if (Array.isArray(r)) return { columns: new Map(), ipc: r as Uint8Array[], packs: null };
       const x = r as { columns: Map<string, Column>; ipc: Uint8Array[]; packs?: Array<Pack & { slot?: number }> };
-      return { columns: x.columns, ipc: x.ipc, packs: x.packs === undefined ? null : adoptPacks(x.packs, slots, arena, used) };
-    } finally {
-      for (const [id] of slots) if (!used.has(id)) arena!.give(id);
-    }
-  }
-
-  /**
-   * Lays rows [cuts[i], cuts[i+1]) of a row group out as batch arrays in a decode worker, from
-   * columns already decoded (the second step of a row group read in shares, stream/source.ts:
-   * columns in shared memory are not copied). Null when the worker cannot lay them out (an output
-   * or the label missing, a null label): the caller then does.
-   */
-  async packRowGroup(source: string, rowGroup: number, columns: ReadonlyMap<string, Column>, pack: PackRequest & { readonly cuts: readonly number[] }): Promise<Pack[] | null> {
-    const arena = pack.arena;
-    const slots = arena?.lend(pack.cuts.length - 1) ?? [];
-    const used = new Set<number>();
-    try {
-      const r = await this.submit({
-        kind: 'pack', source, columns: [...columns], pack: { layout: pack.layout, outputs: pack.outputs, label: pack.label, cuts: pack.cuts, slots },
-      }, { source, rowGroup }) as { packs: Array<Pack & { slot?: number }> | null };
-      return r.packs === null ? null : adoptPacks(r.packs, slots, arena, used);
+      const packs = x.packs === undefined || arena === undefined ? x.packs ?? null : x.packs.map((p, i): Pack => {
+        const slot = p.slot ?? -1;
+        if (slot >= 0) used.add(slot);
+        // A pack that outgrew the slot lent for it (list features): later slots hold such packs.
+        const lent = slots[i];
+        if (lent !== undefined && !packInSlot(p, lent[1])) arena.grow(packBytes(p));
+        let given = slot < 0;
+        const release = (byConsumer: boolean): void => {
+          if (byConsumer) arena.activate();
+          if (given) return;
+          given = true;
+          arena.give(slot);
+        };
+        return { rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, release };
+      });
+      return { columns: x.columns, ipc: x.ipc, packs };
     } finally {
       for (const [id] of slots) if (!used.has(id)) arena!.give(id);
     }
@@ -329,29 +322,6 @@ export class DecoderPool {
     this.slots.push(slot);
     return slot;
   }
-}
-
-/**
- * Packs a worker laid out in the slots lent for them (slots[i] for pack i): each gets a `release`
- * that gives its slot back, and `used` the slots that hold a pack. A pack that outgrew its slot
- * (list features) makes the arena grow.
- */
-function adoptPacks(packs: ReadonlyArray<Pack & { slot?: number }>, slots: ReadonlyArray<[number, SharedArrayBuffer]>, arena: PackArena | undefined, used: Set<number>): Pack[] {
-  if (arena === undefined) return [...packs];
-  return packs.map((p, i): Pack => {
-    const slot = p.slot ?? -1;
-    if (slot >= 0) used.add(slot);
-    const lent = slots[i];
-    if (lent !== undefined && !packInSlot(p, lent[1])) arena.grow(packBytes(p));
-    let given = slot < 0;
-    const release = (byConsumer: boolean): void => {
-      if (byConsumer) arena.activate();
-      if (given) return;
-      given = true;
-      arena.give(slot);
-    };
-    return { rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, release };
-  });
 }
 
 function describeFailure(what: Pending['what'], reason: string, crashed = false): InputError {

@@ -37,8 +37,6 @@ export interface Chunk {
   readonly locate: RowLocator;
   /** The chunk's rows laid out as batch arrays by the decode worker (`SourceOptions.pack`); `columns` is then empty. */
   readonly packed?: Pack;
-  /** Its row group was read by several decoders at once (fewer row groups than decoders). */
-  readonly shared?: true;
 }
 
 /**
@@ -192,7 +190,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         const { w, u, cuts } = plan[next++]!;
         const pack = opts.pack !== undefined && cuts !== null ? { ...opts.pack, cuts } : undefined;
         const unit = windows[w]!.units[u]!;
-        const p = dealt !== null ? readUnitShared(ds, pool, unit, dealt, types, decodeRows, pack) : readUnit(ds, pool, unit, names, types, decodeRows, derived, pack);
+        const p = dealt !== null ? readUnitShared(ds, pool, unit, dealt, types, decodeRows) : readUnit(ds, pool, unit, names, types, decodeRows, derived, pack);
         p.catch(() => undefined); // surfaced when awaited, in order
         inflight.push(p);
       }
@@ -208,7 +206,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       for (let u = 0; u < win.units.length; u++) {
         issue();
         throwIfAborted(opts.signal);
-        const { columns: cols, packs, shared } = await inflight.shift()!;
+        const { columns: cols, packs } = await inflight.shift()!;
         const { at, cuts } = plan[entry++]!;
         throwIfAborted(opts.signal);
         if (shuffled) { unitCols.push(cols); continue; }
@@ -222,10 +220,8 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
             const at0 = { epoch, window: w, offset: at + from };
             const last = lastWindow && u === win.units.length - 1 && end === rows;
             const locate: RowLocator = (row) => ({ file: ds.files[unit.file]!.source, rowGroup: unit.rowGroup, row: unit.firstRow + from + row });
-            const chunk: Chunk = packs !== null
-              ? { columns: new Map(), rows: end - from, at: at0, windowRows: win.rows, lastInEpoch: last, locate, packed: packs[i]! }
-              : makeChunk([...cols.keys()], [...cols.values()], from, end, at0, win.rows, last, locate);
-            yield shared ? { ...chunk, shared } : chunk;
+            if (packs !== null) yield { columns: new Map(), rows: end - from, at: at0, windowRows: win.rows, lastInEpoch: last, locate, packed: packs[i]! };
+            else yield makeChunk([...cols.keys()], [...cols.values()], from, end, at0, win.rows, last, locate);
           }
         }
       }
@@ -265,8 +261,6 @@ interface UnitRead {
   readonly columns: Map<string, Column>;
   /** One pack per chunk cut, when the decoder packed the row group. */
   readonly packs: Pack[] | null;
-  /** Read by several decoders at once, each a share of the columns (readUnitShared). */
-  readonly shared?: true;
 }
 
 /** One decoder's share of a row group's columns (see `shareColumns`). */
@@ -299,37 +293,20 @@ function shareColumns(names: readonly string[], derived: readonly DerivedColumn[
 }
 
 /**
- * Decodes one row group with one decoder per share of its columns, at once, and puts the columns
- * together. With `pack`, the decoders then lay the chunks out too, each a run of the cuts, from
- * the columns in shared memory; where they cannot (a null label, say), the chunks come as
- * columns, laid out on this thread.
+ * Decodes one row group with one decoder per share of its columns, at once, and puts the results
+ * together. The chunks come as columns, laid out as batches on this thread.
  */
-async function readUnitShared(
-  ds: Dataset, pool: DecoderPool, unit: Unit, dealt: readonly Share[], types: ReadonlyMap<string, ColumnType>, batchRows: number,
-  pack?: PackRequest & { readonly cuts: readonly number[] },
-): Promise<UnitRead> {
-  const reads = await Promise.all(dealt.map((s) => readUnit(ds, pool, unit, s.names, types, batchRows, s.derived, undefined, pack !== undefined)));
+async function readUnitShared(ds: Dataset, pool: DecoderPool, unit: Unit, dealt: readonly Share[], types: ReadonlyMap<string, ColumnType>, batchRows: number): Promise<UnitRead> {
+  const reads = await Promise.all(dealt.map((s) => readUnit(ds, pool, unit, s.names, types, batchRows, s.derived)));
   const columns = new Map<string, Column>();
   for (const r of reads) for (const [n, c] of r.columns) columns.set(n, c);
-  if (pack === undefined) return { columns, packs: null, shared: true };
-  const n = pack.cuts.length - 1;
-  const groups = Math.max(1, Math.min(dealt.length, n));
-  const runs = Array.from({ length: groups }, (_, g) => pack.cuts.slice(Math.floor((g * n) / groups), Math.floor(((g + 1) * n) / groups) + 1));
-  const source = ds.files[unit.file]!.source;
-  const laid = await Promise.all(runs.map((cuts) => pool.packRowGroup(source, unit.rowGroup, columns, { ...pack, cuts })));
-  const packs = laid.every((l) => l !== null) ? laid.flat() : null;
-  if (packs === null || packs.length !== n || packs.some((p, i) => p.rows !== pack.cuts[i + 1]! - pack.cuts[i]!)) {
-    for (const l of laid) for (const p of l ?? []) p.release?.(false);
-    if (packs !== null) throw new InputError('decoder returned packed chunks that do not match the requested cuts', { file: source, rowGroup: unit.rowGroup });
-    return { columns, packs: null, shared: true };
-  }
-  return { columns: new Map(), packs, shared: true };
+  return { columns, packs: null };
 }
 
 /** Decodes one row group into one column per requested name (record batches concatenated), or into packed chunks. */
 async function readUnit(
   ds: Dataset, pool: DecoderPool, unit: Unit, names: string[], types: ReadonlyMap<string, ColumnType>, batchRows: number,
-  derived: readonly DerivedColumn[] = [], pack?: PackRequest & { readonly cuts: readonly number[] }, share = false,
+  derived: readonly DerivedColumn[] = [], pack?: PackRequest & { readonly cuts: readonly number[] },
 ): Promise<UnitRead> {
   const source = ds.files[unit.file]!.source;
   const where = { file: source, rowGroup: unit.rowGroup };
@@ -339,7 +316,7 @@ async function readUnit(
     if (columnLength(c) !== unit.rows) throw new InputError(`expected ${unit.rows} rows in column "${n}", decoded ${columnLength(c)}`, where);
     return c;
   };
-  const { columns: direct, ipc, packs } = await pool.readRowGroupColumns(source, unit.rowGroup, names, types, Math.max(1, Math.min(batchRows, unit.rows)), derived, pack, share);
+  const { columns: direct, ipc, packs } = await pool.readRowGroupColumns(source, unit.rowGroup, names, types, Math.max(1, Math.min(batchRows, unit.rows)), derived, pack);
   if (packs !== null) {
     if (pack === undefined || packs.length !== pack.cuts.length - 1 || packs.some((p, i) => p.rows !== pack.cuts[i + 1]! - pack.cuts[i]!)) {
       throw new InputError('decoder returned packed chunks that do not match the requested cuts', where);
