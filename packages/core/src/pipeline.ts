@@ -104,6 +104,11 @@ export interface PipelineMetrics {
   /** Chunks that arrived laid out as batch arrays by a decode worker (`PipelineOptions.pack`). */
   packedChunks: number;
   /**
+   * Chunks of row groups read by several decoders at once, each decoding a share of the columns
+   * (a file with fewer row groups than decoders); the main thread lays these out.
+   */
+  sharedChunks: number;
+  /**
    * How many times memory the consumer gave back with `Batch.release()` was handed to a decode
    * worker again (io/pack-arena.ts): about one per batch laid out without allocating. 0 when
    * nothing was released.
@@ -144,7 +149,7 @@ export interface PipelineInfo {
   readonly backend: string;
 }
 
-const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, setupMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null, packedChunks: 0, recycledPacks: 0, optimizer: null, placement: null });
+const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, setupMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null, packedChunks: 0, sharedChunks: 0, recycledPacks: 0, optimizer: null, placement: null });
 
 /**
  * A preprocessing pipeline over Parquet files: iterate it with `for await`, or subscribe to
@@ -453,6 +458,7 @@ export class Pipeline implements AsyncIterable<Batch> {
           };
         };
         const run = async (c: Chunk): Promise<ProcessedChunk> => {
+          if (c.shared) m.sharedChunks++;
           if (c.packed !== undefined) {
             m.pushdown!.computedInReader += pushdown!.derived.length;
             m.packedChunks++;

@@ -37,6 +37,8 @@ export interface Chunk {
   readonly locate: RowLocator;
   /** The chunk's rows laid out as batch arrays by the decode worker (`SourceOptions.pack`); `columns` is then empty. */
   readonly packed?: Pack;
+  /** Its row group was read by several decoders at once (fewer row groups than decoders). */
+  readonly shared?: true;
 }
 
 /**
@@ -203,13 +205,14 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       const skip = epoch === start.epoch && w === start.window ? start.offset : 0;
       const lastWindow = w === windows.length - 1;
       const unitCols: Map<string, Column>[] = [];
+      let windowShared = false;
       for (let u = 0; u < win.units.length; u++) {
         issue();
         throwIfAborted(opts.signal);
-        const { columns: cols, packs } = await inflight.shift()!;
+        const { columns: cols, packs, shared } = await inflight.shift()!;
         const { at, cuts } = plan[entry++]!;
         throwIfAborted(opts.signal);
-        if (shuffled) { unitCols.push(cols); continue; }
+        if (shuffled) { unitCols.push(cols); windowShared ||= shared === true; continue; }
         // Unshuffled: stream the row group as it is, in the chunks cut above.
         const unit = win.units[u]!;
         const rows = unit.rows;
@@ -221,7 +224,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
             const last = lastWindow && u === win.units.length - 1 && end === rows;
             const locate: RowLocator = (row) => ({ file: ds.files[unit.file]!.source, rowGroup: unit.rowGroup, row: unit.firstRow + from + row });
             if (packs !== null) yield { columns: new Map(), rows: end - from, at: at0, windowRows: win.rows, lastInEpoch: last, locate, packed: packs[i]! };
-            else yield makeChunk([...cols.keys()], [...cols.values()], from, end, at0, win.rows, last, locate);
+            else yield { ...makeChunk([...cols.keys()], [...cols.values()], from, end, at0, win.rows, last, locate), ...(shared ? { shared } : {}) };
           }
         }
       }
@@ -244,7 +247,8 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
           const unit = win.units[k]!;
           return { file: ds.files[unit.file]!.source, rowGroup: unit.rowGroup, row: unit.firstRow + orig - starts[k]! };
         };
-        yield makeChunk(names, cols, 0, end - r, { epoch, window: w, offset: r }, win.rows, lastWindow && end === win.rows, locate);
+        const chunk = makeChunk(names, cols, 0, end - r, { epoch, window: w, offset: r }, win.rows, lastWindow && end === win.rows, locate);
+        yield windowShared ? { ...chunk, shared: true } : chunk;
       }
     }
   }
@@ -261,6 +265,8 @@ interface UnitRead {
   readonly columns: Map<string, Column>;
   /** One pack per chunk cut, when the decoder packed the row group. */
   readonly packs: Pack[] | null;
+  /** Read by several decoders at once, each a share of the columns (readUnitShared). */
+  readonly shared?: true;
 }
 
 /** One decoder's share of a row group's columns (see `shareColumns`). */
@@ -300,7 +306,7 @@ async function readUnitShared(ds: Dataset, pool: DecoderPool, unit: Unit, dealt:
   const reads = await Promise.all(dealt.map((s) => readUnit(ds, pool, unit, s.names, types, batchRows, s.derived)));
   const columns = new Map<string, Column>();
   for (const r of reads) for (const [n, c] of r.columns) columns.set(n, c);
-  return { columns, packs: null };
+  return { columns, packs: null, shared: true };
 }
 
 /** Decodes one row group into one column per requested name (record batches concatenated), or into packed chunks. */
