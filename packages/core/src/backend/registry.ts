@@ -67,13 +67,21 @@ export async function loadBackendPackage(name: string): Promise<boolean> {
 }
 
 /**
+ * A name registered here (the user's own `cpu`, say) is kept; otherwise its package, if
+ * installed, registers itself (over core's in-process `cpu`).
+ */
+async function loadUnlessRegistered(name: string): Promise<void> {
+  if (!registered.has(name)) await loadBackendPackage(name);
+}
+
+/**
  * The module of kernels the reader should run a backend's pushed-down ops with (see
  * `BackendRegistration.readerKernels`), or null for core's reference kernels. Loads the backend's
  * package first, as `createBackend` does.
  */
 export async function readerKernels(spec: BackendSpec): Promise<string | null> {
   if (spec.name.includes(',')) return null;
-  if (!registered.has(spec.name)) await loadBackendPackage(spec.name);
+  await loadUnlessRegistered(spec.name);
   return (await registrations.get(spec.name)?.readerKernels?.(spec)) ?? null;
 }
 
@@ -81,9 +89,7 @@ export async function readerKernels(spec: BackendSpec): Promise<string | null> {
 export async function createBackend(plan: TypedPlan, spec: BackendSpec, state: PlanState): Promise<Backend> {
   // A list "cpu,webgpu" is `auto` over those backends.
   if (spec.name.includes(',')) return autoBackend(plan, spec, state);
-  // A name registered here (the user's own `cpu`, say) is kept; otherwise the package, if
-  // installed, registers itself (over core's in-process `cpu`).
-  if (!registered.has(spec.name)) await loadBackendPackage(spec.name);
+  await loadUnlessRegistered(spec.name);
   const factory = registry.get(spec.name);
   if (factory === undefined) {
     throw new PlanError(`unknown backend "${spec.name}" (registered: ${backendNames().join(', ')}; a backend package registers itself when imported)`);

@@ -30,6 +30,7 @@ import { parquetHeader } from 'hyparquet/src/column.js';
 import { snappyUncompress } from 'hyparquet/src/snappy.js';
 import type { ColumnChunk, ColumnMetaData, FileMetaData, PageHeader, SchemaElement } from 'hyparquet/src/types.js';
 import type { Column, ColumnType, ListColumn, NumericColumn, PrimitiveType, ValidMask } from '../column.js';
+import type { IndexedListSource } from '../stream/batch.js';
 
 /**
  * Decompresses `src` into exactly `size` bytes. The result may be a view that the next call
@@ -537,15 +538,11 @@ export function decodeDerivedIndexed(
  * A list feature before the gather: the ops' results per dictionary entry of the elements (plus
  * the null slot last), each element's index into them, and the lists as read. Valid row r holds
  * dict[idx[j]] for its first `keep` elements j from offsets[r] (a null entry is a null element).
- * Same shape as stream/batch.ts's IndexedListSource, which packs it without a gather;
- * `gatherIndexedList` makes it a list column.
+ * stream/batch.ts's IndexedListSource with a numeric dictionary: `packRows` lays it out without a
+ * gather, and `gatherIndexedList` makes it a list column.
  */
-export interface IndexedList {
+export interface IndexedList extends IndexedListSource {
   readonly dict: NumericColumn;
-  readonly idx: Int32Array;
-  readonly offsets: Int32Array;
-  readonly valid: ValidMask;
-  readonly keep: number;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { BatchLayout } from '../stream/batch.js';
+import { align8, type BatchLayout } from '../stream/batch.js';
 
 /**
  * Shared memory that decode workers lay batches out in, reused once the consumer releases a batch
@@ -192,7 +192,6 @@ export const DEFAULT_ARENA_BYTES = 256 << 20;
 /** The largest slot `grow` makes: half the default budget, so that an arena still holds 4 slots within 2x of it. */
 export const MAX_SLOT_BYTES = DEFAULT_ARENA_BYTES / 2;
 
-const align8 = (n: number): number => (n + 7) & ~7;
 
 /**
  * Bytes of a slot for a pack of up to `rows` rows: the dense matrix, lengths, offsets and labels,

@@ -434,7 +434,8 @@ export interface Pack {
   readonly release?: (byConsumer: boolean) => void;
 }
 
-const align8 = (n: number): number => (n + 7) & ~7;
+/** `n` rounded up to a multiple of 8: where `packRows` starts each array of a pack in a slot. */
+export const align8 = (n: number): number => (n + 7) & ~7;
 
 /** Bytes a pack's arrays take in a slot (laid out as `packRows` does), for `PackArena.grow`. */
 export function packBytes(p: Pack): number {
@@ -558,7 +559,7 @@ class SlotLayout {
     const slot = this.slot;
     if (slot !== undefined && this.at + bytes <= slot.byteLength) {
       const offset = this.at;
-      this.at = (this.at + bytes + 7) & ~7;
+      this.at = align8(this.at + bytes);
       this.inSlot = true;
       return { buffer: slot, offset };
     }

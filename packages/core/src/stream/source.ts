@@ -154,8 +154,6 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
   const types = new Map<string, ColumnType>([...derived.map((d): [string, ColumnType] => [d.input, d.feature.inputType]), ...opts.columns]);
   const decodeRows = opts.decodeBatchRows ?? 1 << 20;
 
-  // Shares of the columns, when row groups are fewer than decoders (kept from epoch to epoch).
-  let dealtFor = null as { shares: number; dealt: Share[] } | null;
   for (let epoch = start.epoch; epoch < opts.epochs; epoch++) {
     const windows = epochWindows(ds, epoch, opts);
     const firstWindow = epoch === start.epoch ? start.window : 0;
@@ -184,8 +182,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     // Fewer row groups than decoders (a file of one big row group, say): each is read by several
     // decoders at once, each decoding a share of its columns, instead of leaving decoders idle.
     const shares = Math.floor(pool.size / Math.max(1, plan.length));
-    if (shares > 1 && dealtFor?.shares !== shares) dealtFor = { shares, dealt: shareColumns(names, derived, shares) };
-    const dealt = shares > 1 ? dealtFor!.dealt : null;
+    const dealt = shares > 1 ? shareColumns(names, derived, shares) : null;
     // The row group being consumed plus `readAhead` more are decoding at any time.
     const issue = (): void => {
       while (inflight.length < readAhead + 1 && next < plan.length) {
@@ -278,7 +275,8 @@ interface Share {
 /**
  * The columns (with the derived columns computed from them) dealt out in turn to `shares`
  * decoders. A column and every derived column computed from it go to one decoder, which reads it
- * once. The same shares serve every row group, so each decoder's read spec is made once.
+ * once. The same shares serve every row group of an epoch, so each share's read spec is made once
+ * per epoch.
  */
 function shareColumns(names: readonly string[], derived: readonly DerivedColumn[], shares: number): Share[] {
   const byInput = new Map<string, Share>();
