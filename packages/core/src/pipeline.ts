@@ -109,6 +109,12 @@ export interface PipelineMetrics {
    */
   sharedChunks: number;
   /**
+   * Chunks of row groups read in two parts by rows, by two decoders at once: an epoch's last
+   * row groups, so that the decoders finish together (`PipelineOptions.decoders` > 1, files with
+   * an offset index).
+   */
+  splitChunks: number;
+  /**
    * How many times memory the consumer gave back with `Batch.release()` was handed to a decode
    * worker again (io/pack-arena.ts): about one per batch laid out without allocating. 0 when
    * nothing was released.
@@ -149,7 +155,7 @@ export interface PipelineInfo {
   readonly backend: string;
 }
 
-const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, setupMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null, packedChunks: 0, sharedChunks: 0, recycledPacks: 0, optimizer: null, placement: null });
+const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, setupMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null, packedChunks: 0, sharedChunks: 0, splitChunks: 0, recycledPacks: 0, optimizer: null, placement: null });
 
 /**
  * A preprocessing pipeline over Parquet files: iterate it with `for await`, or subscribe to
@@ -459,6 +465,7 @@ export class Pipeline implements AsyncIterable<Batch> {
         };
         const run = async (c: Chunk): Promise<ProcessedChunk> => {
           if (c.shared) m.sharedChunks++;
+          if (c.split) m.splitChunks++;
           if (c.packed !== undefined) {
             m.pushdown!.computedInReader += pushdown!.derived.length;
             m.packedChunks++;

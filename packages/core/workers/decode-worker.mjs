@@ -4,11 +4,15 @@
 //
 // Protocol (parentPort messages):
 //   in  {id, kind: 'open', source}                                    -> {id, ok, meta}
-//   in  {id, kind: 'read', source, rowGroup, columns, batchSize, types?, derived?, kernels?}
+//       meta.pageStarts (local files): per row group, the rows where a page of every column
+//       starts, from the offset index ([] without one); a read may start and end there
+//   in  {id, kind: 'read', source, rowGroup, columns, batchSize, types?, derived?, kernels?, range?}
 //       -> {id, ipc} per record batch (transferred) of the columns parquet-wasm reads, then
 //          {id, done, columns?: [[name, Column], ...]} with the columns (and derived columns) the
 //          direct decoder (../dist/io/fast-parquet.js) read, when `types` is given and the file is local;
-//          `kernels`: the URL of a module whose FAST_OPS run the derived columns' ops (kernelsFrom)
+//          `kernels`: the URL of a module whose FAST_OPS run the derived columns' ops (kernelsFrom);
+//          `range` {first, rows}: the direct decoder's columns (and packs) hold only those rows of
+//          the row group (page boundaries, flat columns); parquet-wasm's IPC always the whole row group
 //   in  ... with pack: {layout, outputs: [[feature, column], ...], label, cuts, slots?: [[id, SharedArrayBuffer], ...]}
 //       -> {id, done, packs: [Pack & {slot}, ...]} (buffers transferred): rows [cuts[i], cuts[i+1]) laid out
 //          as batch arrays (../dist/stream/batch.js packRows), when the direct decoder produced
@@ -26,6 +30,7 @@ import { parentPort } from 'node:worker_threads';
 import fs from 'node:fs';
 import * as pw from 'parquet-wasm';
 import { parquetMetadata } from 'hyparquet';
+import { readOffsetIndex } from 'hyparquet/src/indexes.js';
 import { decodeDerivedIndexed, decodeFlatRowGroup, decodeListDerivedIndexed, gatherIndexed, gatherIndexedList, releaseIndexed } from '../dist/io/fast-parquet.js';
 import { OPS } from '../dist/ops/index.js';
 import { packRows } from '../dist/stream/batch.js';
@@ -85,6 +90,62 @@ async function kernelsFrom(url) {
 }
 
 /**
+ * The file's footer parsed with hyparquet. It is kept while the file's size, modification time and
+ * inode stay the same (parsing RM1's 49 KB footer takes 4-7 ms, at the start of every pipeline's
+ * first read).
+ */
+function footerOf(fd, source) {
+  const st = fs.fstatSync(fd);
+  const key = statKey(st);
+  let footer = footers.get(source);
+  if (footer === undefined || footer.key !== key) {
+    // The footer is read into fresh memory: the parsed metadata is cached and may keep views of it.
+    const fresh = reader(fd);
+    const len = new DataView(fresh(st.size - 8, 8).buffer).getUint32(0, true);
+    footer = { key, md: parquetMetadata(fresh(st.size - 8 - len, len + 8)) };
+    footers.delete(source);
+    footers.set(source, footer);
+    if (footers.size > 32) footers.delete(footers.keys().next().value);
+  }
+  return footer.md;
+}
+
+/**
+ * Per row group, the rows after the first where a page of every column chunk starts, from the
+ * offset indexes (one read: writers put them together before the footer). A row group with a
+ * chunk that has no offset index, or a file whose indexes do not parse, gets [] (it is read whole).
+ */
+function pageStarts(source) {
+  const fd = fs.openSync(source, 'r');
+  try {
+    const md = footerOf(fd, source);
+    const chunks = md.row_groups.flatMap((rg) => rg.columns);
+    const located = chunks.filter((c) => c.offset_index_offset !== undefined && c.offset_index_length !== undefined);
+    if (located.length === 0) return md.row_groups.map(() => []);
+    const from = Math.min(...located.map((c) => Number(c.offset_index_offset)));
+    const to = Math.max(...located.map((c) => Number(c.offset_index_offset) + c.offset_index_length));
+    // Offset indexes are a few bytes per page; a file whose indexes are scattered is not split.
+    if (to - from > 64 << 20) return md.row_groups.map(() => []);
+    const bytes = reader(fd)(from, to - from);
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    return md.row_groups.map((rg) => {
+      let common = null;
+      for (const c of rg.columns) {
+        if (c.offset_index_offset === undefined) return [];
+        const starts = readOffsetIndex({ view, offset: Number(c.offset_index_offset) - from }).page_locations.map((l) => Number(l.first_row_index));
+        common = common === null ? new Set(starts) : new Set(starts.filter((r) => common.has(r)));
+      }
+      const rows = Number(rg.num_rows);
+      return [...(common ?? [])].filter((r) => r > 0 && r < rows).sort((a, b) => a - b);
+    });
+  } catch {
+    return null;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
  * Decodes with the direct decoder, or returns null when it does not apply or fails (parquet-wasm
  * then decides). `fast`: kernels for derived columns' ops (kernelsFrom), or null.
  */
@@ -95,21 +156,8 @@ function readDirect(msg, fast) {
   try {
     fd = fs.openSync(msg.source, 'r');
     const readAt = reader(fd, true);
-    // The parsed footer is kept while the file's size, modification time and inode stay the same
-    // (parsing RM1's 49 KB footer takes 4-7 ms, at the start of every pipeline's first read).
-    const st = fs.fstatSync(fd);
-    const key = statKey(st);
-    let footer = footers.get(msg.source);
-    if (footer === undefined || footer.key !== key) {
-      // The footer is read into fresh memory: the parsed metadata is cached and may keep views of it.
-      const fresh = reader(fd);
-      const len = new DataView(fresh(st.size - 8, 8).buffer).getUint32(0, true);
-      footer = { key, md: parquetMetadata(fresh(st.size - 8 - len, len + 8)) };
-      footers.delete(msg.source);
-      footers.set(msg.source, footer);
-      if (footers.size > 32) footers.delete(footers.keys().next().value);
-    }
-    const md = footer.md;
+    const md = footerOf(fd, msg.source);
+    const range = msg.range;
     const types = new Map(msg.types);
     const derived = msg.derived ?? [];
     const ops = new Map(derived.map((d) => [d.name, d.ops]));
@@ -117,17 +165,18 @@ function readDirect(msg, fast) {
     // Scalar derived columns stay indexed (ops' results per dictionary entry + row indices) until
     // they are either packed straight into batch arrays or gathered into columns.
     const scalar = derived.filter((d) => !isList(d));
-    const indexed = scalar.length > 0 ? decodeDerivedIndexed(md, msg.rowGroup, scalar, types, readAt, zstd, (name, col) => applyOps(ops.get(name), col, fast)) : new Map();
+    const indexed = scalar.length > 0 ? decodeDerivedIndexed(md, msg.rowGroup, scalar, types, readAt, zstd, (name, col) => applyOps(ops.get(name), col, fast), range) : new Map();
     // List derived columns: the per-value ops on the elements' dictionary, firstX as a cut of
     // each list (plan/pushdown.ts), left indexed too: packed straight from the indices, or cut
     // and gathered into list columns.
     const lists = derived.filter(isList);
+    if (range !== undefined && lists.length > 0) throw new Error('list columns are read by whole row groups only');
     const listed = lists.length > 0
       ? decodeListDerivedIndexed(md, msg.rowGroup, lists, types, readAt, zstd, (name, col) => applyOps(ops.get(name).filter((o) => o.op !== 'firstX'), col, fast), (name) => Math.min(Infinity, ...ops.get(name).filter((o) => o.op === 'firstX').map((o) => o.params.x)))
       : new Map();
     // Raw columns: the ones asked for, and the inputs of derived columns not computed above.
     const raw = [...new Set([...msg.columns, ...derived.filter((d) => !indexed.has(d.name) && !listed.has(d.name)).map((d) => d.input)])];
-    const { columns, rest } = decodeFlatRowGroup(md, msg.rowGroup, raw, types, readAt, zstd);
+    const { columns, rest } = decodeFlatRowGroup(md, msg.rowGroup, raw, types, readAt, zstd, range);
     const packs = msg.pack && rest.length === 0 ? packChunks(msg.pack, columns, indexed, listed) : null;
     const out = packs !== null ? { packs, rest } : {
       columns: [...columns, ...[...indexed].map(([name, d]) => [name, gatherIndexed(d)]), ...[...listed].map(([name, l]) => [name, gatherIndexedList(l)])],
@@ -255,7 +304,7 @@ parentPort.on('message', async (msg) => {
   }
   try {
     if (msg.kind === 'open') {
-      const meta = describe(await open(msg.source));
+      const meta = { ...describe(await open(msg.source)), pageStarts: isUrl(msg.source) ? null : pageStarts(msg.source) };
       parentPort.postMessage({ id, meta }, [meta.schemaIpc.buffer]);
     } else if (msg.kind === 'read') {
       const direct = readDirect(msg, msg.kernels === undefined ? null : await kernelsFrom(msg.kernels));

@@ -6,6 +6,7 @@ import { InputError, SluiceError } from '../errors.js';
 import { isUrl } from '../util/url.js';
 import { workerExecArgv } from '../util/worker-argv.js';
 import type { Column, ColumnType } from '../column.js';
+import type { RowRange } from './fast-parquet.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 import { packBytes, packInSlot, type Pack } from '../stream/batch.js';
 import type { PackRequest } from '../stream/source.js';
@@ -18,6 +19,12 @@ export interface FileMeta {
   readonly numRows: number;
   readonly createdBy: string | null;
   readonly schema: Schema;
+  /**
+   * Per row group, the rows after its first where a page of every column starts (from the file's
+   * offset index; [] for a row group without one): where a read of part of the row group may
+   * start or end. Null when unknown (a URL, or an index that does not parse).
+   */
+  readonly pageStarts: ReadonlyArray<readonly number[]> | null;
 }
 
 interface Pending {
@@ -164,9 +171,11 @@ export class DecoderPool {
       return known;
     }
     const meta = (await this.submit({ kind: 'open', source }, { source })) as {
-      rowGroups: number[]; numRows: number; createdBy: string | null; schemaIpc: Uint8Array;
+      rowGroups: number[]; numRows: number; createdBy: string | null; schemaIpc: Uint8Array; pageStarts?: number[][] | null;
     };
-    const out: FileMeta = { source, rowGroups: meta.rowGroups, numRows: meta.numRows, createdBy: meta.createdBy, schema: tableFromIPC(meta.schemaIpc).schema };
+    const out: FileMeta = {
+      source, rowGroups: meta.rowGroups, numRows: meta.numRows, createdBy: meta.createdBy, schema: tableFromIPC(meta.schemaIpc).schema, pageStarts: meta.pageStarts ?? null,
+    };
     if (key !== null) {
       footerCache.set(key, out);
       if (footerCache.size > FOOTER_CACHE) footerCache.delete(footerCache.keys().next().value!);
@@ -189,10 +198,14 @@ export class DecoderPool {
    * With `pack`, a worker that has every feature's output and the label lays rows
    * [cuts[i], cuts[i+1]) out as batch arrays itself and returns those `packs` (and no columns);
    * otherwise `packs` is null.
+   *
+   * With `range` (page boundaries from `FileMeta.pageStarts`, flat columns), the direct decoder's
+   * columns and the packs hold only those rows (`cuts` count from its first); the IPC buffers,
+   * if any, still hold the whole row group.
    */
   async readRowGroupColumns(
     source: string, rowGroup: number, columns: readonly string[], types: ReadonlyMap<string, ColumnType>, batchSize = 65536, derived: readonly DerivedColumn[] = [],
-    pack?: PackRequest & { readonly cuts: readonly number[] },
+    pack?: PackRequest & { readonly cuts: readonly number[] }, range?: RowRange,
   ): Promise<{ columns: Map<string, Column>; ipc: Uint8Array[]; packs: Pack[] | null }> {
     const inputs = new Set([...columns, ...derived.map((d) => d.input)]);
     const arena = pack?.arena;
@@ -218,7 +231,7 @@ export class DecoderPool {
     }
     try {
       const r = await this.submit({
-        kind: 'read', source, rowGroup, spec: spec.id, ...(pack !== undefined ? { cuts: pack.cuts, slots } : {}),
+        kind: 'read', source, rowGroup, spec: spec.id, ...(pack !== undefined ? { cuts: pack.cuts, slots } : {}), ...(range !== undefined ? { range } : {}),
       }, { source, rowGroup }, spec);
       if (Array.isArray(r)) return { columns: new Map(), ipc: r as Uint8Array[], packs: null };
       const x = r as { columns: Map<string, Column>; ipc: Uint8Array[]; packs?: Array<Pack & { slot?: number }> };

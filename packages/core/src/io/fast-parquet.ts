@@ -46,6 +46,27 @@ export type Zstd = (src: Uint8Array, size: number) => Uint8Array;
  */
 export type ReadAt = (offset: number, length: number) => Uint8Array;
 
+/**
+ * Rows [first, first + rows) of a row group: what one decoder reads when a row group is split
+ * between decoders (stream/source.ts). Both ends must be page boundaries of every column read
+ * (the offset index says where pages start): pages before `first` are skipped without being
+ * decompressed, and a page that straddles either end is refused. Flat columns only.
+ */
+export interface RowRange {
+  readonly first: number;
+  readonly rows: number;
+}
+
+/** The rows a read covers: all of row group `rg` (`range` absent), or the range, checked against it. */
+function rowsOf(rg: FileMetaData['row_groups'][number], range: RowRange | undefined): { first: number; rows: number } {
+  const all = Number(rg.num_rows);
+  if (range === undefined) return { first: 0, rows: all };
+  if (!Number.isInteger(range.first) || !Number.isInteger(range.rows) || range.first < 0 || range.rows < 1 || range.first + range.rows > all) {
+    throw new Error(`rows ${range.first}..${range.first + range.rows} are not within the row group's ${all} rows`);
+  }
+  return range;
+}
+
 const PHYSICAL: Record<string, PrimitiveType> = { INT32: 'int32', INT64: 'int64', FLOAT: 'float32', DOUBLE: 'float64', BYTE_ARRAY: 'utf8' };
 
 /** Whether a top-level schema element decodes to exactly `type` the way the Arrow reader would type it. */
@@ -66,17 +87,18 @@ function supported(el: SchemaElement | undefined, type: ColumnType): boolean {
  * Arrow schema gave.
  */
 export function decodeFlatRowGroup(
-  md: FileMetaData, rowGroup: number, names: readonly string[], types: ReadonlyMap<string, ColumnType>, readAt: ReadAt, zstd: Zstd,
+  md: FileMetaData, rowGroup: number, names: readonly string[], types: ReadonlyMap<string, ColumnType>, readAt: ReadAt, zstd: Zstd, range?: RowRange,
 ): { columns: Map<string, Column>; rest: string[] } {
   const rg = md.row_groups[rowGroup];
   if (rg === undefined) throw new Error(`row group ${rowGroup} does not exist (the file has ${md.row_groups.length})`);
-  const rows = Number(rg.num_rows);
+  const { first, rows } = rowsOf(rg, range);
   const columns = new Map<string, Column>();
   const rest: string[] = [];
   for (const name of names) {
     const c = readable(md, rg, name, types);
-    if (c !== null) { columns.set(name, decodeChunk(c.chunk, c.el, c.type, rows, readAt, zstd)); continue; }
+    if (c !== null) { columns.set(name, decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, null, first).column!); continue; }
     const l = readableList(md, rg, name, types);
+    if (l !== null && range !== undefined) throw new Error(`column ${name}: a list column is read by whole row groups only`);
     if (l !== null) columns.set(name, decodeListChunk(l, rows, readAt, zstd));
     else rest.push(name);
   }
@@ -193,16 +215,20 @@ function chunkPages(m: ColumnMetaData, readAt: ReadAt): () => { h: PageHeader; b
   };
 }
 
-function decodeChunk(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveType, rows: number, readAt: ReadAt, zstd: Zstd): Column {
-  return decodeChunkInto(chunk, el, type, rows, readAt, zstd, null).column!;
-}
-
 /**
- * Decodes a column chunk. With `rowIdx`, dictionary pages are not expanded: rowIdx[i] gets row i's
- * dictionary index (the dictionary's size for null) and the dictionary comes back instead of the column.
+ * Decodes `rows` rows of a column chunk from row `first` (a page boundary; see RowRange). With
+ * `rowIdx`, dictionary pages are not expanded: rowIdx[i] gets row i's dictionary index (the
+ * dictionary's size for null) and the dictionary comes back instead of the column.
  */
-function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveType, rows: number, readAt: ReadAt, zstd: Zstd, rowIdx: Int32Array | null): { column?: Column; dict?: Dict } {
+function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveType, rows: number, readAt: ReadAt, zstd: Zstd, rowIdx: Int32Array | null, first = 0): { column?: Column; dict?: Dict } {
   const m = chunk.meta_data!;
+  /** Rows still to pass over before the range starts: whole pages, never decompressed. */
+  let skip = first;
+  const skipPage = (n: number): void => {
+    if (n > skip) throw new Error(`column ${m.path_in_schema[0]}: a page spans row ${first}, where this read starts (not a page boundary)`);
+    skip -= n;
+  };
+  const tooMany = (): Error => new Error(`column ${m.path_in_schema[0]}: pages hold more values than the ${rows} rows read from row ${first} of the row group`);
   const nextPage = chunkPages(m, readAt);
   const optional = el.repetition_type === 'OPTIONAL';
   // In indices mode validity is only read page by page (see `indices`): a reused scratch array.
@@ -230,7 +256,8 @@ function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveT
     } else if (h.type === 'DATA_PAGE') {
       const d = h.data_page_header!;
       const n = d.num_values;
-      if (at + n > rows) throw new Error(`column ${m.path_in_schema[0]}: pages hold more values than the row group's ${rows} rows`);
+      if (skip > 0) { skipPage(n); continue; }
+      if (at + n > rows) throw tooMany();
       const page = decompress(body, h.uncompressed_page_size, m.codec, zstd);
       let p = 0;
       let present = n;
@@ -248,7 +275,8 @@ function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveT
       const d = h.data_page_header_v2!;
       const n = d.num_values;
       if (d.num_rows !== n) throw new Error(`column ${m.path_in_schema[0]}: a flat column's v2 page has ${n} values for ${d.num_rows} rows`);
-      if (at + n > rows) throw new Error(`column ${m.path_in_schema[0]}: pages hold more values than the row group's ${rows} rows`);
+      if (skip > 0) { skipPage(n); continue; }
+      if (at + n > rows) throw tooMany();
       const levelBytes = d.repetition_levels_byte_length + d.definition_levels_byte_length;
       let present = n;
       if (optional) {
@@ -521,14 +549,15 @@ export interface IndexedColumn {
 /** decodeDerived without the final gather, for a consumer that gathers on its own (packing a batch). */
 export function decodeDerivedIndexed(
   md: FileMetaData, rowGroup: number, derived: readonly DerivedSpec[], types: ReadonlyMap<string, ColumnType>,
-  readAt: ReadAt, zstd: Zstd, apply: (name: string, input: Column) => Column,
+  readAt: ReadAt, zstd: Zstd, apply: (name: string, input: Column) => Column, range?: RowRange,
 ): Map<string, IndexedColumn> {
   const out = new Map<string, IndexedColumn>();
-  eachOnDictionary(md, rowGroup, derived, (input, rg, rows) => {
+  eachOnDictionary(md, rowGroup, derived, (input, rg) => {
     const c = readable(md, rg, input, types);
     if (c === null) return null;
+    const { first, rows } = rowsOf(rg, range);
     const idx = takeIdx(rows);
-    const { dict } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx);
+    const { dict } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx, first);
     return { dict: dictColumn(dict!), idx };
   }, apply, (d, src, res) => out.set(d.name, { dict: res, idx: src.idx }));
   return out;
