@@ -150,6 +150,13 @@ function throwIfAborted(signal?: AbortSignal): void {
 }
 
 /**
+ * One read of an epoch's plan: unit `u` of window `w`, whose first row is row `at` of the window;
+ * its chunk cuts (row-group-relative; null when a resumed run skips it all); and `range`, when it
+ * is a part of the row group split by rows (see `SourceOptions.splitTail`).
+ */
+interface PlanEntry { readonly w: number; readonly u: number; readonly at: number; readonly cuts: number[] | null; readonly range?: RowRange }
+
+/**
  * Reads chunks in output order from a cursor onward. Pull-based: nothing is decoded beyond
  * `readAhead` row groups past what the consumer has taken.
  *
@@ -172,9 +179,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     // are known up front (the workers need them to pack chunks); skipped rows of a resumed window
     // give no chunks.
     const shuffled = opts.shuffle !== null;
-    // `at`: the row group's first row within its window.
-    // `range`: a part of a row group split by rows (see `splitTail`); cuts stay row-group-relative.
-    const plan: Array<{ w: number; u: number; at: number; cuts: number[] | null; range?: RowRange }> = [];
+    const plan: PlanEntry[] = [];
     let emitted = 0;
     for (let w = firstWindow; w < windows.length; w++) {
       const skip = epoch === start.epoch && w === start.window ? start.offset : 0;
@@ -327,7 +332,7 @@ function shareColumns(names: readonly string[], derived: readonly DerivedColumn[
  * evenly are not split: a part repeats its row group's dictionary work, which on 10 RM1 row
  * groups and 2 decoders cost more (best 362-385 ms against 348-365) than the shorter tail gave.
  */
-function splitTail(plan: Array<{ w: number; u: number; at: number; cuts: number[] | null; range?: RowRange }>, unitOf: (e: { w: number; u: number }) => Unit, ds: Dataset, decoders: number): void {
+function splitTail(plan: PlanEntry[], unitOf: (e: PlanEntry) => Unit, ds: Dataset, decoders: number): void {
   const leftover = plan.length % decoders;
   for (let k = plan.length - leftover; k < plan.length; k++) {
     const e = plan[k]!;
