@@ -109,9 +109,9 @@ export interface PipelineMetrics {
    */
   sharedChunks: number;
   /**
-   * Chunks of row groups read in two parts by rows, by two decoders at once: an epoch's last
-   * row groups, so that the decoders finish together (`PipelineOptions.decoders` > 1, files with
-   * an offset index).
+   * Chunks of row groups read in two parts by rows, by two decoders at once: the row groups left
+   * over when an epoch's do not deal out evenly among the decoders (`PipelineOptions.decoders` > 1,
+   * files with an offset index).
    */
   splitChunks: number;
   /**

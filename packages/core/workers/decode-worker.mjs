@@ -4,8 +4,9 @@
 //
 // Protocol (parentPort messages):
 //   in  {id, kind: 'open', source}                                    -> {id, ok, meta}
-//       meta.pageStarts (local files): per row group, the rows where a page of every column
-//       starts, from the offset index ([] without one); a read may start and end there
+//   in  {id, kind: 'pages', source, rowGroup}                         -> {id, meta: rows}
+//       the rows after the first where a page of every column of the row group starts, from the
+//       offset index ([] without one, or for a URL): a read may start and end there
 //   in  {id, kind: 'read', source, rowGroup, columns, batchSize, types?, derived?, kernels?, range?}
 //       -> {id, ipc} per record batch (transferred) of the columns parquet-wasm reads, then
 //          {id, done, columns?: [[name, Column], ...]} with the columns (and derived columns) the
@@ -111,35 +112,31 @@ function footerOf(fd, source) {
 }
 
 /**
- * Per row group, the rows after the first where a page of every column chunk starts, from the
- * offset indexes (one read: writers put them together before the footer). A row group with a
- * chunk that has no offset index, or a file whose indexes do not parse, gets [] (it is read whole).
+ * The rows after the first where a page of every column chunk of a row group starts, from the
+ * chunks' offset indexes (one read: writers put them together). [] when a chunk has no offset
+ * index or they do not parse (the row group is then read whole).
  */
-function pageStarts(source) {
+function pageStarts(source, rowGroup) {
+  if (isUrl(source)) return [];
   const fd = fs.openSync(source, 'r');
   try {
-    const md = footerOf(fd, source);
-    const chunks = md.row_groups.flatMap((rg) => rg.columns);
-    const located = chunks.filter((c) => c.offset_index_offset !== undefined && c.offset_index_length !== undefined);
-    if (located.length === 0) return md.row_groups.map(() => []);
-    const from = Math.min(...located.map((c) => Number(c.offset_index_offset)));
-    const to = Math.max(...located.map((c) => Number(c.offset_index_offset) + c.offset_index_length));
-    // Offset indexes are a few bytes per page; a file whose indexes are scattered is not split.
-    if (to - from > 64 << 20) return md.row_groups.map(() => []);
+    const rg = footerOf(fd, source).row_groups[rowGroup];
+    if (rg === undefined || rg.columns.some((c) => c.offset_index_offset === undefined || c.offset_index_length === undefined)) return [];
+    const from = Math.min(...rg.columns.map((c) => Number(c.offset_index_offset)));
+    const to = Math.max(...rg.columns.map((c) => Number(c.offset_index_offset) + c.offset_index_length));
+    // Offset indexes are a few bytes per page; a row group whose indexes are scattered is not split.
+    if (to - from > 16 << 20) return [];
     const bytes = reader(fd)(from, to - from);
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    return md.row_groups.map((rg) => {
-      let common = null;
-      for (const c of rg.columns) {
-        if (c.offset_index_offset === undefined) return [];
-        const starts = readOffsetIndex({ view, offset: Number(c.offset_index_offset) - from }).page_locations.map((l) => Number(l.first_row_index));
-        common = common === null ? new Set(starts) : new Set(starts.filter((r) => common.has(r)));
-      }
-      const rows = Number(rg.num_rows);
-      return [...(common ?? [])].filter((r) => r > 0 && r < rows).sort((a, b) => a - b);
-    });
+    let common = null;
+    for (const c of rg.columns) {
+      const starts = readOffsetIndex({ view, offset: Number(c.offset_index_offset) - from }).page_locations.map((l) => Number(l.first_row_index));
+      common = common === null ? new Set(starts) : new Set(starts.filter((r) => common.has(r)));
+    }
+    const rows = Number(rg.num_rows);
+    return [...(common ?? [])].filter((r) => r > 0 && r < rows).sort((a, b) => a - b);
   } catch {
-    return null;
+    return [];
   } finally {
     fs.closeSync(fd);
   }
@@ -304,8 +301,10 @@ parentPort.on('message', async (msg) => {
   }
   try {
     if (msg.kind === 'open') {
-      const meta = { ...describe(await open(msg.source)), pageStarts: isUrl(msg.source) ? null : pageStarts(msg.source) };
+      const meta = describe(await open(msg.source));
       parentPort.postMessage({ id, meta }, [meta.schemaIpc.buffer]);
+    } else if (msg.kind === 'pages') {
+      parentPort.postMessage({ id, meta: pageStarts(msg.source, msg.rowGroup) });
     } else if (msg.kind === 'read') {
       const direct = readDirect(msg, msg.kernels === undefined ? null : await kernelsFrom(msg.kernels));
       // What the direct decoder left (all of it when it does not apply) goes to parquet-wasm,

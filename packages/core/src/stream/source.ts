@@ -201,7 +201,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     const shares = Math.floor(pool.size / Math.max(1, plan.length));
     const dealt = shares > 1 ? shareColumns(names, derived, shares) : null;
     if (dealt === null && !shuffled && pool.size > 1 && opts.splitTail !== false && [...types.values()].every((t) => t.kind !== 'list')) {
-      splitTail(plan, (e) => windows[e.w]!.units[e.u]!, ds, pool.size);
+      await splitTail(plan, (e) => windows[e.w]!.units[e.u]!, ds, pool);
     }
     // The row group being consumed plus `readAhead` more are decoding at any time.
     const issue = (): void => {
@@ -326,20 +326,20 @@ function shareColumns(names: readonly string[], derived: readonly DerivedColumn[
 
 /**
  * Splits each of the plan's last (reads mod `decoders`) row-group reads in two by rows (see
- * `SourceOptions.splitTail`): at the page start common to every column (`FileMeta.pageStarts`)
+ * `SourceOptions.splitTail`): at the page start common to every column (`DecoderPool.pageStarts`)
  * nearest the middle of the rows it emits, keeping both parts' chunk cuts, so the chunks and
  * batches stay the same. A read without such a page start stays whole. Row groups that deal out
  * evenly are not split: a part repeats its row group's dictionary work, which on 10 RM1 row
  * groups and 2 decoders cost more (best 362-385 ms against 348-365) than the shorter tail gave.
  */
-function splitTail(plan: PlanEntry[], unitOf: (e: PlanEntry) => Unit, ds: Dataset, decoders: number): void {
-  const leftover = plan.length % decoders;
+async function splitTail(plan: PlanEntry[], unitOf: (e: PlanEntry) => Unit, ds: Dataset, pool: DecoderPool): Promise<void> {
+  const leftover = plan.length % pool.size;
   for (let k = plan.length - leftover; k < plan.length; k++) {
     const e = plan[k]!;
     if (e.cuts === null) continue;
     const unit = unitOf(e);
     const from = e.cuts[0]!;
-    const starts = (ds.files[unit.file]!.pageStarts?.[unit.rowGroup] ?? []).filter((r) => r > from && r < unit.rows);
+    const starts = (await pool.pageStarts(ds.files[unit.file]!.source, unit.rowGroup)).filter((r) => r > from && r < unit.rows);
     if (starts.length === 0) continue;
     const mid = (from + unit.rows) / 2;
     const m = starts.reduce((best, r) => (Math.abs(r - mid) < Math.abs(best - mid) ? r : best));
