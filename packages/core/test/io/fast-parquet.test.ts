@@ -118,6 +118,34 @@ function expectSameColumn(got: Column, want: Column, what: string): void {
   }
 }
 
+/** expectSameColumn / expectSameList as one quick true or false. */
+function sameColumn(a: Column, b: Column): boolean {
+  if (a.type !== b.type) return false;
+  const valid = (c: Column, i: number): boolean => c.valid === null || c.valid[i] === 1;
+  if (a.type === 'list' && b.type === 'list') {
+    if (a.offsets.length !== b.offsets.length || a.offsets.some((x, i) => x !== b.offsets[i])) return false;
+    for (let i = 0; i + 1 < a.offsets.length; i++) if (valid(a, i) !== valid(b, i)) return false;
+    return (a.child.valid === null) === (b.child.valid === null) && sameColumn(a.child, b.child);
+  }
+  if (a.type === 'utf8' && b.type === 'utf8') {
+    if (a.offsets.length !== b.offsets.length) return false;
+    for (let i = 0; i + 1 < a.offsets.length; i++) {
+      if (valid(a, i) !== valid(b, i)) return false;
+      if (valid(a, i) && Buffer.compare(a.data.subarray(a.offsets[i]!, a.offsets[i + 1]!), b.data.subarray(b.offsets[i]!, b.offsets[i + 1]!)) !== 0) return false;
+    }
+    return true;
+  }
+  const x = (a as { values: ArrayLike<number | bigint> }).values;
+  const y = (b as { values: ArrayLike<number | bigint> }).values;
+  if (x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) {
+    if (valid(a, i) !== valid(b, i)) return false;
+    // Floats by value, with NaN equal to NaN and -0 apart from 0 (as expectSameColumn).
+    if (valid(a, i) && !Object.is(x[i], y[i])) return false;
+  }
+  return true;
+}
+
 /** Equal offsets and list validity, and equal children (expectSameColumn). */
 function expectSameList(got: Column, want: Column, what: string): void {
   expect(got.type, what).toBe('list');
@@ -449,6 +477,71 @@ describe('packed chunks (decode workers lay batches out)', () => {
     // i32 is null at rows 0, 9, 18, ...: the first row group cannot be packed.
     await expect(collect(pipeline(plan('i32'), { input: file }))).rejects.toThrow(/row group 0, row 0: label is null/);
   });
+});
+
+// Seeded damage inside the column chunks of files the direct decoder reads, checked against
+// parquet-wasm as the oracle: the direct decoder must never return a column from a row group
+// that parquet-wasm refuses, must return the same values when both read it, and must fail with
+// the file and row group when neither can. (Parquet pages written without checksums can be
+// damaged into other valid data; both readers then agree on that data, which is all a reader can
+// promise.)
+describe('damaged files', () => {
+  const CASES = 12;
+  for (const [v, t, tag, cols, colTypes] of [
+    ...VARIANTS.map((v) => [v, table, '', names, types] as const),
+    ...[VARIANTS[0]!, VARIANTS[3]!].map((v) => [v, listTable, '-lists', listNames, listTypes] as const),
+  ]) {
+    it(`agrees with parquet-wasm on ${CASES} damaged copies: ${v.name}${tag}`, async () => {
+      const clean = readFileSync(write(v, t, tag));
+      const md = parquetMetadata(clean.buffer.slice(clean.byteOffset, clean.byteOffset + clean.byteLength));
+      const chunks = md.row_groups.flatMap((g) => g.columns.map((c) => c.meta_data!));
+      let s = 0x9e3779b9 ^ clean.length;
+      const rnd = (k: number): number => { s = (Math.imul(s, 1664525) + 1013904223) >>> 0; return s % k; };
+      const outcomes = { agreed: 0, bothRefused: 0 };
+      for (let c = 0; c < CASES; c++) {
+        const bytes = Buffer.from(clean);
+        // Somewhere in one column chunk: its page headers, dictionary or data.
+        const chunk = chunks[rnd(chunks.length)]!;
+        const start = Number(chunk.dictionary_page_offset ?? chunk.data_page_offset);
+        const at = start + rnd(Number(chunk.total_compressed_size));
+        const kind = c % 3;
+        if (kind === 0) bytes[at] = bytes[at]! ^ (1 << rnd(8));
+        else if (kind === 1) for (let i = 0; i < 8; i++) bytes[at + i] = rnd(256);
+        else bytes.fill(0, at, at + 32);
+        const file = join(dir, `damaged-${v.name.replace(/[^a-z0-9]+/g, '-')}${tag}-${c}.parquet`);
+        writeFileSync(file, bytes);
+        for (let rg = 0; rg < md.row_groups.length; rg++) {
+          const what = `case ${c} (byte ${at}), row group ${rg}`;
+          const direct = await pool.readRowGroupColumns(file, rg, cols, colTypes).catch((e: Error) => e);
+          const oracle = await pool.readRowGroup(file, rg, cols).then((b) => b.map((x) => tableFromIPC(x)), (e: Error) => e);
+          if (oracle instanceof Error) {
+            expect(direct, `${what}: parquet-wasm refuses it, so must the direct decoder`).toBeInstanceOf(Error);
+            expect(String(direct), what).toContain(`row group ${rg}`);
+            expect(String(direct), what).toContain(file);
+            outcomes.bothRefused++;
+            continue;
+          }
+          if (direct instanceof Error) {
+            // The direct decoder's refusals fall back to parquet-wasm, which read it above.
+            throw new Error(`${what}: parquet-wasm reads it, the pool refused it: ${direct.message}`);
+          }
+          const want = oracle.length === 1 ? oracle[0]! : new Table(oracle.flatMap((x) => x.batches));
+          for (const [n, col] of direct.columns) {
+            const w = columnFromVector(want.getChild(n)!, colTypes.get(n)!);
+            // A quick check first; the per-value expectations only to say where they differ.
+            if (sameColumn(col, w)) continue;
+            if (col.type === 'list') expectSameList(col, w, `${what}, ${n}`);
+            else expectSameColumn(col, w, `${what}, ${n}`);
+            throw new Error(`${what}, ${n}: the columns differ`);
+          }
+          outcomes.agreed++;
+        }
+      }
+      // Both outcomes occur, so neither branch above goes untested.
+      expect(outcomes.bothRefused, JSON.stringify(outcomes)).toBeGreaterThan(0);
+      expect(outcomes.agreed, JSON.stringify(outcomes)).toBeGreaterThan(0);
+    });
+  }
 });
 
 /** Encodes values with the RLE / bit-packed hybrid: runs of >= 8 equal values as RLE, the rest bit-packed. */
