@@ -1,11 +1,14 @@
+import type { IteratorState } from '../pipeline.js';
 import type { Batch } from '../stream/batch.js';
 import { TransportError } from './types.js';
 
 /**
  * A batch on the wire, as a gather list (no copy of the arrays):
  * [u32 magic][u32 header bytes][header JSON][pad to 8] then dense f32, lengths i32, offsets i32,
- * values i64 and labels f32, each starting on an 8-byte boundary. The end of a stream is a
- * header-only message `{ end: true, batches }`.
+ * values i64 and labels f32, each starting on an 8-byte boundary. The header may carry `resume`,
+ * the pipeline state after the batch (where a run resumed from it starts). The end of a stream is
+ * a header-only message `{ end: true, batches }`; a sender whose source failed says so with a
+ * header-only `{ error }`.
  */
 const MAGIC = 0x31424c53; // "SLB1"
 const ZEROS = new Uint8Array(8);
@@ -23,6 +26,8 @@ interface Header {
   nnz: number;
   labels: boolean;
   cursor: Batch['end'];
+  resume?: IteratorState;
+  error?: string;
 }
 
 const pad8 = (n: number): number => (8 - (n % 8)) % 8;
@@ -38,11 +43,12 @@ function prefix(header: object): Uint8Array[] {
   return [head];
 }
 
-/** A batch as a gather list for `postSend`. */
-export function encodeBatch(b: Batch): Uint8Array[] {
+/** A batch as a gather list for `postSend`; `resume`: the pipeline state after it, if known. */
+export function encodeBatch(b: Batch, resume?: IteratorState): Uint8Array[] {
   const header: Header = {
     seq: b.seq, epoch: b.epoch, rows: b.rows, dim: b.dense.dim, names: b.dense.names, features: b.dense.features,
     keys: b.sparse.keys, nnz: b.sparse.values.length, labels: b.labels !== null, cursor: b.end,
+    ...(resume !== undefined ? { resume } : {}),
   };
   const out = prefix(header);
   const arrays: ArrayBufferView[] = [b.dense.data, b.sparse.lengths, b.sparse.offsets, b.sparse.values];
@@ -58,6 +64,30 @@ export function encodeBatch(b: Batch): Uint8Array[] {
 /** The end-of-stream message. */
 export function encodeEnd(batches: number): Uint8Array[] {
   return prefix({ end: true, batches });
+}
+
+/** A trainer's first message on a feed connection: where it wants the batches to start (null: the beginning). */
+export function encodeHello(resume: IteratorState | null): Uint8Array[] {
+  return prefix({ hello: 1, resume });
+}
+
+/** The resume state of a hello message (null: from the beginning); throws on anything else. */
+export function decodeHello(data: readonly Uint8Array[]): IteratorState | null {
+  const h = readHeader(data) as { hello?: unknown; resume?: unknown };
+  if (h.hello !== 1) throw new TransportError('the trainer did not start with a feed hello (is it connectFeed?)');
+  const r = h.resume;
+  if (r === null || r === undefined) return null;
+  const s = r as Record<string, unknown>;
+  const int = (k: string): boolean => Number.isSafeInteger(s[k]) && (s[k] as number) >= 0;
+  if (typeof r !== 'object' || s.version !== 1 || !['epoch', 'window', 'offset', 'seq'].every(int) || typeof s.fingerprint !== 'string' || !(s.seed === null || Number.isSafeInteger(s.seed))) {
+    throw new TransportError(`the trainer's resume state is malformed: ${JSON.stringify(r).slice(0, 200)}`);
+  }
+  return r as IteratorState;
+}
+
+/** The message a sender whose batches failed sends instead of the end of the stream. */
+export function encodeError(message: string): Uint8Array[] {
+  return prefix({ error: message });
 }
 
 /** Bytes `[offset, offset+length)` of a gather list: a view when it lies in one piece, else a copy. */
@@ -93,17 +123,44 @@ function view<T>(C: Ctor<T>, bytes: Uint8Array, copy: boolean): T {
   return new C(own.buffer, 0, n);
 }
 
+function headerBytes(data: readonly Uint8Array[]): number {
+  const p = slice(data, 0, 8);
+  const v = new DataView(p.buffer, p.byteOffset, 8);
+  if (v.getUint32(0, true) !== MAGIC) throw new TransportError('not a Sluice batch message (bad magic)');
+  return v.getUint32(4, true);
+}
+
+function readHeader(data: readonly Uint8Array[]): unknown {
+  const text = new TextDecoder().decode(slice(data, 8, headerBytes(data)));
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new TransportError(`a batch message whose header is not JSON: ${text.slice(0, 80)}`);
+  }
+}
+
+/** A decoded message: a batch (with the resume state after it, when the sender knew it), the end of the stream, or the sender's failure. */
+export type BatchMessage =
+  | { kind: 'batch'; batch: Batch; resume: IteratorState | null }
+  | { kind: 'end'; batches: number }
+  | { kind: 'error'; message: string };
+
 /**
  * Decodes a message from `encodeBatch`/`encodeEnd`. With `copy` false the arrays view the
  * message's memory (the receive buffer): valid until that buffer is posted again.
  */
 export function decodeBatch(data: readonly Uint8Array[], copy: boolean): Batch | { end: true; batches: number } {
-  const p = slice(data, 0, 8);
-  const v = new DataView(p.buffer, p.byteOffset, 8);
-  if (v.getUint32(0, true) !== MAGIC) throw new TransportError('not a Sluice batch message (bad magic)');
-  const hlen = v.getUint32(4, true);
-  const h = JSON.parse(new TextDecoder().decode(slice(data, 8, hlen))) as Header;
-  if (h.end) return { end: true, batches: h.batches! };
+  const m = decodeBatchMessage(data, copy);
+  if (m.kind === 'error') throw new TransportError(`the sender failed: ${m.message}`);
+  return m.kind === 'end' ? { end: true, batches: m.batches } : m.batch;
+}
+
+/** `decodeBatch`, with the resume state and a sender's failure as data. */
+export function decodeBatchMessage(data: readonly Uint8Array[], copy: boolean): BatchMessage {
+  const h = readHeader(data) as Header;
+  const hlen = headerBytes(data);
+  if (h.end) return { kind: 'end', batches: h.batches! };
+  if (typeof h.error === 'string') return { kind: 'error', message: h.error };
   let at = 8 + hlen + pad8(hlen);
   const take = (bytes: number): Uint8Array => { const s = slice(data, at, bytes); at += bytes + pad8(bytes); return s; };
   const K = h.keys.length;
@@ -112,10 +169,11 @@ export function decodeBatch(data: readonly Uint8Array[], copy: boolean): Batch |
   const offsets = view(Int32Array, take((K + 1) * 4), copy);
   const values = view(BigInt64Array, take(h.nnz * 8), copy);
   const labels = h.labels ? view(Float32Array, take(h.rows * 4), copy) : null;
-  return {
+  const batch: Batch = {
     seq: h.seq, epoch: h.epoch, rows: h.rows,
     dense: { names: h.names, features: h.features, dim: h.dim, data: dense },
     sparse: { keys: h.keys, lengths, offsets, values },
     labels, end: h.cursor,
   };
+  return { kind: 'batch', batch, resume: h.resume ?? null };
 }

@@ -1,6 +1,6 @@
 import { copyBytes } from '../util/copy.js';
 import {
-  TransportError, type Completion, type CompletionQueue, type MemoryRegion, type Payload, type QueuePair, type QueuePairState, type RemoteAddress,
+  PeerClosedError, PeerLostError, TransportError, type Completion, type CompletionQueue, type MemoryRegion, type Payload, type QueuePair, type QueuePairState, type RemoteAddress,
 } from './types.js';
 
 /**
@@ -124,6 +124,7 @@ export class Endpoint implements QueuePair {
   readonly cq: CompletionQueue;
   private readonly q = new Queue();
   private _state: QueuePairState = 'ready';
+  private _ended: Error | null = null;
   private readonly regions = new Map<number, MemoryRegion>();
   private nextKey = 1;
   private readonly recvs: PostedRecv[] = [];
@@ -145,6 +146,7 @@ export class Endpoint implements QueuePair {
   }
 
   get state(): QueuePairState { return this._state; }
+  get ended(): Error | null { return this._ended; }
   get credits(): number { return this.credit.length; }
   get queuedSends(): number { return this.waiting.length; }
   get sharesBuffers(): boolean { return this.zeroCopy; }
@@ -217,7 +219,10 @@ export class Endpoint implements QueuePair {
   }
 
   private checkReady(): void {
-    if (this._state !== 'ready') throw new TransportError(`queue pair is ${this._state === 'closed' ? 'closed' : 'disconnected (the peer went away)'}`);
+    if (this._state === 'ready') return;
+    // A lost peer may come back (a reconnecting feed tells these apart).
+    const E = this._ended instanceof PeerLostError ? PeerLostError : TransportError;
+    throw new E(`queue pair is ${this._state === 'closed' ? 'closed' : 'disconnected (the peer went away)'}`, {}, { cause: this._ended });
   }
 
   /** Sends what has credit, strictly in posting order. */
@@ -312,7 +317,7 @@ export class Endpoint implements QueuePair {
       }
       case 'close':
         this.wire.close();
-        this.fail('error', new TransportError('the peer closed the connection'));
+        this.fail('error', new PeerClosedError('the peer closed the connection'));
         return;
     }
   }
@@ -326,6 +331,7 @@ export class Endpoint implements QueuePair {
   private fail(state: QueuePairState, reason: Error): void {
     if (this._state !== 'ready') return;
     this._state = state;
+    this._ended = reason;
     const flushed = (wrId: number, opcode: Completion['opcode']): Completion => ({ wrId, opcode, status: 'flushed', byteLength: 0 });
     for (const op of this.unacked.values()) this.q.push(flushed(op.wrId, op.opcode));
     for (const op of this.waiting) this.q.push(flushed(op.wrId, op.opcode));

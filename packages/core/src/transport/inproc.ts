@@ -1,5 +1,5 @@
 import { Endpoint, type Frame, type Wire, type WireSink } from './engine.js';
-import { TransportError } from './types.js';
+import { PeerLostError } from './types.js';
 
 class InProcessWire implements Wire {
   peer: InProcessWire | null = null;
@@ -23,7 +23,7 @@ class InProcessWire implements Wire {
   abort(): void {
     this.open = false;
     const peer = this.peer;
-    if (peer?.open) queueMicrotask(() => { if (peer.open) { peer.open = false; peer.sink!.lost(new TransportError('the peer went away')); } });
+    if (peer?.open) queueMicrotask(() => { if (peer.open) { peer.open = false; peer.sink!.lost(new PeerLostError('the peer went away')); } });
   }
 }
 

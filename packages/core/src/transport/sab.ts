@@ -1,7 +1,7 @@
 import { copyBytes } from '../util/copy.js';
 import { Endpoint, gather, type Frame, type Wire, type WireSink } from './engine.js';
 import { FrameParser, encodeFrame } from './frames.js';
-import { TransportError } from './types.js';
+import { PeerLostError, TransportError } from './types.js';
 
 // Ring control words (Int32): bytes written and bytes read so far (both wrap at 2^32), a "gone"
 // flag set when either end leaves, and for each side a flag "I may be asleep" plus a doorbell
@@ -245,7 +245,7 @@ class SabWire implements Wire {
         if (Atomics.load(c, GONE) === 1 || this.done) {
           if (!this.done) { this.done = true; abandonSabPort(this.port); }
           this.release();
-          this.sink!.lost(new TransportError('the peer went away'));
+          this.sink!.lost(new PeerLostError('the peer went away'));
           return;
         }
         await sleep(c, R_SLEEP, R_BELL, () => Atomics.load(c, HEAD) !== head || Atomics.load(c, GONE) === 1);

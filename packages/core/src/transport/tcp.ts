@@ -1,13 +1,15 @@
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { Endpoint, type Frame, type Wire, type WireSink } from './engine.js';
 import { FrameParser, encodeFrame } from './frames.js';
-import { TransportError } from './types.js';
+import { PeerLostError, TransportError } from './types.js';
 
 class TcpWire implements Wire {
   private gone = false;
 
   constructor(private readonly socket: Socket) {
     socket.setNoDelay(true);
+    // A peer whose machine or network vanished sends no FIN: keep-alive probes find it out.
+    socket.setKeepAlive(true, 10_000);
   }
 
   start(sink: WireSink): void {
@@ -16,7 +18,7 @@ class TcpWire implements Wire {
     const lost = (e?: Error): void => {
       if (this.gone) return;
       this.gone = true;
-      sink.lost(new TransportError(`the peer went away${e ? ` (${e.message})` : ''}`, {}, { cause: e }));
+      sink.lost(new PeerLostError(`the peer went away${e ? ` (${e.message})` : ''}`, {}, { cause: e }));
     };
     this.socket.on('error', lost);
     this.socket.on('close', () => lost());

@@ -5,6 +5,19 @@ export class TransportError extends SluiceError {
   override name = 'TransportError';
 }
 
+/**
+ * The peer went away without closing: it crashed, or the connection dropped. Unlike a peer that
+ * closed on purpose, it may come back (`serveFeed` and `connectFeed` reconnect after this one).
+ */
+export class PeerLostError extends TransportError {
+  override name = 'PeerLostError';
+}
+
+/** The peer closed the connection on purpose (`close()`), before the work here was done. */
+export class PeerClosedError extends TransportError {
+  override name = 'PeerClosedError';
+}
+
 /** Memory registered with a queue pair: receives land in it, and with `remoteWrite` the peer may write into it by key. */
 export interface MemoryRegion {
   /** Names the region to the peer (for `postWrite`); unique within its queue pair. */
@@ -68,6 +81,12 @@ export type QueuePairState = 'ready' | 'closed' | 'error';
 export interface QueuePair {
   readonly cq: CompletionQueue;
   readonly state: QueuePairState;
+  /**
+   * Why the queue pair is no longer ready: a `PeerLostError` when the peer or the connection was
+   * lost, a `PeerClosedError` when the peer closed it, another TransportError when this end closed
+   * it or the peer broke the protocol; null while ready.
+   */
+  readonly ended: Error | null;
   /** Sends the peer has room for right now (receives it has posted that no send has used). */
   readonly credits: number;
   /** Sends posted and still waiting for a credit. */
