@@ -6,7 +6,7 @@
 //   npx tsx examples/train-dlrm.ts [--via local|http|tcp] [--input data.parquet] [--epochs 2]
 import { parseArgs } from 'node:util';
 import {
-  connectTcp, createBatchServer, createClient, demoDataset, fromTransport, getPreset, listenTcp, pipeline, toTransport, type PlanSpec,
+  connectFeed, connectTcp, createBatchServer, createClient, demoDataset, getPreset, listenTcp, pipeline, serveFeed, type PlanSpec,
 } from '@sluice/core';
 
 const { values } = parseArgs({ options: { via: { type: 'string', default: 'local' }, input: { type: 'string' }, epochs: { type: 'string', default: '2' } } });
@@ -79,12 +79,13 @@ async function* feed(): AsyncGenerator<Step> {
       for await (const b of client.batches()) yield { seq: b.seq, rows: b.rows, dim: b.dense.dim, dense: b.dense.data, keys: b.sparse.keys.length, lengths: b.sparse.lengths, values: b.sparse.values, labels: b.labels! };
     } finally { await client.close(); await server.close(); }
   } else if (values.via === 'tcp') {
+    // The data host serves a feed that survives dropped connections: the trainer dials again and
+    // the host resumes after the last batch the trainer took (each batch arrives once, in order).
     const listener = await listenTcp({ port: 0 });
-    const sender = (async () => { const qp = await connectTcp({ port: listener.port }); await toTransport(qp, pipeline(plan, { input })); qp.close(); })();
-    const qp = await listener.accept();
-    for await (const b of fromTransport(qp)) yield { seq: b.seq, rows: b.rows, dim: b.dense.dim, dense: b.dense.data, keys: b.sparse.keys.length, lengths: b.sparse.lengths, values: b.sparse.values, labels: b.labels! };
+    const sender = serveFeed(listener, (resume) => pipeline(plan, { input, resume }));
+    const feed = connectFeed(() => connectTcp({ port: listener.port }));
+    for await (const b of feed) yield { seq: b.seq, rows: b.rows, dim: b.dense.dim, dense: b.dense.data, keys: b.sparse.keys.length, lengths: b.sparse.lengths, values: b.sparse.values, labels: b.labels! };
     await sender;
-    qp.close();
     await listener.close();
   } else throw new Error(`--via must be local, http or tcp, got ${values.via}`);
 }
