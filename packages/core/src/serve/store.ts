@@ -136,7 +136,16 @@ export class BatchStore {
       // Another request may have moved the run past seq while this one waited.
       if (run.next > seq || run.closed) return this.get(seq);
       while (run.next <= seq) {
-        const r = await run.it.next();
+        let r: IteratorResult<Batch>;
+        try {
+          r = await run.it.next();
+        } catch (e) {
+          // A failed run is dropped: its iterator would next say "done", which is not the end of
+          // the data. The next request for this seq starts a new run and meets the error again.
+          run.closed = true;
+          this.runs = this.runs.filter((x) => x !== run);
+          throw e;
+        }
         if (r.done) {
           this.total = run.next;
           this.runs = this.runs.filter((x) => x !== run);

@@ -2,12 +2,13 @@
 // the order asked in; status codes for auth, bad seq and the end; the typed client; and a client
 // with no Sluice code (Python) against `sluice run`.
 import { execFile, execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tableFromIPC } from 'apache-arrow';
+import { parquetMetadata } from 'hyparquet';
 import { unpack } from 'msgpackr';
 import * as pw from 'parquet-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -82,6 +83,40 @@ describe('sluice serve (HTTP)', () => {
     expect((await fetch(url + '/v1/batches/0', { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(405);
     expect((await get('/v1/' + 'x'.repeat(300))).status).toBe(414);
     expect((await get('/healthz', {})).status).toBe(200);
+  });
+
+  it('a row group that cannot be read is a 500 naming it, every time it is asked for, never the end of the data', async () => {
+    // Row group 1 (rows 300-599) damaged: batches 0 and 1 (rows 0-255) are whole, batch 2 (rows
+    // 256-383) is the first to need it.
+    const bytes = readFileSync(data);
+    const md = parquetMetadata(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+    for (const c of md.row_groups[1]!.columns) {
+      const m = c.meta_data!;
+      const at = Number(m.dictionary_page_offset ?? m.data_page_offset);
+      bytes.fill(0xab, at + 16, at + Number(m.total_compressed_size) - 8);
+    }
+    const bad = join(dir, 'damaged.parquet');
+    writeFileSync(bad, bytes);
+    const s = await createBatchServer(plan, { input: bad }, { prefetch: 2, checkpointEvery: 1 });
+    const at = await s.listen(0);
+    try {
+      const status = async (seq: number): Promise<[number, string]> => {
+        const r = await fetch(`${at}/v1/batches/${seq}`);
+        return [r.status, r.status === 200 ? '' : ((await r.json()) as { error?: string }).error ?? ''];
+      };
+      expect(await status(0)).toEqual([200, '']);
+      // Asked twice (the first request's prefetch has met the damage by the second) and past it.
+      for (const seq of [2, 2, 3, 7]) {
+        const [code, error] = await status(seq);
+        expect(code, `batch ${seq}`).toBe(500);
+        expect(error, `batch ${seq}`).toMatch(/damaged\.parquet, row group 1: /);
+      }
+      expect(await status(1)).toEqual([200, '']);
+      expect(await status(8)).toEqual([404, '']);
+      expect(((await (await fetch(`${at}/v1/info`)).json()) as { batches: number }).batches).toBe(8);
+    } finally {
+      await s.close();
+    }
   });
 
   it('sends Arrow by default with one column per feature, and reports metrics', async () => {
