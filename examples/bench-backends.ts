@@ -10,21 +10,15 @@
 //
 //   npx tsx examples/bench-backends.ts [--input data.parquet]
 import { createHash, type Hash } from 'node:crypto';
-import { readdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { backendNames, demoDataset, getPreset, pipeline, type Batch } from '@sluice/core';
+import { backendNames, demoDataset, getPreset, installedBackendPackages, pipeline, type Batch } from '@sluice/core';
 
 const { values } = parseArgs({ options: { input: { type: 'string' } } });
 const input = values.input ?? (await demoDataset());
 const plan = getPreset('rm1').defaultPlan();
 
-// Installed backend packages: node_modules/@sluice/backend-NAME (loading one registers it).
-const scope = join(dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', '@sluice');
-let installed: string[] = [];
-try { installed = readdirSync(scope).filter((d) => d.startsWith('backend-')).map((d) => d.slice('backend-'.length)); } catch { /* none */ }
-const names = [...new Set([...backendNames(), ...installed])].sort();
+// Registered backends and installed @sluice/backend-NAME packages (creating one loads it).
+const names = [...new Set([...backendNames(), ...installedBackendPackages()])].sort();
 
 /** Adds every array of a batch, with its shape, to `h`. */
 function digest(h: Hash, b: Batch): void {

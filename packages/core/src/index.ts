@@ -21,7 +21,7 @@ export { autoBackend, autoPlacement } from './backend/auto.js';
 export { candidatePlacements, chooseMeasured, measureCandidates, PROBE_HOPELESS, predictRun, readMeasurements, writeMeasurements, calibrationCachePath, type Candidate, type Measurement } from './plan/calibration.js';
 export { packColumns, unpackColumns, type ColumnDesc, type PackedColumns } from './io/pack.js';
 export { workerExecArgv } from './util/worker-argv.js';
-export { registerBackend, backendNames, createBackend, readerKernels, type BackendRegistration } from './backend/registry.js';
+export { registerBackend, backendNames, createBackend, installedBackendPackages, readerKernels, type BackendRegistration } from './backend/registry.js';
 export type { Backend, BackendFactory, Capabilities, CostReport } from './backend/types.js';
 export { inlineCpuBackend } from './backend/inline.js';
 export { traceExecution, elementCount, type OpVisit } from './backend/work.js';

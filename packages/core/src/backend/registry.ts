@@ -1,3 +1,6 @@
+import { readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { PlanError } from '../errors.js';
 import type { PlanState } from '../plan/execute.js';
 import type { TypedPlan } from '../plan/load.js';
@@ -49,6 +52,19 @@ export function backendNames(): string[] {
 
 const tried = new Set<string>();
 
+/** NAME of every @sluice/backend-NAME package that `loadBackendPackage` could import from here. */
+export function installedBackendPackages(): string[] {
+  const names = new Set<string>();
+  for (const dir of createRequire(import.meta.url).resolve.paths('@sluice/core') ?? []) {
+    try {
+      for (const d of readdirSync(join(dir, '@sluice'))) if (d.startsWith('backend-')) names.add(d.slice('backend-'.length));
+    } catch {
+      // no @sluice scope in this node_modules
+    }
+  }
+  return [...names].sort();
+}
+
 /**
  * Loads the package `@sluice/backend-NAME` if it is installed, once; importing it registers the
  * backend. This keeps core free of static imports of any backend while `--backend NAME` just works.
@@ -92,7 +108,8 @@ export async function createBackend(plan: TypedPlan, spec: BackendSpec, state: P
   await loadUnlessRegistered(spec.name);
   const factory = registry.get(spec.name);
   if (factory === undefined) {
-    throw new PlanError(`unknown backend "${spec.name}" (registered: ${backendNames().join(', ')}; a backend package registers itself when imported)`);
+    const known = [...new Set([...backendNames(), ...installedBackendPackages()])];
+    throw new PlanError(`unknown backend "${spec.name}" (available here: ${known.join(', ')}; a backend is a package @sluice/backend-NAME, or a name given to registerBackend)`);
   }
   return factory(plan, spec, state);
 }

@@ -26,4 +26,11 @@ describe('backend registry', () => {
     expect(made).toBe(1);
     expect(backendNames()).toContain('fpga-sim');
   });
+
+  it('an unknown backend is refused with every backend available here, installed packages included', async () => {
+    const err = await (async () => { for await (const _ of pipeline({ ...plan, backend: { name: 'no-such' } }, { input: file })) { /* none */ } })().catch((e: Error) => e);
+    expect(String(err)).toMatch(/unknown backend "no-such" \(available here: .*\)/);
+    // The workspace's backend packages are listed though none of them was imported by this test.
+    for (const name of ['reference', 'cpu', 'auto', 'webgpu', 'fpga-sim', 'smartssd-sim']) expect(String(err)).toContain(name);
+  });
 });
