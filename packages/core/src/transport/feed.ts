@@ -1,6 +1,6 @@
 import type { IteratorState } from '../pipeline.js';
 import type { Batch } from '../stream/batch.js';
-import { decodeHello, encodeHello } from './batch-codec.js';
+import { decodeHello, encodeError, encodeHello } from './batch-codec.js';
 import { fromTransport, toTransport, type FromTransportOptions, type ToTransportOptions, type TransportFeed } from './stages.js';
 import { PeerClosedError, PeerLostError, TransportError, type QueuePair } from './types.js';
 
@@ -52,42 +52,70 @@ export async function serveFeed(
   if (!Number.isFinite(within) || within < 0) throw new TransportError(`reconnectWithinMs must be a non-negative number, got ${within}`);
   let connections = 0;
   let lost: PeerLostError | null = null;
-  // A connection that arrived while the previous one was still streaming.
-  let newer: QueuePair | null = null;
+  // A trainer that connected (and said hello) while the previous connection was still streaming.
+  let newer: Greeted | null = null;
   for (;;) {
-    let qp: QueuePair;
-    if (newer !== null) { qp = newer; newer = null; } else {
+    let conn: Greeted;
+    if (newer !== null) { conn = newer; newer = null; } else {
+      let qp: QueuePair;
       try {
         qp = await listener.accept(lost === null ? options.signal : anySignal(options.signal, AbortSignal.timeout(within)));
       } catch (e) {
         if (lost !== null && options.signal?.aborted !== true) throw new PeerLostError(`the trainer went away (${lost.message}) and did not connect again within ${within} ms`, {}, { cause: lost });
         throw e;
       }
+      const g = await greet(qp, options.signal);
+      if (g === null) continue;
+      conn = g;
     }
     connections++;
-    // A trainer dials again only when it has lost this connection, even if this end has not
-    // noticed yet (a half-open TCP connection): a new connection replaces this one.
+    const { qp } = conn;
+    // A trainer dials again only when it has lost its connection, even if this end has not
+    // noticed yet (a half-open TCP connection): a new trainer connection replaces this one.
+    // Other clients are told they are not one and dropped, without disturbing this stream.
     const watch = new AbortController();
-    const replaced = listener.accept(anySignal(options.signal, watch.signal)).then((q) => { newer = q; qp.close(); }, () => undefined);
+    const watching = anySignal(options.signal, watch.signal);
+    const replaced = (async () => {
+      for (;;) {
+        const g = await greet(await listener.accept(watching), watching);
+        if (g !== null) { newer = g; qp.close(); return; }
+      }
+    })().catch(() => undefined);
+    const stopWatching = async (): Promise<void> => { watch.abort(); await replaced; };
     try {
-      const resume = await readHello(qp, options.signal);
-      const r = await toTransport(qp, lazySource(() => source(resume ?? undefined)), options);
-      watch.abort();
-      await replaced;
-      // A connection that came in as the stream ended has nothing left to get.
-      (newer as QueuePair | null)?.close();
+      const r = await toTransport(qp, lazySource(() => source(conn.resume ?? undefined)), options);
+      await stopWatching();
+      // A trainer that came in as the stream ended has nothing left to get.
+      (newer as Greeted | null)?.qp.close();
       return { ...r, connections, complete: true };
     } catch (e) {
+      await stopWatching();
       if (newer !== null) continue;
       if (e instanceof PeerLostError) { lost = e; continue; }
       // The trainer closed the feed on purpose (not the source failing, which it was told about).
       if (e instanceof TransportError && qp.ended instanceof PeerClosedError) return { batches: 0, bytes: 0, connections, complete: false };
       throw e;
     } finally {
-      watch.abort();
-      await replaced;
       qp.close();
     }
+  }
+}
+
+/** A connection whose trainer said where to start. */
+interface Greeted { qp: QueuePair; resume: IteratorState | null }
+
+/**
+ * Reads a new connection's hello. Null for one that is lost before it, or that is not a feed
+ * trainer (another client, a port scanner): such a peer is told why and dropped.
+ */
+async function greet(qp: QueuePair, signal: AbortSignal | undefined): Promise<Greeted | null> {
+  try {
+    return { qp, resume: await readHello(qp, signal) };
+  } catch (e) {
+    if (signal?.aborted !== true && e instanceof TransportError && !(e instanceof PeerLostError)) await refuse(qp, e.message);
+    qp.close();
+    if (signal?.aborted !== true && e instanceof TransportError) return null;
+    throw e;
   }
 }
 
@@ -106,6 +134,19 @@ async function readHello(qp: QueuePair, signal: AbortSignal | undefined): Promis
     }
     qp.deregisterMemory(mr);
     return decodeHello(c.data!);
+  }
+}
+
+/** Tells a peer that is not a feed trainer why it is dropped (as a sender's failure), if it listens within a second. */
+async function refuse(qp: QueuePair, message: string): Promise<void> {
+  if (qp.state !== 'ready') return;
+  const id = 1;
+  qp.postSend(id, encodeError(`not a feed connection: ${message}`));
+  const give = AbortSignal.timeout(1000);
+  try {
+    while ((await qp.cq.next(give)).wrId !== id);
+  } catch {
+    // gone, or not listening: dropped all the same
   }
 }
 

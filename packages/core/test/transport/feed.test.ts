@@ -6,7 +6,7 @@ import { createServer, connect as dial, type Server, type Socket } from 'node:ne
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  Endpoint, PeerLostError, connectFeed, connectTcp, fromTransport, generateDataset, getPreset, listenTcp, pipeline, serveFeed, toTransport,
+  Endpoint, PeerLostError, connectFeed, decodeBatchMessage, connectTcp, fromTransport, generateDataset, getPreset, listenTcp, pipeline, serveFeed, toTransport,
   type Batch, type IteratorState, type PlanSpec, type QueuePair, type TcpListener,
 } from '@sluice/core';
 import { tempDir } from '../helpers.js';
@@ -199,5 +199,41 @@ describe('feed across dropped connections', () => {
     const err = await serving.catch((e: Error) => e);
     expect(err).toBeInstanceOf(PeerLostError);
     expect(String(err)).toMatch(/did not connect again within 300 ms/);
+  });
+
+  it('a connection that is not a feed trainer is told so and dropped; the trainer after it is served', async () => {
+    const l = await listen();
+    const serving = serveFeed(l, source);
+    // A client that speaks the transport but sends something other than a hello.
+    const stray = await connectTcp({ port: l.port });
+    stray.postRecv(1, stray.registerMemory(4096));
+    stray.postSend(2, new TextEncoder().encode('GET / HTTP/1.1'));
+    let reply = await stray.cq.next(AbortSignal.timeout(5000));
+    while (reply.opcode !== 'recv') reply = await stray.cq.next(AbortSignal.timeout(5000));
+    const m = decodeBatchMessage(reply.data!, true);
+    expect(m).toEqual({ kind: 'error', message: expect.stringMatching(/not a feed connection: not a Sluice batch message \(bad magic\)/) });
+    stray.close();
+    const got: string[] = [];
+    const strays: unknown[] = [];
+    for await (const b of connectFeed(() => connectTcp({ port: l.port }), { maxBatchBytes: 1 << 20 })) {
+      got.push(digest(b));
+      // Two more stray clients while the trainer streams: one that says nothing and leaves, one
+      // that sends garbage. Neither disturbs the stream.
+      if (b.seq === 3) strays.push(connectTcp({ port: l.port }).then((q) => q.abandon()));
+      // The loop waits for this one's answer, so the stream is still going when it comes.
+      if (b.seq === 5) {
+        strays.push(await connectTcp({ port: l.port }).then(async (q) => {
+          q.postRecv(1, q.registerMemory(4096));
+          q.postSend(2, new Uint8Array(64).fill(7));
+          let c = await q.cq.next(AbortSignal.timeout(5000));
+          while (c.opcode !== 'recv') c = await q.cq.next(AbortSignal.timeout(5000));
+          q.close();
+          return decodeBatchMessage(c.data!, true).kind;
+        }));
+      }
+    }
+    expect(got).toEqual(want);
+    expect(await serving).toMatchObject({ connections: 1, complete: true });
+    expect(await Promise.all(strays)).toEqual([undefined, 'error']);
   });
 });
