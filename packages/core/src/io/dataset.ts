@@ -5,7 +5,7 @@ import { typeName } from '../column.js';
 import { InputError } from '../errors.js';
 import { arrowColumnType } from './arrow.js';
 import { DecoderPool, type FileMeta } from './decoder.js';
-import { isUrl } from '../util/url.js';
+import { isUrl, urlProblem } from '../util/url.js';
 
 /** One row group of one file: the unit of reading, sharding and shuffling. */
 export interface Unit {
@@ -37,7 +37,12 @@ export { isUrl } from '../util/url.js';
 export async function resolveInputs(patterns: string | readonly string[]): Promise<string[]> {
   const out: string[] = [];
   for (const p of typeof patterns === 'string' ? [patterns] : patterns) {
-    if (isUrl(p)) { out.push(p); continue; }
+    if (isUrl(p)) {
+      const problem = await urlProblem(p);
+      if (problem !== null) throw new InputError(`cannot read: ${problem}`, { file: p });
+      out.push(p);
+      continue;
+    }
     if (isDynamicPattern(p)) {
       const found = (await glob(p, { absolute: false, onlyFiles: true, expandDirectories: false })).sort();
       if (found.length === 0) throw new InputError(`no files match ${p}`);

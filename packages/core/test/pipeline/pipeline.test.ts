@@ -259,6 +259,10 @@ describe('http(s) sources', () => {
     const body = readFileSync(file);
     server = createServer((req, res) => {
       const range = req.headers.range;
+      // Other paths: a server without range requests, a file that is not Parquet, and a 404.
+      if (req.url === '/no-ranges.parquet') { res.writeHead(200, { 'content-length': body.length }); res.end(body); return; }
+      if (req.url === '/notes.txt') { res.writeHead(206, { 'content-range': 'bytes 0-3/5', 'content-length': 4 }); res.end('hell'); return; }
+      if (req.url !== '/small.parquet') { res.writeHead(404, 'Not Found'); res.end(); return; }
       if (req.method === 'HEAD') {
         res.writeHead(200, { 'content-length': body.length, 'accept-ranges': 'bytes' });
         res.end();
@@ -291,5 +295,18 @@ describe('http(s) sources', () => {
     // The scheme is case-insensitive in the decode worker too, as where inputs are resolved.
     const upper = (await collect(pipeline(basePlan(), { input: url.replace(/^http/, 'HTTP') }))).flatMap(ids);
     expect(upper).toEqual(local);
+  });
+
+  it('a URL that cannot be read is named with the reason, not as corrupt data', async () => {
+    const at = (path: string): string => url.replace('/small.parquet', path);
+    await expect(collect(pipeline(basePlan(), { input: at('/gone.parquet') }))).rejects.toThrow(/file http:\/\/.*\/gone\.parquet: cannot read: HTTP 404 Not Found/);
+    await expect(collect(pipeline(basePlan(), { input: at('/no-ranges.parquet') }))).rejects.toThrow(/no-ranges\.parquet: cannot read: the server ignores HTTP range requests/);
+    await expect(collect(pipeline(basePlan(), { input: at('/notes.txt') }))).rejects.toThrow(/notes\.txt: cannot read: not a Parquet file/);
+    // A port nothing listens on.
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    await expect(collect(pipeline(basePlan(), { input: `http://127.0.0.1:${port}/x.parquet` }))).rejects.toThrow(/x\.parquet: cannot read: cannot reach it \(ECONNREFUSED\)/);
   });
 });
