@@ -305,6 +305,17 @@ describe('sluice gen', () => {
 });
 
 describe('sluice run', () => {
+  it('input with no rows gives an output with the same columns and no rows', async () => {
+    const empty = writeParquet(path('empty.parquet'), { label: vec(new Float32(), []), id: i32([]), I1: i32([]), cat: vec(new Int32(), []), C1: str([]) });
+    const out = path('empty-out.parquet');
+    const r = await sluice(['run', '--plan', mixPlanFile, '--input', empty, '--output', out]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/wrote 0 rows x 5 features \+ label to /);
+    const t = readTable(out);
+    expect(t.numRows).toBe(0);
+    expect(typesOf(t)).toEqual({ id: 'Float32', I1: 'Float32', cat: 'List<Float32>', C1: 'List<Int64>', C1raw: 'List<Int64>', label: 'Float32' });
+  });
+
   it('writes one column per feature plus the label, in input row order, with the reference values', async () => {
     const out = path('mix-out.parquet');
     const r = await sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', out]);
