@@ -76,8 +76,10 @@ export async function serveFeed(
     const watch = new AbortController();
     const watching = anySignal(options.signal, watch.signal);
     const replaced = (async () => {
-      for (;;) {
-        const g = await greet(await listener.accept(watching), watching);
+      while (!watch.signal.aborted) {
+        // Stopping the watch stops the accept, not a greeting under way: a trainer that has
+        // connected gets its answer either way.
+        const g = await greet(await listener.accept(watching), options.signal);
         if (g !== null) { newer = g; qp.close(); return; }
       }
     })().catch(() => undefined);
@@ -104,18 +106,22 @@ export async function serveFeed(
 /** A connection whose trainer said where to start. */
 interface Greeted { qp: QueuePair; resume: IteratorState | null }
 
+/** How long a new connection has to say its hello: a trainer sends it at once. */
+const HELLO_WITHIN_MS = 10_000;
+
 /**
- * Reads a new connection's hello. Null for one that is lost before it, or that is not a feed
- * trainer (another client, a port scanner): such a peer is told why and dropped.
+ * Reads a new connection's hello. Null for one that is lost before it, says nothing within
+ * HELLO_WITHIN_MS, or is not a feed trainer (another client, a port scanner): such a peer is told
+ * why and dropped. Throws only on `signal`.
  */
 async function greet(qp: QueuePair, signal: AbortSignal | undefined): Promise<Greeted | null> {
   try {
-    return { qp, resume: await readHello(qp, signal) };
+    return { qp, resume: await readHello(qp, anySignal(signal, AbortSignal.timeout(HELLO_WITHIN_MS))) };
   } catch (e) {
-    if (signal?.aborted !== true && e instanceof TransportError && !(e instanceof PeerLostError)) await refuse(qp, e.message);
+    if (signal?.aborted === true) { qp.close(); throw e; }
+    if (e instanceof TransportError && !(e instanceof PeerLostError)) await refuse(qp, e.message);
     qp.close();
-    if (signal?.aborted !== true && e instanceof TransportError) return null;
-    throw e;
+    return null;
   }
 }
 
