@@ -33,24 +33,49 @@ interface Header {
 const pad8 = (n: number): number => (8 - (n % 8)) % 8;
 const bytesOf = (a: ArrayBufferView): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 
+const utf8 = new TextEncoder();
+
 function prefix(header: object): Uint8Array[] {
-  const json = new TextEncoder().encode(JSON.stringify(header));
-  const head = new Uint8Array(8 + json.byteLength + pad8(json.byteLength));
+  return [headerBytesOf(utf8.encode(JSON.stringify(header)))];
+}
+
+/** [magic][length][JSON][pad to 8] around `json`, given as its UTF-8 parts in order. */
+function headerBytesOf(...json: Uint8Array[]): Uint8Array {
+  const n = json.reduce((a, j) => a + j.byteLength, 0);
+  const head = new Uint8Array(8 + n + pad8(n));
   const v = new DataView(head.buffer);
   v.setUint32(0, MAGIC, true);
-  v.setUint32(4, json.byteLength, true);
-  head.set(json, 8);
-  return [head];
+  v.setUint32(4, n, true);
+  let at = 8;
+  for (const j of json) { head.set(j, at); at += j.byteLength; }
+  return head;
+}
+
+/**
+ * The header fields that stay the same across a pipeline's batches (names, features, keys: about
+ * 1 KB of JSON for RM1), as UTF-8, for the last layout seen. A pipeline's batches share these
+ * arrays, so their identity finds the text; writing it anew cost ~4.5 of the ~5.5 µs a batch's
+ * header took, on a path that runs at ~170 µs a batch (shared memory, 4 MB batches).
+ */
+let layoutText: { names: readonly string[]; features: Batch['dense']['features']; keys: readonly string[]; bytes: Uint8Array } | null = null;
+
+function layoutBytes(b: Batch): Uint8Array {
+  const l = layoutText;
+  if (l !== null && l.names === b.dense.names && l.features === b.dense.features && l.keys === b.sparse.keys) return l.bytes;
+  const text = JSON.stringify({ names: b.dense.names, features: b.dense.features, keys: b.sparse.keys }).slice(1);
+  layoutText = { names: b.dense.names, features: b.dense.features, keys: b.sparse.keys, bytes: utf8.encode(text) };
+  return layoutText.bytes;
 }
 
 /** A batch as a gather list for `postSend`; `resume`: the pipeline state after it, if known. */
 export function encodeBatch(b: Batch, resume?: IteratorState): Uint8Array[] {
-  const header: Header = {
-    seq: b.seq, epoch: b.epoch, rows: b.rows, dim: b.dense.dim, names: b.dense.names, features: b.dense.features,
-    keys: b.sparse.keys, nnz: b.sparse.values.length, labels: b.labels !== null, cursor: b.end,
+  // The header JSON: the batch's own fields, then the layout's (which close the object).
+  const own: Omit<Header, 'names' | 'features' | 'keys'> = {
+    seq: b.seq, epoch: b.epoch, rows: b.rows, dim: b.dense.dim, nnz: b.sparse.values.length, labels: b.labels !== null, cursor: b.end,
     ...(resume !== undefined ? { resume } : {}),
   };
-  const out = prefix(header);
+  const text = JSON.stringify(own);
+  const out = [headerBytesOf(utf8.encode(text.slice(0, -1) + ','), layoutBytes(b))];
   const arrays: ArrayBufferView[] = [b.dense.data, b.sparse.lengths, b.sparse.offsets, b.sparse.values];
   if (b.labels) arrays.push(b.labels);
   for (const a of arrays) {
