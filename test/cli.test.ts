@@ -2,7 +2,8 @@
  * End-to-end tests of the `sluice` command line: each test spawns `node packages/core/bin/sluice.js`
  * (the compiled dist/, so `npm run build` first) and checks exit codes, stdout, stderr and files.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, openAsBlob, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -301,6 +302,36 @@ describe('sluice gen', () => {
     const r = await sluice(['gen', '--preset', 'rm0', '--rows', '10', '--out', path('never.parquet')]);
     expectUsageError(r, 'unknown preset "rm0"', 'rap-plan3');
     expect(existsSync(path('never.parquet'))).toBe(false);
+  });
+});
+
+describe('sluice serve', () => {
+  it('a port in use is one line naming the address, not an unexpected error', async () => {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const r = await sluice(['serve', '--plan', mixPlanFile, '--input', mixFile, '--port', String(port)]);
+      expectOneLineError(r, 'serve', `cannot listen on 127.0.0.1:${port}: the port is in use`);
+    } finally {
+      await new Promise<void>((r) => taken.close(() => r()));
+    }
+  });
+
+  it('warns when it serves beyond this machine without a token, and stops cleanly on SIGTERM', async () => {
+    const child = spawn(process.execPath, [BIN, 'serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '0', '--host', '0.0.0.0'], { cwd: ROOT, env: Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'SLUICE_TOKEN')) });
+    let err = '';
+    child.stderr.setEncoding('utf8');
+    await new Promise<void>((resolve, reject) => {
+      child.stderr.on('data', (d: string) => { err += d; if (/^serving .*\n/m.test(err)) resolve(); });
+      child.once('exit', (c) => reject(new Error(`exited ${c}: ${err}`)));
+    });
+    child.kill('SIGTERM');
+    expect(await new Promise((r) => child.once('exit', r))).toBe(0);
+    expect(lines(err)[0]).toMatch(/^warning: serving on 0\.0\.0\.0 without --token \(or SLUICE_TOKEN\): anyone who can reach port (\d+) can read the data$/);
+    // The port it got, not the 0 it was asked for.
+    expect(lines(err)[0]!.match(/port (\d+)/)![1]).toBe(lines(err)[1]!.match(/:(\d+)\/v1/)![1]);
+    expect(lines(err)[1]).toMatch(/^serving 7 batches of 8 rows at http:\/\/0\.0\.0\.0:\d+\/v1\/batches\/\{seq\}$/);
   });
 });
 

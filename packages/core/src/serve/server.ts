@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PlanError } from '../errors.js';
+import { PlanError, SluiceError } from '../errors.js';
 import { loadPlan, type Plan } from '../plan/load.js';
 import type { PlanSpec } from '../plan/types.js';
 import { pipeline, type PipelineOptions } from '../pipeline.js';
@@ -162,9 +162,15 @@ export async function createBatchServer(planSpec: PlanSpec | Plan | string, pipe
     server,
     store,
     listen: (port, host = '127.0.0.1') => new Promise((resolve, reject) => {
-      server.once('error', reject);
+      server.once('error', (e: NodeJS.ErrnoException) => {
+        const why = e.code === 'EADDRINUSE' ? 'the port is in use'
+          : e.code === 'EACCES' ? 'permission denied (ports below 1024 need privileges)'
+            : e.code === 'EADDRNOTAVAIL' || e.code === 'ENOTFOUND' ? 'this machine has no such address'
+              : e.message;
+        reject(new SluiceError(`cannot listen on ${host}:${port}: ${why}`, {}, { cause: e }));
+      });
       server.listen(port, host, () => {
-        server.removeListener('error', reject);
+        server.removeAllListeners('error');
         const a = server.address() as AddressInfo;
         resolve(`http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`);
       });
