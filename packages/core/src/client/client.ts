@@ -174,7 +174,11 @@ function transient(e: unknown): boolean {
  * for await (const b of c.batches({ start: rank, step: world })) train(b);
  */
 export function createClient(url: string, options: ClientOptions = {}): BatchClient {
-  const base = new URL(url);
+  const parsed = URL.canParse(url) ? new URL(url) : null;
+  if (parsed === null || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+    throw new SluiceError(`createClient: ${JSON.stringify(url)} is not an http(s) URL of a sluice serve (e.g. http://127.0.0.1:8080)`);
+  }
+  const base: URL = parsed;
   // undici is loaded on the first request that needs it (most batch reads do not): it is the
   // largest module core would otherwise load (~5 MB of JS heap), into every training script.
   let agentP: Promise<Agent> | null = null;
@@ -207,7 +211,12 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
         if (r.status >= 500) throw new HttpError(r.status, `${path}: HTTP ${r.status} ${new TextDecoder().decode(r.body)}`);
         return r;
       } catch (e) {
-        if (signal?.aborted || !transient(e) || attempt >= retries) throw e;
+        if (signal?.aborted || !transient(e)) throw e;
+        if (attempt >= retries) {
+          if (e instanceof HttpError) throw e;
+          const err = e as { code?: string; cause?: { code?: string }; message?: string };
+          throw new SluiceError(`${path}: cannot reach ${base.origin} (${err.code ?? err.cause?.code ?? err.message}) after ${attempt + 1} attempts`, {}, { cause: e });
+        }
         await new Promise((res) => setTimeout(res, delay));
         delay *= 2;
       }

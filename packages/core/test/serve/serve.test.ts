@@ -176,6 +176,20 @@ describe('sluice serve (HTTP)', () => {
     }
   });
 
+  it('the client names a URL it cannot use, and a server it cannot reach after its retries', async () => {
+    for (const bad of ['not a url', 'ftp://host/x', '']) expect(() => createClient(bad)).toThrow(/is not an http\(s\) URL of a sluice serve/);
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    const c = createClient(`http://127.0.0.1:${port}`, { retries: 1, retryDelayMs: 5 });
+    try {
+      await expect(c.batch(0)).rejects.toThrow(new RegExp(`/v1/batches/0: cannot reach http://127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\) after 2 attempts`));
+    } finally {
+      await c.close();
+    }
+  });
+
   it('the client retries a body cut off mid-way and gets the whole batch', async () => {
     // A proxy that cuts its first batch response in half, then passes requests through.
     let cut = 0;
