@@ -51,7 +51,10 @@ export interface PipelineOptions {
   backend?: string | BackendSpec;
   /** Overrides the plan's prefetch depth. */
   prefetch?: number;
-  /** Parquet decode workers (default 1). */
+  /**
+   * Parquet decode threads, 1 to 256. Default: the backend's parallelism when the reader computes
+   * the features (the cpu backend's `workers`: one per core but one), else up to 2.
+   */
   decoders?: number;
   /** Aborting stops the run: iteration throws the abort reason and resources are released. */
   signal?: AbortSignal;
@@ -175,6 +178,8 @@ export class Pipeline implements AsyncIterable<Batch> {
   constructor(plan: PlanSpec | Plan | string, private readonly options: PipelineOptions = {}) {
     this.plan = loadPlan(plan);
     if (options.prefetch !== undefined && (!Number.isInteger(options.prefetch) || options.prefetch < 1)) throw new PlanError('prefetch must be a positive integer');
+    const d = options.decoders;
+    if (d !== undefined && (!Number.isInteger(d) || d < 1 || d > 256)) throw new PlanError(`decoders must be an integer from 1 to 256, got ${JSON.stringify(d)}`);
   }
 
   /** Opens the files (once) and type-checks the plan against them. */

@@ -245,6 +245,10 @@ describe('pipeline errors name what and where', () => {
     expect(out).not.toMatch(/corrupt/);
   });
 
+  it('a decoders option out of range is refused before any thread starts', () => {
+    for (const d of [0, 1.5, 257, -1]) expect(() => pipeline(basePlan(), { input: file, decoders: d })).toThrow(`decoders must be an integer from 1 to 256, got ${d}`);
+  });
+
   it('a missing file or empty glob is named', async () => {
     await expect(collect(pipeline(basePlan(), { input: join(dir, 'nope.parquet') }))).rejects.toThrow(/nope\.parquet: cannot open: no such file/);
     await expect(collect(pipeline(basePlan(), { input: join(dir, 'zz-*.parquet') }))).rejects.toThrow(/no files match/);
