@@ -15,6 +15,10 @@ import msgpack
 import numpy as np
 
 
+class ServerError(Exception):
+    """The server answered with an error (its message included)."""
+
+
 def fetch(url, seq, token=None):
     """Batch `seq` as numpy arrays, or None past the end of the sequence."""
     headers = {"Accept": "application/msgpack"}
@@ -25,9 +29,15 @@ def fetch(url, seq, token=None):
         with urllib.request.urlopen(req, timeout=60) as r:
             body = r.read()
     except urllib.error.HTTPError as e:
-        if e.code == 404 and json.loads(e.read() or b"{}").get("end"):
+        text = e.read().decode("utf-8", "replace")
+        try:
+            answer = json.loads(text or "{}")
+        except ValueError:
+            answer = {}
+        if e.code == 404 and answer.get("end"):
             return None
-        raise
+        # The server says what went wrong (a bad token, a file it cannot decode, ...).
+        raise ServerError(f"{url}/v1/batches/{seq}: HTTP {e.code}: {answer.get('error', text or e.reason)}") from None
     m = msgpack.unpackb(body, raw=False)
     rows, dim = m["dense"]["shape"]
     keys = m["sparse"]["keys"]
@@ -99,4 +109,11 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except ServerError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
+    except urllib.error.URLError as e:
+        print(f"error: cannot reach the server: {e.reason}", file=sys.stderr)
+        sys.exit(1)

@@ -309,5 +309,11 @@ describe.skipIf(noPython !== null)('a client with no Sluice code', () => {
     expect(checked).toBe(128 * plan.features.length);
     const labels = table.getChild(plan.label!)!;
     expect(b.labels).toEqual(Array.from({ length: 128 }, (_, r) => labels.get(r) as number));
+    // An error from the server is one line with its message, exit 1 (not a traceback).
+    const denied = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      execFile(PYTHON, [join(ROOT, 'examples/python-client/client.py'), url, '--token', 'wrong', '--seq', '0'], (err, _out, stderr) => resolve({ code: err === null ? 0 : (err as { code?: number }).code ?? null, stderr }));
+    });
+    expect(denied.code).toBe(1);
+    expect(denied.stderr.trim()).toBe(`error: ${url}/v1/batches/0: HTTP 401: missing or wrong bearer token`);
   });
 });
