@@ -630,6 +630,13 @@ describe('sluice bench', () => {
 });
 
 describe('sluice demo', () => {
+  it('a cache folder it cannot make is one line saying which and why', async () => {
+    const inTheWay = path('a-file');
+    writeFileSync(inTheWay, 'not a folder');
+    const r = await sluice(['demo', '--rows', '5000', '--quiet'], { SLUICE_CACHE_DIR: join(inTheWay, 'cache') });
+    expectOneLineError(r, 'demo', `cannot use ${join(inTheWay, 'cache')} as the cache folder (set SLUICE_CACHE_DIR to another): a file is in the way of the folder`);
+  });
+
   it('generates a cached data set once and prints the summary table', async () => {
     const first = await sluice(['demo', '--rows', '5000', '--quiet']);
     expect(first.status, first.stderr).toBe(0);

@@ -1,12 +1,19 @@
 import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
+import { SluiceError } from './errors.js';
 import { generateDataset } from './gen/generate.js';
 import { cacheRoot } from './util/cache.js';
 
 /** Where `sluice demo` keeps generated data between runs (`SLUICE_CACHE_DIR` overrides it). */
 export function cacheDir(): string {
   const base = cacheRoot();
-  mkdirSync(base, { recursive: true });
+  try {
+    mkdirSync(base, { recursive: true });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'a file is in the way of the folder' : code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? 'it cannot be written here' : (e as Error).message;
+    throw new SluiceError(`cannot use ${base} as the cache folder (set SLUICE_CACHE_DIR to another): ${why}`, {}, { cause: e });
+  }
   return base;
 }
 
