@@ -16,6 +16,11 @@ const HELLO_BYTES = 64 << 10;
 export interface ServeFeedOptions extends ToTransportOptions {
   /** How long to wait for the trainer to connect again after a connection was lost (default 60 s). */
   reconnectWithinMs?: number;
+  /**
+   * How long a new connection has to say where to start (default 10 s; `connectFeed` says it at
+   * once). One that stays silent (say, a plain `fromTransport`) is told so and dropped.
+   */
+  helloWithinMs?: number;
 }
 
 export interface ServeFeedResult {
@@ -50,6 +55,9 @@ export async function serveFeed(
 ): Promise<ServeFeedResult> {
   const within = options.reconnectWithinMs ?? 60_000;
   if (!Number.isFinite(within) || within < 0) throw new TransportError(`reconnectWithinMs must be a non-negative number, got ${within}`);
+  const helloWithin = options.helloWithinMs ?? 10_000;
+  if (!Number.isFinite(helloWithin) || helloWithin <= 0) throw new TransportError(`helloWithinMs must be a positive number, got ${helloWithin}`);
+  const greet = (qp: QueuePair): Promise<Greeted | null> => greetWithin(qp, helloWithin, options.signal);
   let connections = 0;
   let lost: PeerLostError | null = null;
   // A trainer that connected (and said hello) while the previous connection was still streaming.
@@ -64,7 +72,7 @@ export async function serveFeed(
         if (lost !== null && options.signal?.aborted !== true) throw new PeerLostError(`the trainer went away (${lost.message}) and did not connect again within ${within} ms`, {}, { cause: lost });
         throw e;
       }
-      const g = await greet(qp, options.signal);
+      const g = await greet(qp);
       if (g === null) continue;
       conn = g;
     }
@@ -79,7 +87,7 @@ export async function serveFeed(
       while (!watch.signal.aborted) {
         // Stopping the watch stops the accept, not a greeting under way: a trainer that has
         // connected gets its answer either way.
-        const g = await greet(await listener.accept(watching), options.signal);
+        const g = await greet(await listener.accept(watching));
         if (g !== null) { newer = g; qp.close(); return; }
       }
     })().catch(() => undefined);
@@ -106,20 +114,18 @@ export async function serveFeed(
 /** A connection whose trainer said where to start. */
 interface Greeted { qp: QueuePair; resume: IteratorState | null }
 
-/** How long a new connection has to say its hello: a trainer sends it at once. */
-const HELLO_WITHIN_MS = 10_000;
-
 /**
  * Reads a new connection's hello. Null for one that is lost before it, says nothing within
- * HELLO_WITHIN_MS, or is not a feed trainer (another client, a port scanner): such a peer is told
- * why and dropped. Throws only on `signal`.
+ * `ms`, or is not a feed trainer (another client, a port scanner): such a peer is told why and
+ * dropped. Throws only on `signal`.
  */
-async function greet(qp: QueuePair, signal: AbortSignal | undefined): Promise<Greeted | null> {
+async function greetWithin(qp: QueuePair, ms: number, signal: AbortSignal | undefined): Promise<Greeted | null> {
   try {
-    return { qp, resume: await readHello(qp, anySignal(signal, AbortSignal.timeout(HELLO_WITHIN_MS))) };
+    return { qp, resume: await readHello(qp, anySignal(signal, AbortSignal.timeout(ms))) };
   } catch (e) {
     if (signal?.aborted === true) { qp.close(); throw e; }
     if (e instanceof TransportError && !(e instanceof PeerLostError)) await refuse(qp, e.message);
+    else if ((e as Error).name === 'TimeoutError') await refuse(qp, `it said nothing within ${ms} ms (a trainer connects with connectFeed)`);
     qp.close();
     return null;
   }

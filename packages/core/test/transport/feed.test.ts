@@ -236,4 +236,13 @@ describe('feed across dropped connections', () => {
     expect(await serving).toMatchObject({ connections: 1, complete: true });
     expect(await Promise.all(strays)).toEqual([undefined, 'error']);
   });
+
+  it('a plain fromTransport trainer, which says no hello, is told to use connectFeed', async () => {
+    const l = await listen();
+    void serveFeed(l, source, { helloWithinMs: 200 }).catch(() => undefined);
+    const err = await (async () => {
+      for await (const _ of fromTransport(await connectTcp({ port: l.port }), { maxBatchBytes: 1 << 20 })) { /* none */ }
+    })().catch((e: Error) => e);
+    expect(String(err)).toMatch(/the sender failed \(last batch received: none\): not a feed connection: it said nothing within 200 ms \(a trainer connects with connectFeed\)/);
+  });
 });
