@@ -11,7 +11,7 @@ import { stateToJSON } from '../plan/execute.js';
 import { loadPlan, type Plan } from '../plan/load.js';
 import type { BackendSpec } from '../plan/types.js';
 import { pipeline, type PipelineOptions } from '../pipeline.js';
-import type { Batch, BatchLayout } from '../stream/batch.js';
+import { assembleBatch } from '../stream/batch.js';
 import { START } from '../stream/source.js';
 import { Progress, formatTable, peakRssMB } from './progress.js';
 import { createBatchServer } from '../serve/server.js';
@@ -219,7 +219,7 @@ async function cmdRun(values: Values): Promise<number> {
       progress.update(rows);
     }
     // Input with no rows: the output still has the columns (and no rows), as tools downstream expect.
-    if (rows === 0) await writer.write(batchToArrow(emptyBatch(info.layout), plan.label));
+    if (rows === 0) await writer.write(batchToArrow(assembleBatch(info.layout, [], 0, START), plan.label));
     await writer.close();
   } catch (e) {
     await writer.abort?.();
@@ -230,17 +230,6 @@ async function cmdRun(values: Values): Promise<number> {
   progress.done();
   process.stderr.write(`wrote ${rows} rows x ${info.plan.features.length} features${plan.label ? ' + label' : ''} to ${output} (${(statSync(output).size / 1e6).toFixed(1)} MB) on backend ${info.backend}\n`);
   return 0;
-}
-
-/** A batch of no rows with `layout`'s columns. */
-function emptyBatch(layout: BatchLayout): Batch {
-  return {
-    seq: 0, epoch: 0, rows: 0,
-    dense: { names: layout.denseNames, features: layout.dense, dim: layout.dim, data: new Float32Array(0) },
-    sparse: { keys: layout.sparseKeys, lengths: new Int32Array(0), offsets: new Int32Array(layout.sparseKeys.length + 1), values: new BigInt64Array(0) },
-    labels: layout.label ? new Float32Array(0) : null,
-    end: START,
-  };
 }
 
 async function cmdBench(values: Values): Promise<number> {
