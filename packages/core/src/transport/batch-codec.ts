@@ -98,7 +98,7 @@ export function encodeHello(resume: IteratorState | null): Uint8Array[] {
 
 /** The resume state of a hello message (null: from the beginning); throws on anything else. */
 export function decodeHello(data: readonly Uint8Array[]): IteratorState | null {
-  const h = readHeader(data) as { hello?: unknown; resume?: unknown };
+  const h = readHeader(data).h as { hello?: unknown; resume?: unknown };
   if (h.hello !== 1) throw new TransportError('the trainer did not start with a feed hello (is it connectFeed?)');
   const r = h.resume;
   if (r === null || r === undefined) return null;
@@ -155,10 +155,12 @@ function headerBytes(data: readonly Uint8Array[]): number {
   return v.getUint32(4, true);
 }
 
-function readHeader(data: readonly Uint8Array[]): unknown {
-  const text = new TextDecoder().decode(slice(data, 8, headerBytes(data)));
+/** The message's header JSON, parsed, and its length in bytes. */
+function readHeader(data: readonly Uint8Array[]): { h: unknown; hlen: number } {
+  const hlen = headerBytes(data);
+  const text = new TextDecoder().decode(slice(data, 8, hlen));
   try {
-    return JSON.parse(text);
+    return { h: JSON.parse(text), hlen };
   } catch {
     throw new TransportError(`a batch message whose header is not JSON: ${text.slice(0, 80)}`);
   }
@@ -182,8 +184,8 @@ export function decodeBatch(data: readonly Uint8Array[], copy: boolean): Batch |
 
 /** `decodeBatch`, with the resume state and a sender's failure as data. */
 export function decodeBatchMessage(data: readonly Uint8Array[], copy: boolean): BatchMessage {
-  const h = readHeader(data) as Header;
-  const hlen = headerBytes(data);
+  const { h: header, hlen } = readHeader(data);
+  const h = header as Header;
   if (h.end) return { kind: 'end', batches: h.batches! };
   if (typeof h.error === 'string') return { kind: 'error', message: h.error };
   let at = 8 + hlen + pad8(hlen);

@@ -1,6 +1,6 @@
 import { copyBytes } from '../util/copy.js';
 import {
-  PeerClosedError, PeerLostError, TransportError, type Completion, type CompletionQueue, type MemoryRegion, type Payload, type QueuePair, type QueuePairState, type RemoteAddress,
+  PeerClosedError, TransportError, cutShort, type Completion, type CompletionQueue, type MemoryRegion, type Payload, type QueuePair, type QueuePairState, type RemoteAddress,
 } from './types.js';
 
 /**
@@ -219,10 +219,7 @@ export class Endpoint implements QueuePair {
   }
 
   private checkReady(): void {
-    if (this._state === 'ready') return;
-    // A lost peer may come back (a reconnecting feed tells these apart).
-    const E = this._ended instanceof PeerLostError ? PeerLostError : TransportError;
-    throw new E(`queue pair is ${this._state === 'closed' ? 'closed' : 'disconnected (the peer went away)'}`, {}, { cause: this._ended });
+    if (this._state !== 'ready') throw cutShort(this._ended, `queue pair is ${this._state === 'closed' ? 'closed' : 'disconnected (the peer went away)'}`);
   }
 
   /** Sends what has credit, strictly in posting order. */

@@ -1,8 +1,8 @@
 import type { IteratorState } from '../pipeline.js';
 import type { Batch } from '../stream/batch.js';
-import { decodeHello, encodeError, encodeHello } from './batch-codec.js';
-import { fromTransport, toTransport, type FromTransportOptions, type ToTransportOptions, type TransportFeed } from './stages.js';
-import { PeerClosedError, PeerLostError, TransportError, type QueuePair } from './types.js';
+import { decodeHello, encodeHello } from './batch-codec.js';
+import { fromTransport, sendError, toTransport, type FromTransportOptions, type ToTransportOptions, type TransportFeed } from './stages.js';
+import { PeerClosedError, PeerLostError, TransportError, cutShort, type QueuePair } from './types.js';
 
 // A trainer feed that outlives its connections. The trainer dials (connectFeed) and opens each
 // connection with a hello naming where it wants the batches to start: the pipeline state after
@@ -140,10 +140,7 @@ async function readHello(qp: QueuePair, signal: AbortSignal | undefined): Promis
   for (;;) {
     const c = await qp.cq.next(signal);
     if (c.opcode !== 'recv') continue;
-    if (c.status !== 'success') {
-      const E = qp.ended instanceof PeerLostError ? PeerLostError : TransportError;
-      throw new E('the trainer went away before saying where to start', {}, { cause: qp.ended });
-    }
+    if (c.status !== 'success') throw cutShort(qp.ended, 'the trainer went away before saying where to start');
     qp.deregisterMemory(mr);
     return decodeHello(c.data!);
   }
@@ -151,15 +148,8 @@ async function readHello(qp: QueuePair, signal: AbortSignal | undefined): Promis
 
 /** Tells a peer that is not a feed trainer why it is dropped (as a sender's failure), if it listens within a second. */
 async function refuse(qp: QueuePair, message: string): Promise<void> {
-  if (qp.state !== 'ready') return;
-  const id = 1;
-  qp.postSend(id, encodeError(`not a feed connection: ${message}`));
-  const give = AbortSignal.timeout(1000);
-  try {
-    while ((await qp.cq.next(give)).wrId !== id);
-  } catch {
-    // gone, or not listening: dropped all the same
-  }
+  // Gone, or not listening: dropped all the same.
+  await sendError(qp, `not a feed connection: ${message}`, AbortSignal.timeout(1000)).catch(() => undefined);
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { IteratorState } from '../pipeline.js';
 import type { Batch } from '../stream/batch.js';
 import { decodeBatchMessage, encodeBatch, encodeEnd, encodeError } from './batch-codec.js';
-import { PeerLostError, TransportError, type Completion, type QueuePair } from './types.js';
+import { PeerLostError, TransportError, cutShort, type Completion, type QueuePair } from './types.js';
 
 export interface ToTransportOptions {
   /** Batches sent and not yet acknowledged at most (default 4); the receiver's credits bound it too. */
@@ -20,9 +20,7 @@ export interface ToTransportOptions {
  * connection was lost (it may come back), else a TransportError (closed on purpose).
  */
 function gone(qp: QueuePair, message: (peer: string) => string): TransportError {
-  const lost = qp.ended instanceof PeerLostError;
-  const E = lost ? PeerLostError : TransportError;
-  return new E(message(lost ? 'went away' : 'closed the connection'), {}, { cause: qp.ended });
+  return cutShort(qp.ended, message(qp.ended instanceof PeerLostError ? 'went away' : 'closed the connection'));
 }
 
 function check(qp: QueuePair, c: Completion, what: string): void {
@@ -107,7 +105,7 @@ const errorText = (e: unknown): string => (e instanceof Error ? e.message : Stri
  * Sends a failure message behind the batches in flight and waits until it is delivered or the
  * peer is gone (the batches' own completions are passed over: the stream is failing anyway).
  */
-async function sendError(qp: QueuePair, message: string, signal: AbortSignal | undefined): Promise<void> {
+export async function sendError(qp: QueuePair, message: string, signal: AbortSignal | undefined): Promise<void> {
   if (qp.state !== 'ready') return;
   const id = Number.MAX_SAFE_INTEGER;
   qp.postSend(id, encodeError(message));

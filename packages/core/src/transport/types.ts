@@ -18,6 +18,15 @@ export class PeerClosedError extends TransportError {
   override name = 'PeerClosedError';
 }
 
+/**
+ * The error for work that `ended` (a queue pair's `ended`) cut short: a PeerLostError when the
+ * peer or the connection was lost, so that a reconnecting feed dials again; else a TransportError.
+ */
+export function cutShort(ended: Error | null, message: string): TransportError {
+  const E = ended instanceof PeerLostError ? PeerLostError : TransportError;
+  return new E(message, {}, { cause: ended });
+}
+
 /** Memory registered with a queue pair: receives land in it, and with `remoteWrite` the peer may write into it by key. */
 export interface MemoryRegion {
   /** Names the region to the peer (for `postWrite`); unique within its queue pair. */
