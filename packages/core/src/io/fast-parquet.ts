@@ -935,7 +935,9 @@ export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number
     let h = 0;
     let sh = 0;
     let byte: number;
-    do { byte = b[pos++]!; h += (byte & 0x7f) * 2 ** sh; sh += 7; } while (byte & 0x80 && sh < 35);
+    // A ULEB128 run header; `mul` (2 ** sh) by multiplication, since `2 ** sh` calls into C++.
+    let mul = 1;
+    do { byte = b[pos++]!; h += (byte & 0x7f) * mul; mul *= 128; sh += 7; } while (byte & 0x80 && sh < 35);
     if (h % 2 === 1) {
       const groups = Math.floor(h / 2);
       const stop = Math.min(n, seen + groups * 8);
@@ -986,10 +988,13 @@ export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number
       const runLen = Math.floor(h / 2);
       if (pos + bw > end) throw new Error('RLE run value past the end of its data');
       let v = 0;
-      for (let k = 0; k < bw; k++) v += b[pos++]! * 2 ** (8 * k);
+      for (let k = 0, mul = 1; k < bw; k++, mul *= 256) v += b[pos++]! * mul;
       const stop = Math.min(n, seen + runLen);
       if (runLen === 0) throw new Error('empty RLE run');
-      out.fill(v | 0, at + seen, at + stop);
+      // TypedArray#fill is a ~15 ns call into C++ whatever the length (development VM); most
+      // runs are short, and a loop writes up to 16 values in less.
+      if (stop - seen <= 16) for (let i = at + seen, e = at + stop, x = v | 0; i < e; i++) out[i] = x;
+      else out.fill(v | 0, at + seen, at + stop);
       if (v > max) max = v;
       seen = stop;
     }
@@ -1015,7 +1020,9 @@ export function levels(b: Uint8Array, pos: number, end: number, max: number, out
     let h = 0;
     let sh = 0;
     let byte: number;
-    do { byte = b[pos++]!; h += (byte & 0x7f) * 2 ** sh; sh += 7; } while (byte & 0x80 && sh < 35);
+    // A ULEB128 run header; `mul` (2 ** sh) by multiplication, since `2 ** sh` calls into C++.
+    let mul = 1;
+    do { byte = b[pos++]!; h += (byte & 0x7f) * mul; mul *= 128; sh += 7; } while (byte & 0x80 && sh < 35);
     if (h % 2 === 1) {
       // Bit-packed groups of 8 values in `width` bytes, least significant bit first.
       const groups = Math.floor(h / 2);
@@ -1055,7 +1062,9 @@ export function levels(b: Uint8Array, pos: number, end: number, max: number, out
       const v = b[pos++]!;
       if (v > max) throw new Error(`level ${v} above the column's maximum ${max}`);
       const stop = Math.min(n, seen + runLen);
-      out.fill(v, at + seen, at + stop);
+      // As in rleHybrid: a loop for short runs, fill's memset for long ones.
+      if (stop - seen <= 16) for (let i = at + seen, e = at + stop; i < e; i++) out[i] = v;
+      else out.fill(v, at + seen, at + stop);
       seen = stop;
     }
   }

@@ -571,6 +571,13 @@ function encode(values: number[], width: number): Uint8Array {
   return Uint8Array.from(out);
 }
 
+/** The first index where `got` (read as unsigned) differs from `want`, or -1: a cheap check for long arrays. */
+function firstDifference(got: Int32Array | Uint8Array, want: readonly number[]): number {
+  if (got.length !== want.length) return Math.min(got.length, want.length);
+  for (let i = 0; i < want.length; i++) if (got[i]! >>> 0 !== want[i]) return i;
+  return -1;
+}
+
 describe('RLE / bit-packed hybrid', () => {
   for (const width of [1, 3, 8, 13, 20, 24, 25, 31, 32]) {
     it(`decodes runs and packed groups of width ${width}`, () => {
@@ -618,6 +625,32 @@ describe('RLE / bit-packed hybrid', () => {
       expect(() => levels(bytes, 0, bytes.length >> 1, max, new Uint8Array(values.length), values.length)).toThrow(/end|past/);
     });
   }
+
+  // Run lengths on both sides of the short-run loop (<= 16 values) and of each run header's
+  // varint size (1 byte below 64 values, 2 bytes below 8,192, then 3), for values 1 to 4 bytes wide.
+  const RUNS = [8, 9, 15, 16, 17, 63, 64, 65, 200, 8191, 8192, 20000];
+  for (const width of [1, 7, 9, 17, 25, 32]) {
+    it(`decodes RLE runs of ${RUNS.length} lengths from 8 to 20,000 at width ${width}`, () => {
+      // Neighbouring runs alternate between the widest value and a small one, so none merge.
+      const values: number[] = [];
+      RUNS.forEach((len, i) => { for (let k = 0; k < len; k++) values.push(i % 2 === 0 ? 2 ** width - 1 : (i >> 1) % 2); });
+      const bytes = encode(values, width);
+      const out = new Int32Array(values.length + 2).fill(-7);
+      expect(rleHybrid(bytes, 0, bytes.length, width, out, 1, values.length)).toBe(bytes.length);
+      expect(firstDifference(out.subarray(1, 1 + values.length), values)).toBe(-1);
+      expect([out[0], out[out.length - 1]]).toEqual([-7, -7]);
+    });
+  }
+
+  it(`decodes level runs of ${RUNS.length} lengths from 8 to 20,000`, () => {
+    const values: number[] = [];
+    RUNS.forEach((len, i) => { for (let k = 0; k < len; k++) values.push(i % 4); });
+    const bytes = encode(values, 2);
+    const out = new Uint8Array(values.length + 2).fill(9);
+    levels(bytes, 0, bytes.length, 3, out, values.length, 1);
+    expect(firstDifference(out.subarray(1, 1 + values.length), values)).toBe(-1);
+    expect([out[0], out[out.length - 1]]).toEqual([9, 9]);
+  });
 
   it('refuses a level above the column maximum', () => {
     // Width 2 holds 3, but a column whose deepest level is 2 never has it: packed and RLE alike.
