@@ -579,6 +579,26 @@ export interface SlotLender {
 }
 
 /**
+ * Where row `row` (0 to pack.rows) of sparse key `k` starts in `pack.values`: the key's offset plus
+ * the lengths of the rows before it, summed from whichever end of the key's rows is nearer. A
+ * merge mostly takes a pack's head or tail (a batch across two row groups), so one end is free;
+ * summing from the start cost ~7 ms of main-thread time per 1M RM1 rows.
+ */
+function rowStart(pack: Pack, k: number, row: number): number {
+  const n = pack.rows;
+  const l = k * n;
+  let at: number;
+  if (row <= n - row) {
+    at = pack.offsets[k]!;
+    for (let j = 0; j < row; j++) at += pack.lengths[l + j]!;
+  } else {
+    at = pack.offsets[k + 1]!;
+    for (let j = row; j < n; j++) at -= pack.lengths[l + j]!;
+  }
+  return at;
+}
+
+/**
  * Concatenates rows [from, to) of packs (in order) into one pack: in `slot` when it is given (as
  * `packRows` lays a pack out, each array in the slot while it fits, else in fresh memory).
  * Every array is written in full, so a used slot needs no zeroing.
@@ -594,18 +614,12 @@ export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly 
   const offsets = i32(K + 1);
   offsets[0] = 0;
   const labels = layout.label ? f32(rows) : null;
-  // Each part's values per key k in its pack: [r[2k], r[2k + 1]), from the key's offset plus the
-  // lengths of the rows before `from`, through the lengths of rows [from, to).
+  // Each part's values per key k in its pack: [r[2k], r[2k + 1]), where rows `from` and `to` start.
   const ranges = parts.map(({ pack, from, to }) => {
     const r = new Int32Array(2 * K);
     for (let k = 0; k < K; k++) {
-      const l = k * pack.rows;
-      let s = pack.offsets[k]!;
-      for (let j = 0; j < from; j++) s += pack.lengths[l + j]!;
-      let e = s;
-      for (let j = from; j < to; j++) e += pack.lengths[l + j]!;
-      r[2 * k] = s;
-      r[2 * k + 1] = e;
+      r[2 * k] = rowStart(pack, k, from);
+      r[2 * k + 1] = rowStart(pack, k, to);
     }
     return r;
   });
