@@ -72,7 +72,8 @@ type Wire = { seq: number; epoch: number; rows: number; dense: { names: string[]
 function typed<T>(C: { new(b: ArrayBufferLike, o: number, n: number): T; BYTES_PER_ELEMENT: number }, u: Uint8Array): T {
   const n = u.byteLength / C.BYTES_PER_ELEMENT;
   if (u.byteOffset % C.BYTES_PER_ELEMENT === 0) return new C(u.buffer, u.byteOffset, n);
-  const own = u.slice();
+  // A copy of its own at offset 0 (not `u.slice()`: msgpackr's bins are Node Buffers, whose slice is a view).
+  const own = new Uint8Array(u);
   return new C(own.buffer, 0, n);
 }
 

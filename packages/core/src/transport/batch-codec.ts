@@ -144,7 +144,8 @@ type Ctor<T> = { new(buffer: ArrayBufferLike, byteOffset: number, length: number
 function view<T>(C: Ctor<T>, bytes: Uint8Array, copy: boolean): T {
   const n = bytes.byteLength / C.BYTES_PER_ELEMENT;
   if (!copy && bytes.byteOffset % C.BYTES_PER_ELEMENT === 0) return new C(bytes.buffer, bytes.byteOffset, n);
-  const own = bytes.slice();
+  // A copy of its own at offset 0 (not `bytes.slice()`: on a Node Buffer that is a view, not a copy).
+  const own = new Uint8Array(bytes);
   return new C(own.buffer, 0, n);
 }
 

@@ -12,7 +12,7 @@ import { parquetMetadata } from 'hyparquet';
 import { unpack } from 'msgpackr';
 import * as pw from 'parquet-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBatchServer, createClient, generateDataset, getPreset, pipeline, type Batch, type BatchServer, type ClientBatch, type PlanSpec } from '@sluice/core';
+import { batchToMsgpack, createBatchServer, createClient, decodeMsgpackBatch, generateDataset, getPreset, pipeline, type Batch, type BatchServer, type ClientBatch, type PlanSpec } from '@sluice/core';
 import { tempDir } from '../helpers.js';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -156,6 +156,16 @@ describe('sluice serve (HTTP)', () => {
     } finally {
       await c.close();
     }
+  });
+
+  it('decodeMsgpackBatch copies arrays that are not aligned into memory of their own, from a Node Buffer too', () => {
+    const body = batchToMsgpack(oracle[3]!);
+    // One byte off: every bin is misaligned, and msgpackr hands bins out as Buffers (views).
+    const shifted = Buffer.concat([Buffer.alloc(1), body]).subarray(1);
+    const b = decodeMsgpackBatch(shifted);
+    expectSame(b, oracle[3]!);
+    expect(b.dense.data.byteOffset).toBe(0);
+    expect(b.dense.data.buffer).not.toBe(shifted.buffer);
   });
 
   it('the typed client splits the stream by rank and resumes from a cursor', async () => {
