@@ -2,7 +2,7 @@
 // rule of the queue-pair contract and checks it on each implementation alike.
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  Endpoint, TransportError, connectTcp, fromTransport, inProcessPair, listenTcp, sabChannel, sabQueuePair, toTransport,
+  Endpoint, TransportError, connectTcp, decodeBatchMessage, encodeBatch, fromTransport, inProcessPair, listenTcp, sabChannel, sabQueuePair, toTransport,
   type Batch, type Completion, type CompletionQueue,
 } from '@sluice/core';
 
@@ -239,6 +239,35 @@ describe.each(IMPLS)('transport: %s', (_name, open) => {
     await expect((async () => { for await (const x of fromTransport(b, { maxBatchBytes: 4096 })) seen.push(x.seq); })()).rejects.toThrow(/last batch received: 1/);
     expect(seen).toEqual([0, 1]);
     expect(await sending).toBeInstanceOf(Error);
+  });
+});
+
+describe('transport: batch messages', () => {
+  /** A message as a receive buffer holds it: one piece. */
+  const wire = (b: Batch): Uint8Array[] => [Buffer.concat(encodeBatch(b, { version: 1, fingerprint: 'f,"names":[]}', seed: null, epoch: 0, window: 0, offset: b.end.offset, seq: b.seq + 1 }))];
+  const decoded = (b: Batch): Batch => {
+    const m = decodeBatchMessage(wire(b), true);
+    if (m.kind !== 'batch') throw new Error(`not a batch: ${m.kind}`);
+    expect(m.resume).toMatchObject({ fingerprint: 'f,"names":[]}', seq: b.seq + 1 });
+    return m.batch;
+  };
+  const same = (x: Batch, y: Batch): void => {
+    expect({ ...x, dense: { ...x.dense, data: [...x.dense.data] }, sparse: { ...x.sparse, lengths: [...x.sparse.lengths], offsets: [...x.sparse.offsets], values: [...x.sparse.values] }, labels: [...x.labels!] })
+      .toEqual({ ...y, dense: { ...y.dense, data: [...y.dense.data] }, sparse: { ...y.sparse, lengths: [...y.sparse.lengths], offsets: [...y.sparse.offsets], values: [...y.sparse.values] }, labels: [...y.labels!] });
+  };
+
+  it('parses a stream\'s layout once: later batches share its names, features and keys, and a new layout is read afresh', () => {
+    const a = [batch(0, 5), batch(1, 7), batch(2, 3)];
+    const other = batch(3, 4);
+    const b: Batch = { ...other, sparse: { ...other.sparse, keys: ['x', 'y'] }, dense: { ...other.dense, names: ['p', 'q', 'r'] } };
+    const got = [...a, b, batch(4, 6)].map(decoded);
+    [...a, b, batch(4, 6)].forEach((x, i) => same(got[i]!, x));
+    expect(got[1]!.dense.names).toBe(got[0]!.dense.names);
+    expect(got[2]!.sparse.keys).toBe(got[0]!.sparse.keys);
+    expect(got[2]!.dense.features).toBe(got[0]!.dense.features);
+    expect(got[3]!.sparse.keys).toEqual(['x', 'y']);
+    expect(got[3]!.dense.names).toEqual(['p', 'q', 'r']);
+    expect(got[4]!.sparse.keys).toEqual(['c1', 'c2']);
   });
 });
 
