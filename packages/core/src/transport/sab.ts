@@ -112,6 +112,8 @@ class SabWire implements Wire {
   private outAt = 0;
   private writing = false;
   private sink: WireSink | null = null;
+  private parser: FrameParser | null = null;
+  private parsing = false;
   private done = false;
   private closing = false;
   /**
@@ -182,6 +184,7 @@ class SabWire implements Wire {
     }
     this.out.push(...encodeFrame(f, placedAt));
     if (!this.writing) void this.writeLoop();
+    if (placedAt >= 0) this.poll();
   }
 
   close(): void {
@@ -234,28 +237,47 @@ class SabWire implements Wire {
 
   private async readLoop(): Promise<void> {
     const c = this.rxCtrl;
-    const cap = this.rxData.byteLength;
     const heap = this.heap.buffer;
-    const parser = new FrameParser(this.sink!, (dst, addr) => dst.buffer === heap && dst.byteOffset === addr);
+    this.parser = new FrameParser(this.sink!, (dst, addr) => dst.buffer === heap && dst.byteOffset === addr);
     for (;;) {
+      this.poll();
       const head = Atomics.load(c, HEAD);
-      const tail = Atomics.load(c, TAIL);
-      const avail = (head - tail) | 0;
-      if (avail === 0) {
-        if (Atomics.load(c, GONE) === 1 || this.done) {
-          if (!this.done) { this.done = true; abandonSabPort(this.port); }
-          this.release();
-          this.sink!.lost(new PeerLostError('the peer went away'));
-          return;
-        }
-        await sleep(c, R_SLEEP, R_BELL, () => Atomics.load(c, HEAD) !== head || Atomics.load(c, GONE) === 1);
-        continue;
+      if (head !== Atomics.load(c, TAIL)) continue;
+      if (Atomics.load(c, GONE) === 1 || this.done) {
+        if (!this.done) { this.done = true; abandonSabPort(this.port); }
+        this.release();
+        this.sink!.lost(new PeerLostError('the peer went away'));
+        return;
       }
-      const at = tail & (cap - 1);
-      const n = Math.min(avail, cap - at);
-      parser.push(this.rxData.subarray(at, at + n));
-      Atomics.store(c, TAIL, (tail + n) | 0);
-      if (Atomics.load(c, W_SLEEP) === 1) ring(c, W_BELL);
+      await sleep(c, R_SLEEP, R_BELL, () => Atomics.load(c, HEAD) !== head || Atomics.load(c, GONE) === 1);
+    }
+  }
+
+  /**
+   * Hands the sink every frame the receive ring holds now. The read loop calls it when woken, and
+   * a send calls it right after its copy, so credits and acknowledgements that arrived during the
+   * copy are taken at once, without a turn of the event loop. Not re-entered: a frame's handler
+   * that sends (and so polls) leaves the rest to the poll already running.
+   */
+  private poll(): void {
+    const parser = this.parser;
+    if (this.parsing || parser === null) return;
+    this.parsing = true;
+    const c = this.rxCtrl;
+    const cap = this.rxData.byteLength;
+    try {
+      for (;;) {
+        const tail = Atomics.load(c, TAIL);
+        const avail = (Atomics.load(c, HEAD) - tail) | 0;
+        if (avail === 0) return;
+        const at = tail & (cap - 1);
+        const n = Math.min(avail, cap - at);
+        parser.push(this.rxData.subarray(at, at + n));
+        Atomics.store(c, TAIL, (tail + n) | 0);
+        if (Atomics.load(c, W_SLEEP) === 1) ring(c, W_BELL);
+      }
+    } finally {
+      this.parsing = false;
     }
   }
 }

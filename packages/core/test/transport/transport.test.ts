@@ -307,6 +307,25 @@ describe('transport: shared memory', () => {
     b.close();
   });
 
+  it('a send takes the credits that arrived while it copied, without waiting for a turn of the event loop', async () => {
+    const [pa, pb] = sabChannel(1 << 12);
+    const a = sabQueuePair(pa);
+    const b = sabQueuePair(pb);
+    const mr = b.registerMemory(3 * 64);
+    b.postRecv(1, mr, 0, 64);
+    b.postRecv(2, mr, 64, 64);
+    await settle();
+    expect(a.credits).toBe(2);
+    // A third receive: its credit is in a's ring now, and a's reader has not run since.
+    b.postRecv(3, mr, 128, 64);
+    for (let i = 1; i <= 3; i++) a.postSend(i, bytes(i, i, i));
+    expect(a.queuedSends).toBe(0);
+    const got = await take(b.cq, 3);
+    expect(got.map((c) => [c.wrId, payload(c)])).toEqual([[1, [1, 1, 1]], [2, [2, 2, 2]], [3, [3, 3, 3]]]);
+    a.close();
+    b.close();
+  });
+
   it('hands out heap memory once, takes it back on deregistration, and falls back to private memory when it is full', () => {
     const [pa] = sabChannel(1 << 12, 4096);
     const a = sabQueuePair(pa);
