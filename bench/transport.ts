@@ -6,14 +6,18 @@
  * against a peer measured alongside). Each transport runs `--reps` times; the table gives the
  * median and the spread. memcpy is the best of its runs (TypedArray.set, Buffer.copy, and the
  * native memcpy of Buffer#fill that the shared-memory transport copies with), so the ratios are
- * against the fastest copy this machine managed, never a slow one. Each run first moves `--warmup`
- * batches untimed, so the clock sees the steady stream a trainer sees, not the first touch of
- * fresh buffers (page faults) or code not yet optimised. A run's clock stops when the receiver has
+ * against the fastest copy this machine managed, never a slow one. The receiving side of each row
+ * is one long-lived worker, as a trainer is, and the row first makes `--settle` untimed runs; each
+ * run then moves `--warmup` batches untimed before its clock starts. So the clock sees the steady
+ * stream a trainer sees, not the first touch of fresh buffers (page faults) or code still being
+ * optimised: on 2 vCPUs V8's compiler threads take a core from the copying threads for 1-4 ms at a
+ * time, and a fresh isolate keeps compiling the receive path for its first ~2,000 batches
+ * (bench/README.md, "Settling"). A run's clock stops when the receiver has
  * every batch and has said so, so it also holds the end of the stream (end message, its ack, the
- * worker's reply: ~4 ms on the development VM); 300 timed batches (1.3 GB) keep that a few percent
+ * worker's reply: 1-4 ms on the development VM); 300 timed batches (1.3 GB) keep that a few percent
  * of the run, where the former 60 made it about a quarter of the shared-memory rows' time.
  *
- *   npm run bench:transport [-- --batches 300 --warmup 64 --reps 5 --json]
+ *   npm run bench:transport [-- --batches 300 --warmup 64 --settle 3 --reps 5 --json]
  */
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
@@ -22,10 +26,11 @@ import {
 } from '@sluice/core';
 import { cachedDataset, emitJson, fmtRatio, log, machine, median, printTable } from './lib.js';
 
-const { values } = parseArgs({ options: { batches: { type: 'string', default: '300' }, reps: { type: 'string', default: '5' }, warmup: { type: 'string', default: '64' }, json: { type: 'boolean' } } });
+const { values } = parseArgs({ options: { batches: { type: 'string', default: '300' }, reps: { type: 'string', default: '5' }, warmup: { type: 'string', default: '64' }, settle: { type: 'string', default: '3' }, json: { type: 'boolean' } } });
 const N = Number(values.batches);
 const REPS = Number(values.reps);
 const WARM = Number(values.warmup);
+const SETTLE = Number(values.settle);
 const ROWS = 8192;
 const CORE = new URL('../packages/core/dist/index.js', import.meta.url).href;
 
@@ -48,23 +53,52 @@ async function* stream(start: () => void = () => undefined): AsyncGenerator<Batc
 }
 
 /**
- * Runs `body` in a worker thread with core loaded. `ready` resolves once the worker has loaded
- * and set up (so start-up is not timed); `done` with what the body returns.
+ * A receiving thread for one row of the table: one worker for all of that row's runs, settling
+ * runs included, as a trainer is one long-lived thread (bench/README.md, "Settling"). `body` is
+ * the async body of one run: it sees `core`, the run's `data` (a channel end, a port, a URL) and
+ * `ready()`, to call once set up, and returns the run's result.
  */
-function inWorker<T>(body: string, data: unknown): { ready: Promise<void>; done: Promise<T> } {
-  const code = `const { parentPort, workerData } = require('node:worker_threads');
-    const ready = () => parentPort.postMessage('ready');
-    import(${JSON.stringify(CORE)}).then(async (core) => { ${body} }).then((r) => parentPort.postMessage({ r }), (e) => { throw e; });`;
-  const w = new Worker(code, { eval: true, workerData: data });
-  let ok!: () => void;
-  const ready = new Promise<void>((r) => { ok = r; });
-  const done = new Promise<T>((resolve, reject) => {
-    w.on('message', (m: 'ready' | { r: T }) => { if (m === 'ready') ok(); else resolve(m.r); });
-    w.once('error', reject);
-    w.once('exit', (c) => reject(new Error(`worker exited (${c})`)));
-  });
-  done.catch(() => undefined);
-  return { ready, done };
+class Receiver<T> {
+  private readonly w: Worker;
+  private readonly loaded: Promise<void>;
+  private failed: Error | null = null;
+  private waiters: Array<{ ok: (m: 'ready' | { r: T }) => void; fail: (e: Error) => void }> = [];
+
+  constructor(body: string) {
+    const code = `const { parentPort } = require('node:worker_threads');
+      import(${JSON.stringify(CORE)}).then((core) => {
+        const run = async (data, ready) => { ${body} };
+        parentPort.on('message', (data) => { run(data, () => parentPort.postMessage('ready')).then((r) => parentPort.postMessage({ r }), (e) => { throw e; }); });
+        parentPort.postMessage('loaded');
+      });`;
+    this.w = new Worker(code, { eval: true });
+    this.loaded = new Promise<void>((resolve) => this.w.once('message', () => resolve()));
+    const fail = (e: Error): void => { this.failed = e; for (const x of this.waiters.splice(0)) x.fail(e); };
+    this.w.once('error', fail);
+    this.w.once('exit', (c) => fail(new Error(`receiver thread exited (${c})`)));
+  }
+
+  /** Starts a run with `data`: `ready` once the thread has set it up (so set-up is not timed), `done` with its result. */
+  run(data: unknown): { ready: Promise<void>; done: Promise<T> } {
+    const next = (): Promise<'ready' | { r: T }> => new Promise((ok, fail) => {
+      if (this.failed) { fail(this.failed); return; }
+      this.waiters.push({ ok, fail });
+      this.w.once('message', (m: 'ready' | { r: T }) => { this.waiters.shift(); ok(m); });
+    });
+    const ready = this.loaded.then(async () => {
+      const r = next();
+      this.w.postMessage(data);
+      if ((await r) !== 'ready') throw new Error('receiver finished before it was ready');
+    });
+    const done = ready.then(async () => ((await next()) as { r: T }).r);
+    done.catch(() => undefined);
+    return { ready, done };
+  }
+
+  async close(): Promise<void> {
+    this.w.removeAllListeners('exit');
+    await this.w.terminate();
+  }
 }
 
 /** The trainer's loop in the worker, with `slots` receive buffers posted (see bench/README.md). */
@@ -79,8 +113,9 @@ const results: Result[] = [];
  * Runs `run` REPS times; each run's clock starts when it calls `start` (after its set-up) and stops
  * when it resolves, unless it resolves to the seconds it timed itself.
  */
-async function measure(transport: string, bytes: number, run: (start: () => void) => Promise<number | void>): Promise<void> {
+async function measure(transport: string, bytes: number, run: (start: () => void) => Promise<number | void>, settle = 0): Promise<void> {
   const r: Result = { transport, bytes, seconds: [] };
+  for (let k = 0; k < settle; k++) await run(() => undefined);
   for (let k = 0; k < REPS; k++) {
     let t0 = performance.now();
     const own = await run(() => { t0 = performance.now(); });
@@ -149,33 +184,37 @@ await measure('in-process', total, async (start) => {
   const recv = (async () => { let n = 0; for await (const _ of fromTransport(b, { maxBatchBytes: 8 << 20 })) n++; return n; })();
   await toTransport(a, stream(start));
   if ((await recv) !== WARM + N) throw new Error('in-process: lost batches');
-});
+}, SETTLE);
 
 // Shared memory: a trainer double-buffers (2 receive slots: one batch being trained on, the next
 // landing), which is the criterion's row; with 4 slots (fromTransport's default) the copies'
 // destinations rotate over 17 MB more memory, beyond what the L3 cache keeps (bench/README.md).
 for (const slots of [2, 4]) {
+  const trainer = new Receiver<{ n: number }>(`const qp = core.sabQueuePair(data); ${receive(slots)}`);
   await measure(`SharedArrayBuffer ring (worker, ${slots} receive slots)`, total, async (start) => {
     const [mine, theirs] = sabChannel(16 << 20);
     const qp = sabQueuePair(mine);
-    const recv = inWorker<{ n: number }>(`const qp = core.sabQueuePair(workerData); ${receive(slots)}`, theirs);
+    const recv = trainer.run(theirs);
     await recv.ready;
     await toTransport(qp, stream(start));
     if ((await recv.done).n !== WARM + N) throw new Error('sab: lost batches');
     qp.close();
-  });
+  }, SETTLE);
+  await trainer.close();
 }
 
+const tcpTrainer = new Receiver<{ n: number }>(`const qp = await core.connectTcp({ port: data }); ${RECEIVE}`);
 await measure('TCP loopback (worker)', total, async (start) => {
   const l = await listenTcp({ port: 0 });
-  const recv = inWorker<{ n: number }>(`const qp = await core.connectTcp({ port: workerData }); ${RECEIVE}`, l.port);
+  const recv = tcpTrainer.run(l.port);
   const qp = await l.accept();
   await recv.ready;
   await toTransport(qp, stream(start));
   if ((await recv.done).n !== WARM + N) throw new Error('tcp: lost batches');
   qp.close();
   await l.close();
-});
+}, SETTLE);
+await tcpTrainer.close();
 
 // HTTP: the server holds the 4 distinct batches (warmed once); a client in a worker fetches and
 // decodes N of them. Throughput counts the bytes of the response bodies themselves.
@@ -193,30 +232,32 @@ for (const accept of ['application/msgpack', 'application/vnd.apache.arrow.strea
  * `client.batches()` reads (its default prefetch), depth 1 one request at a time. msgpack bodies
  * are decoded to typed arrays, Arrow bodies to an apache-arrow Table (columns are views).
  */
-async function http(format: 'msgpack' | 'arrow', depth: number, start: () => void): Promise<void> {
-  const w = inWorker<{ n: number }>(`const c = core.createClient(workerData.url);
-    const get = workerData.arrow ? (s) => c.arrow(s) : (s) => c.batch(s);
-    const rows = (b) => (workerData.arrow ? b.numRows : b.rows);
-    for (let i = 0; i < workerData.warm; i++) await get(i % workerData.k);
+const httpTrainer = new Receiver<{ n: number }>(`const c = core.createClient(data.url);
+    const get = data.arrow ? (s) => c.arrow(s) : (s) => c.batch(s);
+    const rows = (b) => (data.arrow ? b.numRows : b.rows);
+    for (let i = 0; i < data.warm; i++) await get(i % data.k);
     ready();
     const ahead = []; let next = 0; let n = 0;
-    while (n < workerData.n) {
-      while (ahead.length < workerData.depth && next < workerData.n) ahead.push(get(next++ % workerData.k));
+    while (n < data.n) {
+      while (ahead.length < data.depth && next < data.n) ahead.push(get(next++ % data.k));
       if (rows(await ahead.shift()) !== ${ROWS}) throw new Error('short batch');
       n++;
     }
-    await c.close(); return { n };`, { url, n: N, k: source.length, warm: Math.max(WARM, 1), depth, arrow: format === 'arrow' });
+    await c.close(); return { n };`);
+async function http(format: 'msgpack' | 'arrow', depth: number, start: () => void): Promise<void> {
+  const w = httpTrainer.run({ url, n: N, k: source.length, warm: Math.max(WARM, 1), depth, arrow: format === 'arrow' });
   await w.ready;
   start();
   if ((await w.done).n !== N) throw new Error('http: lost batches');
 }
 const MSGPACK_BYTES = bodyBytes['application/msgpack'];
 const ARROW_BYTES = bodyBytes['application/vnd.apache.arrow.stream'];
-await measure('HTTP loopback, msgpack (worker client, prefetch 2)', MSGPACK_BYTES, (start) => http('msgpack', 2, start));
+await measure('HTTP loopback, msgpack (worker client, prefetch 2)', MSGPACK_BYTES, (start) => http('msgpack', 2, start), SETTLE);
 // The default body: an Arrow IPC stream.
-await measure('HTTP loopback, Arrow (worker client, prefetch 2)', ARROW_BYTES, (start) => http('arrow', 2, start));
-await measure('HTTP loopback, msgpack (one request at a time)', MSGPACK_BYTES, (start) => http('msgpack', 1, start));
-await measure('HTTP loopback, Arrow (one request at a time)', ARROW_BYTES, (start) => http('arrow', 1, start));
+await measure('HTTP loopback, Arrow (worker client, prefetch 2)', ARROW_BYTES, (start) => http('arrow', 2, start), SETTLE);
+await measure('HTTP loopback, msgpack (one request at a time)', MSGPACK_BYTES, (start) => http('msgpack', 1, start), SETTLE);
+await measure('HTTP loopback, Arrow (one request at a time)', ARROW_BYTES, (start) => http('arrow', 1, start), SETTLE);
+await httpTrainer.close();
 await srv.close();
 
 const gbps = (r: Result, seconds: number): number => r.bytes / seconds / 1e9;
@@ -227,5 +268,5 @@ const summary = results.map((r) => {
 // The peer of every ratio: the fastest memcpy of the run.
 const memcpy = Math.max(...summary.filter((r) => r.transport.startsWith('memcpy')).map((r) => r.max));
 const rows = summary.map((r) => [r.transport, r.median.toFixed(2), `${r.min.toFixed(2)}–${r.max.toFixed(2)}`, fmtRatio(r.median / memcpy)]);
-if (values.json) emitJson({ bench: 'transport', batches: N, reps: REPS, rowsPerBatch: ROWS, bytesPerBatch: perBatch, memcpyGbPerSecond: memcpy, results: summary.map((r) => ({ ...r, gbPerSecond: r.median, vsMemcpy: r.median / memcpy })), machine: machine() });
+if (values.json) emitJson({ bench: 'transport', batches: N, reps: REPS, warmup: WARM, settle: SETTLE, rowsPerBatch: ROWS, bytesPerBatch: perBatch, memcpyGbPerSecond: memcpy, results: summary.map((r) => ({ ...r, gbPerSecond: r.median, vsMemcpy: r.median / memcpy })), machine: machine() });
 else printTable(`Transport throughput: ${N} RM1 batches of ${ROWS} rows (${(perBatch / 1e6).toFixed(2)} MB each), median of ${REPS} runs; vs the best memcpy (${memcpy.toFixed(2)} GB/s)`, ['transport', 'GB/s', 'min–max', 'vs memcpy'], rows);
