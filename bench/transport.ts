@@ -240,7 +240,10 @@ const httpTrainer = new Receiver<{ n: number }>(`const c = core.createClient(dat
     const ahead = []; let next = 0; let n = 0;
     while (n < data.n) {
       while (ahead.length < data.depth && next < data.n) ahead.push(get(next++ % data.k));
-      if (rows(await ahead.shift()) !== ${ROWS}) throw new Error('short batch');
+      const b = await ahead.shift();
+      if (rows(b) !== ${ROWS}) throw new Error('short batch');
+      // Done with it, as a training loop is after its step (msgpack batches; Arrow tables have no release).
+      b.release?.();
       n++;
     }
     await c.close(); return { n };`);

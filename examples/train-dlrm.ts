@@ -76,7 +76,11 @@ async function* feed(): AsyncGenerator<Step> {
     const server = await createBatchServer(plan, { input }, { token: 'example' });
     const client = createClient(await server.listen(0), { token: 'example' });
     try {
-      for await (const b of client.batches()) yield { seq: b.seq, rows: b.rows, dim: b.dense.dim, dense: b.dense.data, keys: b.sparse.keys.length, lengths: b.sparse.lengths, values: b.sparse.values, labels: b.labels! };
+      for await (const b of client.batches()) {
+        yield { seq: b.seq, rows: b.rows, dim: b.dense.dim, dense: b.dense.data, keys: b.sparse.keys.length, lengths: b.sparse.lengths, values: b.sparse.values, labels: b.labels! };
+        // As above: the client may read a later batch into this one's memory.
+        b.release?.();
+      }
     } finally { await client.close(); await server.close(); }
   } else if (values.via === 'tcp') {
     // The data host serves a feed that survives dropped connections: the trainer dials again and

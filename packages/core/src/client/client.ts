@@ -3,7 +3,8 @@ import { unpack } from 'msgpackr';
 import type { Agent, Dispatcher } from 'undici';
 import { SluiceError } from '../errors.js';
 import { tableFromArrowStream } from './arrow-ipc.js';
-import { DirectPool, MAX_BODY_BYTES, Unsupported, tooLarge } from './direct.js';
+import { defineRelease } from '../util/release.js';
+import { BodyPool, DirectPool, MAX_BODY_BYTES, Unsupported, tooLarge } from './direct.js';
 
 /** A batch as the HTTP client decodes it (the msgpack layout, with offsets worked out). */
 export interface ClientBatch {
@@ -13,6 +14,12 @@ export interface ClientBatch {
   readonly dense: { readonly names: readonly string[]; readonly dim: number; readonly data: Float32Array };
   readonly sparse: { readonly keys: readonly string[]; readonly lengths: Int32Array; readonly offsets: Int32Array; readonly values: BigInt64Array };
   readonly labels: Float32Array | null;
+  /**
+   * Set on the batches a client fetches: the loop is done with this batch, so the client may read
+   * a later batch into its memory (as `Batch.release` lets a pipeline). Optional: a batch never
+   * released is collected as usual. After `release()` nothing may read the batch's arrays.
+   */
+  readonly release?: () => void;
 }
 
 /** What `GET /v1/info` says about the served plan. */
@@ -105,7 +112,7 @@ export function decodeMsgpackBatch(body: Uint8Array): ClientBatch {
  * are copied in as they arrive: no list of chunks, no concatenation, no stream), so the body is an
  * ArrayBuffer of its own at offset 0 and the server's 8-aligned arrays can be viewed in place.
  */
-function getOnce(agent: Agent, origin: string, path: string, headers: Record<string, string>, signal?: AbortSignal): Promise<{ status: number; body: Uint8Array }> {
+function getOnce(agent: Agent, origin: string, path: string, headers: Record<string, string>, bodies: BodyPool, signal?: AbortSignal): Promise<{ status: number; body: Uint8Array }> {
   return new Promise((resolve, reject) => {
     let status = 0;
     let body: Uint8Array | null = null;
@@ -132,7 +139,7 @@ function getOnce(agent: Agent, origin: string, path: string, headers: Record<str
         chunks = [];
         const len = Number(h['content-length']);
         if (len > MAX_BODY_BYTES) { controller.abort(tooLarge(len)); return; }
-        body = Number.isSafeInteger(len) && len >= 0 ? Buffer.allocUnsafeSlow(len) : null;
+        body = Number.isSafeInteger(len) && len >= 0 ? bodies.take(len) : null;
       },
       onResponseData(controller, chunk) {
         if (body === null) {
@@ -186,11 +193,12 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
   const agent = (): Promise<Agent> => (agentP ??= import('undici').then(({ Agent: A }) => new A({ connections: 8, keepAliveTimeout: 30_000 })));
   const retries = options.retries ?? 5;
   const headers: Record<string, string> = options.token === undefined ? {} : { authorization: `Bearer ${options.token}` };
+  const bodies = new BodyPool();
 
   // Batch bodies over plain HTTP are read by DirectPool, straight into their buffers; undici does
   // the rest (and any response DirectPool does not take).
   // A server (or proxy) that answers without a content-length is left to undici from then on.
-  let direct = base.protocol === 'http:' ? new DirectPool(base.hostname.replace(/^\[|\]$/g, ''), Number(base.port || 80), base.host, 8) : null;
+  let direct = base.protocol === 'http:' ? new DirectPool(base.hostname.replace(/^\[|\]$/g, ''), Number(base.port || 80), base.host, bodies, 8) : null;
   const getDirect = async (target: string, h: Record<string, string>, signal?: AbortSignal): Promise<{ status: number; body: Uint8Array }> => {
     try {
       return await direct!.get(target, h, signal);
@@ -198,7 +206,7 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
       if (!(e instanceof Unsupported)) throw e;
       direct?.close();
       direct = null;
-      return getOnce(await agent(), base.origin, target, h, signal);
+      return getOnce(await agent(), base.origin, target, h, bodies, signal);
     }
   };
 
@@ -208,7 +216,7 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
     for (let attempt = 0; ; attempt++) {
       try {
         const h = { ...headers, accept };
-        const r = body && direct !== null ? await getDirect(target, h, signal) : await getOnce(await agent(), base.origin, target, h, signal);
+        const r = body && direct !== null ? await getDirect(target, h, signal) : await getOnce(await agent(), base.origin, target, h, bodies, signal);
         if (r.status >= 500) throw new HttpError(r.status, `${path}: HTTP ${r.status} ${new TextDecoder().decode(r.body)}`);
         return r;
       } catch (e) {
@@ -250,7 +258,7 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
     },
     async batch(seq, signal) {
       const body = await batchBody(seq, 'application/msgpack', signal);
-      return body === null ? null : decodeMsgpackBatch(body);
+      return body === null ? null : defineRelease(decodeMsgpackBatch(body), () => bodies.give(body.buffer));
     },
     async arrow(seq, signal) {
       // Arrow IPC aligns its buffers to 8 bytes and the body is a buffer of its own: columns are views.

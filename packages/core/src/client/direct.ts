@@ -18,6 +18,40 @@ const CRLF2 = Buffer.from('\r\n\r\n');
 const socketError = (message: string): Error => Object.assign(new Error(message), { code: 'UND_ERR_SOCKET' });
 
 /**
+ * Memory for response bodies, with the buffers of released batches to reuse (`ClientBatch.release`).
+ * A body is a fresh 4 MB buffer per RM1 batch otherwise, and in a thread that fetches for long
+ * those stop dying young: only full GCs free them, one every ~9 batches, and a client thread's
+ * msgpack rate fell from ~3.5 to ~1.8 GB/s after its first ~300 batches (bench/README.md,
+ * "Settling"). Keeps at most `max` free buffers.
+ */
+export class BodyPool {
+  private readonly free: ArrayBuffer[] = [];
+  constructor(private readonly max = 8) {}
+
+  /**
+   * `length` bytes at offset 0 of their memory: the smallest free buffer that holds them and is
+   * at most twice as big (a small body, an error's, does not take a batch's buffer), else new.
+   */
+  take(length: number): Buffer {
+    let best = -1;
+    for (let i = 0; i < this.free.length; i++) {
+      const n = this.free[i]!.byteLength;
+      if (n >= length && n <= 2 * length && (best < 0 || n < this.free[best]!.byteLength)) best = i;
+    }
+    // New memory has room for a body up to 1/16 longer (batches differ in their number of ids),
+    // so that a given-back buffer fits the next batch; pages never written cost no memory.
+    if (best < 0) return Buffer.from(Buffer.allocUnsafeSlow(length + (length >> 4)).buffer, 0, length);
+    const [ab] = this.free.splice(best, 1);
+    return Buffer.from(ab!, 0, length);
+  }
+
+  /** Takes back the memory of a body nothing reads any more. */
+  give(memory: ArrayBufferLike): void {
+    if (memory instanceof ArrayBuffer && this.free.length < this.max && !this.free.includes(memory)) this.free.push(memory);
+  }
+}
+
+/**
  * One keep-alive HTTP/1.1 connection that reads a response body straight into its final buffer:
  * the socket is opened with `onread`, and once the head says how long the body is, every read
  * names the rest of that body's buffer. The kernel copies the bytes to where they stay (no 64 KiB
@@ -34,7 +68,7 @@ class Conn {
   private pending: { resolve: (g: Got) => void; reject: (e: unknown) => void } | null = null;
   dead = false;
 
-  constructor(host: string, port: number, private readonly onDead: (c: Conn) => void) {
+  constructor(host: string, port: number, private readonly onDead: (c: Conn) => void, private readonly bodies: BodyPool) {
     this.sock = connect({
       host, port, noDelay: true,
       onread: {
@@ -120,7 +154,7 @@ class Conn {
     }
     if (length > MAX_BODY_BYTES) { this.destroy(tooLarge(length)); return false; }
     this.status = Number(m[1]);
-    this.body = Buffer.allocUnsafeSlow(length);
+    this.body = this.bodies.take(length);
     return true;
   }
 }
@@ -135,7 +169,7 @@ export class DirectPool {
   private open = 0;
   private closed = false;
 
-  constructor(private readonly host: string, private readonly port: number, private readonly hostHeader: string, private readonly max = 8) {}
+  constructor(private readonly host: string, private readonly port: number, private readonly hostHeader: string, private readonly bodies: BodyPool, private readonly max = 8) {}
 
   async get(path: string, headers: Record<string, string>, signal?: AbortSignal): Promise<Got> {
     let text = `GET ${path} HTTP/1.1\r\nhost: ${this.hostHeader}\r\n`;
@@ -159,7 +193,7 @@ export class DirectPool {
     if (c !== undefined) { c.sock.ref(); return Promise.resolve(c); }
     if (this.open < this.max) {
       this.open++;
-      return Promise.resolve(new Conn(this.host, this.port, (d) => this.gone(d)));
+      return Promise.resolve(new Conn(this.host, this.port, (d) => this.gone(d), this.bodies));
     }
     return new Promise((resolve, reject) => this.waiters.push((w) => (w === null ? reject(new Error('the client is closed')) : resolve(w))));
   }
@@ -180,6 +214,6 @@ export class DirectPool {
     if (i >= 0) this.idle.splice(i, 1);
     // A waiter gets a fresh connection in place of the one that went.
     const w = this.waiters.shift();
-    if (w !== undefined && !this.closed) { this.open++; w(new Conn(this.host, this.port, (d) => this.gone(d))); }
+    if (w !== undefined && !this.closed) { this.open++; w(new Conn(this.host, this.port, (d) => this.gone(d), this.bodies)); }
   }
 }

@@ -168,6 +168,32 @@ describe('sluice serve (HTTP)', () => {
     expect(b.dense.data.buffer).not.toBe(shifted.buffer);
   });
 
+  it('the client reads a later batch into the memory of a released one, and leaves batches not released alone', async () => {
+    const c = createClient(url, { token: TOKEN });
+    try {
+      const first = (await c.batch(1))!;
+      const kept = (await c.batch(2))!;
+      const mem = first.dense.data.buffer;
+      expect(first.sparse.values.buffer).toBe(mem);
+      expectSame(first, oracle[1]!);
+      first.release!();
+      const reused = (await c.batch(3))!;
+      expect(reused.dense.data.buffer).toBe(mem);
+      expectSame(reused, oracle[3]!);
+      expectSame(kept, oracle[2]!);
+      const fresh = (await c.batch(4))!; // nothing given back since
+      expect([mem, kept.dense.data.buffer]).not.toContain(fresh.dense.data.buffer);
+      expectSame(fresh, oracle[4]!);
+      reused.release!();
+      reused.release!(); // given back once, however often it is called
+      const again = [(await c.batch(5))!, (await c.batch(6))!];
+      expect(again.map((b) => b.dense.data.buffer === mem)).toEqual([true, false]);
+      again.forEach((b, i) => expectSame(b, oracle[5 + i]!));
+    } finally {
+      await c.close();
+    }
+  });
+
   it('the typed client splits the stream by rank and resumes from a cursor', async () => {
     const c = createClient(url, { token: TOKEN });
     try {
