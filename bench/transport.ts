@@ -242,7 +242,7 @@ const httpTrainer = new Receiver<{ n: number }>(`const c = core.createClient(dat
       while (ahead.length < data.depth && next < data.n) ahead.push(get(next++ % data.k));
       const b = await ahead.shift();
       if (rows(b) !== ${ROWS}) throw new Error('short batch');
-      // Done with it, as a training loop is after its step (msgpack batches; Arrow tables have no release).
+      // Done with it, as a training loop is after its step.
       b.release?.();
       n++;
     }

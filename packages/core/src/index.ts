@@ -44,4 +44,4 @@ export * from './transport/index.js';
 export { createBatchServer, type BatchServer, type ServeOptions } from './serve/server.js';
 export { BatchStore, type BatchStoreOptions } from './serve/store.js';
 export { batchToMsgpack, batchToArrowStream, negotiate, ARROW_STREAM, MSGPACK, type BodyFormat } from './serve/encode.js';
-export { createClient, decodeMsgpackBatch, HttpError, type BatchClient, type ClientBatch, type ClientOptions, type BatchesOptions, type ServerInfo } from './client/client.js';
+export { createClient, decodeMsgpackBatch, HttpError, type BatchClient, type ClientBatch, type ClientTable, type ClientOptions, type BatchesOptions, type ServerInfo } from './client/client.js';

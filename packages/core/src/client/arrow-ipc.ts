@@ -37,7 +37,8 @@ function schemaOf(meta: Uint8Array): Schema | null {
   if (m.headerType !== MessageHeader.Schema || m.bodyLength !== 0) return null;
   const schema = m.header() as Schema;
   if (schema.dictionaries.size > 0 || !schema.fields.every((f) => supported(f.type))) return null;
-  lastSchema = { bytes: meta.slice(), schema };
+  // A copy (not `meta.slice()`, a view on a Buffer): the body's memory may hold a later body.
+  lastSchema = { bytes: new Uint8Array(meta), schema };
   return schema;
 }
 

@@ -22,6 +22,12 @@ export interface ClientBatch {
   readonly release?: () => void;
 }
 
+/** An Arrow table from `BatchClient.arrow`: its columns view the response body. */
+export type ClientTable = Table & {
+  /** As `ClientBatch.release`: the client may read a later body into this table's memory; nothing may read the table after. */
+  readonly release?: () => void;
+};
+
 /** What `GET /v1/info` says about the served plan. */
 export interface ServerInfo {
   batchSize: number;
@@ -65,8 +71,11 @@ export interface BatchClient {
   info(): Promise<ServerInfo>;
   /** Batch `seq`, or null past the end of the sequence. */
   batch(seq: number, signal?: AbortSignal): Promise<ClientBatch | null>;
-  /** Batch `seq` as the server's Arrow table (one column per feature, as `sluice run` writes), or null past the end. */
-  arrow(seq: number, signal?: AbortSignal): Promise<Table | null>;
+  /**
+   * Batch `seq` as the server's Arrow table (one column per feature, as `sluice run` writes), or
+   * null past the end. Its `release()` works as a ClientBatch's does.
+   */
+  arrow(seq: number, signal?: AbortSignal): Promise<ClientTable | null>;
   /** Iterates batches start, start+step, … until the end; `cursor` is the next seq to resume from. */
   batches(options?: BatchesOptions): AsyncIterable<ClientBatch> & { readonly cursor: number };
   close(): Promise<void>;
@@ -263,7 +272,7 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
     async arrow(seq, signal) {
       // Arrow IPC aligns its buffers to 8 bytes and the body is a buffer of its own: columns are views.
       const body = await batchBody(seq, 'application/vnd.apache.arrow.stream', signal);
-      return body === null ? null : tableFromArrowStream(body);
+      return body === null ? null : defineRelease(tableFromArrowStream(body) as ClientTable, () => bodies.give(body.buffer));
     },
     batches(o = {}) {
       const step = o.step ?? 1;

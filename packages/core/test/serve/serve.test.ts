@@ -194,6 +194,22 @@ describe('sluice serve (HTTP)', () => {
     }
   });
 
+  it('an Arrow table the client released holds a later table, which reads the same as the server sent it', async () => {
+    const c = createClient(url, { token: TOKEN });
+    try {
+      const first = (await c.arrow(1))!;
+      const mem = first.getChild('I1')!.data[0]!.values.buffer;
+      first.release!();
+      const t = (await c.arrow(3))!;
+      expect(t.getChild('I1')!.data[0]!.values.buffer).toBe(mem);
+      const want = tableFromIPC(new Uint8Array(await (await get('/v1/batches/3')).arrayBuffer()));
+      expect(t.schema.fields.map((f) => f.name)).toEqual(want.schema.fields.map((f) => f.name));
+      for (const f of want.schema.fields) expect([...t.getChild(f.name)!].map(String)).toEqual([...want.getChild(f.name)!].map(String));
+    } finally {
+      await c.close();
+    }
+  });
+
   it('the typed client splits the stream by rank and resumes from a cursor', async () => {
     const c = createClient(url, { token: TOKEN });
     try {
