@@ -3,10 +3,40 @@ import { Endpoint, type Frame, type Wire, type WireSink } from './engine.js';
 import { FrameParser, encodeFrame } from './frames.js';
 import { PeerLostError, TransportError } from './types.js';
 
+/** Bytes a connecting end reads at a time, into one buffer it keeps (see `Reads`). */
+const READ_BUFFER_BYTES = 1 << 20;
+
+/**
+ * A socket's reads into one reused buffer (net's `onread`), for the end that connects: by default
+ * each read is a fresh 64 KiB Buffer, and at 4 MB batches their allocation and collection held a
+ * receiving thread to ~1.3-1.5 GB/s on loopback, against 4.4-4.8 GB/s this way (measured
+ * 2026-11-23, RM1 batches, one receiver thread over six runs). The frame parser copies what it
+ * needs before the next read. A socket accepted by a server has no `onread`, so the listening
+ * end reads Node's chunks as before.
+ */
+class Reads {
+  readonly buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  private deliver: ((chunk: Uint8Array) => void) | null = null;
+  /** Reads that came before the wire started (copies: the buffer is read into again). */
+  private readonly early: Buffer[] = [];
+
+  read(n: number): boolean {
+    const chunk = this.buffer.subarray(0, n);
+    if (this.deliver !== null) this.deliver(chunk);
+    else this.early.push(Buffer.from(chunk));
+    return true;
+  }
+
+  to(deliver: (chunk: Uint8Array) => void): void {
+    this.deliver = deliver;
+    for (const c of this.early.splice(0)) deliver(c);
+  }
+}
+
 class TcpWire implements Wire {
   private gone = false;
 
-  constructor(private readonly socket: Socket) {
+  constructor(private readonly socket: Socket, private readonly reads?: Reads) {
     socket.setNoDelay(true);
     // A peer whose machine or network vanished sends no FIN: keep-alive probes find it out.
     socket.setKeepAlive(true, 10_000);
@@ -14,7 +44,8 @@ class TcpWire implements Wire {
 
   start(sink: WireSink): void {
     const parser = new FrameParser(sink);
-    this.socket.on('data', (chunk: Buffer) => parser.push(chunk));
+    if (this.reads !== undefined) this.reads.to((chunk) => parser.push(chunk));
+    else this.socket.on('data', (chunk: Buffer) => parser.push(chunk));
     const lost = (e?: Error): void => {
       if (this.gone) return;
       this.gone = true;
@@ -114,12 +145,13 @@ export async function connectTcp(options: ConnectOptions): Promise<Endpoint> {
   for (let attempt = 0; ; attempt++) {
     options.signal?.throwIfAborted();
     try {
+      const reads = new Reads();
       const socket = await new Promise<Socket>((resolve, reject) => {
-        const s = connect({ host, port: options.port });
+        const s = connect({ host, port: options.port, onread: { buffer: reads.buffer, callback: (n: number) => reads.read(n) } });
         s.once('connect', () => { s.removeListener('error', reject); resolve(s); });
         s.once('error', reject);
       });
-      return tcpQueuePair(socket);
+      return new Endpoint(new TcpWire(socket, reads));
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       const transient = code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'ETIMEDOUT';

@@ -285,6 +285,37 @@ describe('transport: in-process hand-off', () => {
   });
 });
 
+describe('transport: tcp', () => {
+  it('messages several reads long arrive intact both ways, and a later read does not touch an earlier message', async () => {
+    const l = await listenTcp({ port: 0 });
+    // a connects: it reads into one buffer it reuses (1 MiB); b was accepted and reads Node's chunks.
+    const [a, b] = await Promise.all([connectTcp({ port: l.port }), l.accept()]);
+    const N = 3 << 20;
+    const msg = (seed: number): Uint8Array => Uint8Array.from({ length: N }, (_, i) => (i * 31 + seed * 7) & 255);
+    try {
+      for (const [from, to] of [[b, a], [a, b]] as const) {
+        const mr = to.registerMemory(2 * N);
+        to.postRecv(1, mr, 0, N);
+        to.postRecv(2, mr, N, N);
+        await settle();
+        const one = msg(1);
+        const two = msg(2);
+        from.postSend(1, [one.subarray(0, 5), one.subarray(5)]);
+        from.postSend(2, two);
+        const got = await take(to.cq, 2);
+        expect(got.map((c) => [c.wrId, c.byteLength])).toEqual([[1, N], [2, N]]);
+        expect(Buffer.compare(mr.bytes.subarray(0, N), one)).toBe(0);
+        expect(Buffer.compare(mr.bytes.subarray(N), two)).toBe(0);
+        await take(from.cq, 2);
+      }
+    } finally {
+      a.close();
+      b.close();
+      await l.close();
+    }
+  });
+});
+
 describe('transport: shared memory', () => {
   it('copies a send once, into the receive posted in the shared heap: the ring carries only its header', async () => {
     const [pa, pb] = sabChannel(1 << 12);
