@@ -51,19 +51,24 @@ function headerBytesOf(...json: Uint8Array[]): Uint8Array {
   return head;
 }
 
+interface Layout { readonly names: readonly string[]; readonly features: Batch['dense']['features']; readonly keys: readonly string[] }
+
+/** A layout's fields as the tail of a header: its JSON without the opening brace, as UTF-8. */
+const layoutJson = (l: Layout): Uint8Array => utf8.encode(JSON.stringify({ names: l.names, features: l.features, keys: l.keys }).slice(1));
+
 /**
  * The header fields that stay the same across a pipeline's batches (names, features, keys: about
  * 1 KB of JSON for RM1), as UTF-8, for the last layout seen. A pipeline's batches share these
  * arrays, so their identity finds the text; writing it anew cost ~4.5 of the ~5.5 µs a batch's
  * header took, on a path that runs at ~170 µs a batch (shared memory, 4 MB batches).
  */
-let layoutText: { names: readonly string[]; features: Batch['dense']['features']; keys: readonly string[]; bytes: Uint8Array } | null = null;
+let layoutText: (Layout & { readonly bytes: Uint8Array }) | null = null;
 
 function layoutBytes(b: Batch): Uint8Array {
   const l = layoutText;
   if (l !== null && l.names === b.dense.names && l.features === b.dense.features && l.keys === b.sparse.keys) return l.bytes;
-  const text = JSON.stringify({ names: b.dense.names, features: b.dense.features, keys: b.sparse.keys }).slice(1);
-  layoutText = { names: b.dense.names, features: b.dense.features, keys: b.sparse.keys, bytes: utf8.encode(text) };
+  const layout = { names: b.dense.names, features: b.dense.features, keys: b.sparse.keys };
+  layoutText = { ...layout, bytes: layoutJson(layout) };
   return layoutText.bytes;
 }
 
@@ -158,12 +163,12 @@ function headerBytes(data: readonly Uint8Array[]): number {
 
 const utf8Decoder = new TextDecoder();
 
-/** The message's header JSON, parsed, and its length in bytes. */
-function readHeader(data: readonly Uint8Array[]): { h: unknown; hlen: number } {
+/** The message's header JSON, parsed, its length in bytes, and the bytes themselves. */
+function readHeader(data: readonly Uint8Array[]): { h: unknown; hlen: number; bytes: Uint8Array } {
   const hlen = headerBytes(data);
   const bytes = slice(data, 8, hlen);
   const h = parseLayoutOnce(bytes) ?? parseJson(bytes);
-  return { h, hlen };
+  return { h, hlen, bytes };
 }
 
 function parseJson(bytes: Uint8Array): unknown {
@@ -183,14 +188,14 @@ function parseJson(bytes: Uint8Array): unknown {
  * as a pipeline's own batches do. Parsing the whole ~1 KB header made ~4 KB of garbage a batch,
  * and a receiver's scavenges stall the sender waiting for its credits.
  */
-let layoutSeen: { bytes: Uint8Array; names: readonly string[]; features: Batch['dense']['features']; keys: readonly string[] } | null = null;
+let layoutSeen: (Layout & { readonly bytes: Uint8Array }) | null = null;
 const COMMA = 0x2c;
 
 function parseLayoutOnce(bytes: Uint8Array): unknown {
   const l = layoutSeen;
   if (l === null) return null;
-  const cut = bytes.byteLength - l.bytes.byteLength;
-  if (cut < 2 || bytes[cut - 1] !== COMMA || !endsWith(bytes, l.bytes)) return null;
+  const cut = layoutCut(bytes, l.bytes);
+  if (cut < 0) return null;
   let own: unknown;
   try {
     own = JSON.parse(`${utf8Decoder.decode(bytes.subarray(0, cut - 1))}}`);
@@ -201,19 +206,23 @@ function parseLayoutOnce(bytes: Uint8Array): unknown {
   return Object.assign(own, { names: l.names, features: l.features, keys: l.keys });
 }
 
-/** Whether `bytes` ends with `tail`. */
-function endsWith(bytes: Uint8Array, tail: Uint8Array): boolean {
-  const d = bytes.byteLength - tail.byteLength;
-  for (let i = tail.byteLength - 1; i >= 0; i--) if (bytes[d + i] !== tail[i]) return false;
-  return true;
+/**
+ * Where the header `bytes` ends its own fields when it ends with `layout` after a comma, as
+ * `encodeBatch` writes it: the layout's start; else -1.
+ */
+function layoutCut(bytes: Uint8Array, layout: Uint8Array): number {
+  const cut = bytes.byteLength - layout.byteLength;
+  if (cut < 2 || bytes[cut - 1] !== COMMA) return -1;
+  for (let i = layout.byteLength - 1; i >= 0; i--) if (bytes[cut + i] !== layout[i]) return -1;
+  return cut;
 }
 
 /** Remembers a batch header's layout for `parseLayoutOnce`, when the header ends with it as `encodeBatch` writes it. */
 function learnLayout(bytes: Uint8Array, h: Header): void {
   if (!Array.isArray(h.names) || !Array.isArray(h.keys) || !Array.isArray(h.features)) return;
-  const text = utf8.encode(JSON.stringify({ names: h.names, features: h.features, keys: h.keys }).slice(1));
-  const cut = bytes.byteLength - text.byteLength;
-  if (cut >= 2 && bytes[cut - 1] === COMMA && endsWith(bytes, text)) layoutSeen = { bytes: text, names: h.names, features: h.features, keys: h.keys };
+  const layout = { names: h.names, features: h.features, keys: h.keys };
+  const text = layoutJson(layout);
+  if (layoutCut(bytes, text) >= 0) layoutSeen = { ...layout, bytes: text };
 }
 
 /** A decoded message: a batch (with the resume state after it, when the sender knew it), the end of the stream, or the sender's failure. */
@@ -234,11 +243,11 @@ export function decodeBatch(data: readonly Uint8Array[], copy: boolean): Batch |
 
 /** `decodeBatch`, with the resume state and a sender's failure as data. */
 export function decodeBatchMessage(data: readonly Uint8Array[], copy: boolean): BatchMessage {
-  const { h: header, hlen } = readHeader(data);
+  const { h: header, hlen, bytes } = readHeader(data);
   const h = header as Header;
   if (h.end) return { kind: 'end', batches: h.batches! };
   if (typeof h.error === 'string') return { kind: 'error', message: h.error };
-  if (h.names !== layoutSeen?.names) learnLayout(slice(data, 8, hlen), h);
+  if (h.names !== layoutSeen?.names) learnLayout(bytes, h);
   let at = 8 + hlen + pad8(hlen);
   const take = (bytes: number): Uint8Array => { const s = slice(data, at, bytes); at += bytes + pad8(bytes); return s; };
   const K = h.keys.length;
