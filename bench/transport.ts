@@ -62,7 +62,8 @@ class Receiver<T> {
   private readonly w: Worker;
   private readonly loaded: Promise<void>;
   private failed: Error | null = null;
-  private waiters: Array<{ ok: (m: 'ready' | { r: T }) => void; fail: (e: Error) => void }> = [];
+  /** How to fail the message awaited now, if the thread dies first. */
+  private waiters: Array<(e: Error) => void> = [];
 
   constructor(body: string) {
     const code = `const { parentPort } = require('node:worker_threads');
@@ -73,7 +74,7 @@ class Receiver<T> {
       });`;
     this.w = new Worker(code, { eval: true });
     this.loaded = new Promise<void>((resolve) => this.w.once('message', () => resolve()));
-    const fail = (e: Error): void => { this.failed = e; for (const x of this.waiters.splice(0)) x.fail(e); };
+    const fail = (e: Error): void => { this.failed = e; for (const x of this.waiters.splice(0)) x(e); };
     this.w.once('error', fail);
     this.w.once('exit', (c) => fail(new Error(`receiver thread exited (${c})`)));
   }
@@ -82,7 +83,7 @@ class Receiver<T> {
   run(data: unknown): { ready: Promise<void>; done: Promise<T> } {
     const next = (): Promise<'ready' | { r: T }> => new Promise((ok, fail) => {
       if (this.failed) { fail(this.failed); return; }
-      this.waiters.push({ ok, fail });
+      this.waiters.push(fail);
       this.w.once('message', (m: 'ready' | { r: T }) => { this.waiters.shift(); ok(m); });
     });
     const ready = this.loaded.then(async () => {
