@@ -112,7 +112,7 @@ export interface PipelineMetrics {
    */
   sharedChunks: number;
   /**
-   * Chunks of row groups read in two parts by rows, by two decoders at once: the row groups left
+   * Chunks of row groups read in parts by rows, by several decoders at once: the row groups left
    * over when an epoch's do not deal out evenly among the decoders (`PipelineOptions.decoders` > 1,
    * files with an offset index).
    */

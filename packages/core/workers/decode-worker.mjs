@@ -12,8 +12,11 @@
 //          {id, done, columns?: [[name, Column], ...]} with the columns (and derived columns) the
 //          direct decoder (../dist/io/fast-parquet.js) read, when `types` is given and the file is local;
 //          `kernels`: the URL of a module whose FAST_OPS run the derived columns' ops (kernelsFrom);
-//          `range` {first, rows}: the direct decoder's columns (and packs) hold only those rows of
-//          the row group (page boundaries, flat columns); parquet-wasm's IPC always the whole row group
+//          `range` {first, rows, share?, reverse?}: the direct decoder's columns (and packs) hold only
+//          those rows of the row group (page boundaries, flat columns); parquet-wasm's IPC always the
+//          whole row group. `share`, a SharedArrayBuffer the parts of one row group hold in common,
+//          carries the derived columns' results per dictionary entry between them
+//          (../dist/io/dict-share.js); `reverse`: this part walks the derived columns last to first
 //   in  ... with pack: {layout, outputs: [[feature, column], ...], label, cuts, slots?: [[id, SharedArrayBuffer], ...]}
 //       -> {id, done, packs: [Pack & {slot}, ...]} (buffers transferred): rows [cuts[i], cuts[i+1]) laid out
 //          as batch arrays (../dist/stream/batch.js packRows), when the direct decoder produced

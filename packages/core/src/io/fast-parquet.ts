@@ -31,6 +31,7 @@ import { snappyUncompress } from 'hyparquet/src/snappy.js';
 import type { ColumnChunk, ColumnMetaData, FileMetaData, PageHeader, SchemaElement } from 'hyparquet/src/types.js';
 import type { Column, ColumnType, ListColumn, NumericColumn, PrimitiveType, ValidMask } from '../column.js';
 import type { IndexedListSource } from '../stream/batch.js';
+import { DictShare } from './dict-share.js';
 
 /**
  * Decompresses `src` into exactly `size` bytes. The result may be a view that the next call
@@ -55,6 +56,13 @@ export type ReadAt = (offset: number, length: number) => Uint8Array;
 export interface RowRange {
   readonly first: number;
   readonly rows: number;
+  /**
+   * Shared by the parts of one row group (io/dict-share.ts): derived columns' results per
+   * dictionary entry, computed by the first part to reach each column and read by the others.
+   */
+  readonly share?: SharedArrayBuffer;
+  /** Walk the derived columns last to first, so that two parts reading at once meet in the middle. */
+  readonly reverse?: boolean;
 }
 
 /** The rows a read covers: all of row group `rg` (`range` absent), or the range, checked against it. */
@@ -220,7 +228,9 @@ function chunkPages(m: ColumnMetaData, readAt: ReadAt): () => { h: PageHeader; b
  * `rowIdx`, dictionary pages are not expanded: rowIdx[i] gets row i's dictionary index (the
  * dictionary's size for null) and the dictionary comes back instead of the column.
  */
-function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveType, rows: number, readAt: ReadAt, zstd: Zstd, rowIdx: Int32Array | null, first = 0): { column?: Column; dict?: Dict } {
+function decodeChunkInto(
+  chunk: ColumnChunk, el: SchemaElement, type: PrimitiveType, rows: number, readAt: ReadAt, zstd: Zstd, rowIdx: Int32Array | null, first = 0, dictSize?: number,
+): { column?: Column; dict?: Dict } {
   const m = chunk.meta_data!;
   /** Rows still to pass over before the range starts: whole pages, never decompressed. */
   let skip = first;
@@ -241,7 +251,12 @@ function decodeChunkInto(chunk: ColumnChunk, el: SchemaElement, type: PrimitiveT
     const pg = nextPage();
     if (pg === null) throw new Error(`column ${m.path_in_schema[0]}: column chunk ended after ${at} of ${rows} rows`);
     const { h, body } = pg;
-    if (h.type === 'DICTIONARY_PAGE') {
+    if (h.type === 'DICTIONARY_PAGE' && dictSize !== undefined && rowIdx !== null) {
+      // Indices mode with the entries' results already computed (a shared row group): only the
+      // dictionary's size matters, for the bounds checks and the null slot.
+      if (h.dictionary_page_header!.num_values !== dictSize) throw new Error(`column ${m.path_in_schema[0]}: dictionary of ${h.dictionary_page_header!.num_values} entries, ${dictSize} shared`);
+      dict = { type, values: null, starts: null, lens: null, data: null, size: dictSize };
+    } else if (h.type === 'DICTIONARY_PAGE') {
       // The data pages decompress after it, and may reuse its memory (see Zstd): strings are
       // kept as a copy (fixed-width values are copied out by readDict).
       const raw = decompress(body, h.uncompressed_page_size, m.codec, zstd);
@@ -552,14 +567,15 @@ export function decodeDerivedIndexed(
   readAt: ReadAt, zstd: Zstd, apply: (name: string, input: Column) => Column, range?: RowRange,
 ): Map<string, IndexedColumn> {
   const out = new Map<string, IndexedColumn>();
-  eachOnDictionary(md, rowGroup, derived, (input, rg) => {
+  const share = range?.share !== undefined ? { view: new DictShare(range.share), reverse: range.reverse === true } : undefined;
+  eachOnDictionary(md, rowGroup, derived, (input, rg, _rows, dictSize) => {
     const c = readable(md, rg, input, types);
     if (c === null) return null;
     const { first, rows } = rowsOf(rg, range);
     const idx = takeIdx(rows);
-    const { dict } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx, first);
-    return { dict: dictColumn(dict!), idx };
-  }, apply, (d, src, res) => out.set(d.name, { dict: res, idx: src.idx }));
+    const { dict } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx, first, dictSize);
+    return { dict: dictSize === undefined ? dictColumn(dict!) : null, idx };
+  }, apply, (d, src, res) => out.set(d.name, { dict: res, idx: src.idx }), share);
   return out;
 }
 
@@ -608,35 +624,76 @@ export function gatherIndexedList(l: IndexedList): ListColumn {
  * read the column; NotAllDictionary when a page is not dictionary-encoded), its ops run on the
  * input's dictionary (`apply`), and `use` called for those whose ops succeed with a numeric
  * result. The others are left to the caller's fallback.
+ *
+ * With a `share` (a part of a row group split by rows), results another part published are used
+ * as they are, and an input whose results are all published is decoded for its indices only
+ * (`decode` gets the dictionary's size); results this part computes first are published.
  */
-function eachOnDictionary<S extends { readonly dict: Column }>(
+function eachOnDictionary<S extends { readonly dict: Column | null }>(
   md: FileMetaData, rowGroup: number, derived: readonly DerivedSpec[],
-  decode: (input: string, rg: FileMetaData['row_groups'][number], rows: number) => S | null, apply: (name: string, input: Column) => Column,
-  use: (d: DerivedSpec, src: S, res: NumericColumn) => void,
+  decode: (input: string, rg: FileMetaData['row_groups'][number], rows: number, dictSize?: number) => S | null, apply: (name: string, input: Column) => Column,
+  use: (d: DerivedSpec, src: S, res: NumericColumn) => void, share?: { readonly view: DictShare; readonly reverse: boolean },
 ): void {
   const rg = md.row_groups[rowGroup];
   if (rg === undefined) return;
   const rows = Number(rg.num_rows);
-  const byInput = new Map<string, S | null>();
-  for (const d of derived) {
-    let src = byInput.get(d.input);
-    if (src === undefined) {
-      src = null;
-      try {
-        src = decode(d.input, rg, rows);
-      } catch (e) {
-        if (!(e instanceof NotAllDictionary)) throw e;
-      }
-      byInput.set(d.input, src);
-    }
-    if (src === null) continue;
-    let res: Column;
+  // Derived columns by input, in order of first appearance: each input is decoded once.
+  const byInput = new Map<string, number[]>();
+  derived.forEach((d, i) => {
+    const g = byInput.get(d.input);
+    if (g === undefined) byInput.set(d.input, [i]);
+    else g.push(i);
+  });
+  const inputs = [...byInput];
+  if (share?.reverse === true) inputs.reverse();
+  const tryDecode = (input: string, dictSize?: number): S | null => {
     try {
-      res = apply(d.name, src.dict);
-    } catch {
+      return decode(input, rg, rows, dictSize);
+    } catch (e) {
+      if (!(e instanceof NotAllDictionary)) throw e;
+      return null;
+    }
+  };
+  const view = share?.view;
+  for (const [input, members] of inputs) {
+    const known = members.map((i) => view?.lookup(i) ?? null);
+    if (view !== undefined && known.every((k) => k !== null)) {
+      const any = known.find((k): k is NumericColumn => k !== 'failed');
+      // Every op chain on this input fails on its dictionary: the caller reads it raw.
+      if (any === undefined) continue;
+      const src = tryDecode(input, any.values.length - 1);
+      if (src !== null) for (const [k, i] of members.entries()) if (known[k] !== 'failed') use(derived[i]!, src, known[k] as NumericColumn);
       continue;
     }
-    if (res.type === 'int32' || res.type === 'int64' || res.type === 'float32' || res.type === 'float64') use(d, src, res);
+    // Results no part has published: this part computes them, and publishes those it claims.
+    const mine = new Set(view === undefined ? [] : members.filter((i, k) => known[k] === null && view.claim(i)));
+    let src: S | null;
+    try {
+      src = tryDecode(input);
+    } catch (e) {
+      for (const i of mine) view!.unclaim(i);
+      throw e;
+    }
+    // This part's pages of the input are not all dictionary-encoded: another part's may be.
+    if (src === null) { for (const i of mine) view!.unclaim(i); continue; }
+    for (const [k, i] of members.entries()) {
+      const d = derived[i]!;
+      const shared = known[k]!;
+      if (shared === 'failed') continue;
+      if (shared !== null) { use(d, src, shared); continue; }
+      let res: Column | null = null;
+      try {
+        res = apply(d.name, src.dict!);
+      } catch {
+        res = null;
+      }
+      const numeric = res !== null && (res.type === 'int32' || res.type === 'int64' || res.type === 'float32' || res.type === 'float64');
+      if (mine.has(i)) {
+        if (numeric) view!.publish(i, res as NumericColumn);
+        else view!.fail(i);
+      }
+      if (numeric) use(d, src, res as NumericColumn);
+    }
   }
 }
 

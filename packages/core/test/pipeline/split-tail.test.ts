@@ -65,6 +65,23 @@ describe('row groups that do not deal out evenly are split by rows', () => {
     expect(m.pushdown!.computedInPipeline, 'every feature from the reader').toBe(0);
   });
 
+  it('a longer row group is read in more parts (up to 2 per decoder), which share the dictionary work: same batches', async () => {
+    // 3 row groups of 50k rows: the last has two common page starts, so it is read in 3 parts.
+    const file = (await generateDataset({ preset: 'rm1', rows: 150_000, rowGroupSize: 50_000, seed: 5, out: join(dir, 'rm1-3x50k.parquet') })).path;
+    const pool = new DecoderPool(1);
+    const starts = await pool.pageStarts(file, 2).finally(() => pool.close());
+    expect(starts).toHaveLength(2);
+    const plan = { ...getPreset('rm1').defaultPlan(), batchSize: 4096 };
+    for (const pack of [true, false]) {
+      const want = await collect(pipeline(plan, { input: file, decoders: 1, pack }));
+      const p = pipeline(plan, { input: file, decoders: 2, pack });
+      expect(await collect(p), `pack ${pack}`).toEqual(want);
+      // Rows 100,000..150,000 in batches of 4096 (cut at 102,400, 106,496, ...: 13 chunks), and
+      // two more where the parts end.
+      expect(p.metrics().splitChunks, `pack ${pack}`).toBe(15);
+    }
+  });
+
   it('the parts give the same batches when they come back as columns (no packing) and when a run resumes', async () => {
     const plan = { ...getPreset('rm1').defaultPlan(), batchSize: 3000 };
     const want = await collect(pipeline(plan, { input: file3, decoders: 1, pack: false }));
