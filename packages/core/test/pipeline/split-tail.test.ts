@@ -1,12 +1,15 @@
 import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Table, Utf8, tableToIPC } from 'apache-arrow';
+import * as pw from 'parquet-wasm';
 import { describe, expect, it } from 'vitest';
 import type { ColumnType } from '../../src/column.js';
 import { sliceColumn } from '../../src/column.js';
 import { DecoderPool } from '../../src/io/decoder.js';
 import { generateDataset } from '../../src/gen/generate.js';
 import { getPreset, pipeline, type Batch } from '../../src/index.js';
-import { tempDir } from '../helpers.js';
+import { tempDir, vec } from '../helpers.js';
 import { rows as values } from '../ops/helpers.js';
 
 // Row groups of 25k RM1 rows: the writer (parquet-rs) starts a page every 20,480 rows in every
@@ -80,6 +83,28 @@ describe('row groups that do not deal out evenly are split by rows', () => {
       // two more where the parts end.
       expect(p.metrics().splitChunks, `pack ${pack}`).toBe(15);
     }
+  });
+
+  it('parts whose pages are PLAIN (a dictionary that overflowed) read the column raw, beside parts that share results', async () => {
+    // One hex column whose dictionary overflows a 150 KB limit after ~15k rows of each row group:
+    // the writer then switches to PLAIN pages. 3 row groups of 50k rows on 2 decoders, so the last
+    // is split, at the overflow (the first part has dictionary pages only) and further on.
+    const n = 150_000;
+    const hex = Array.from({ length: n }, (_, i) => (i % 7 === 0 ? null : ((i * 2654435761) % 4294967296).toString(16).padStart(8, '0')));
+    const table = new Table({ hex: vec(new Utf8(), hex) });
+    const props = new pw.WriterPropertiesBuilder().setMaxRowGroupSize(50_000).setCompression(pw.Compression.ZSTD).setDictionaryPageSizeLimit(150 << 10).build();
+    const file = join(dir, 'overflow.parquet');
+    writeFileSync(file, pw.writeParquet(pw.Table.fromIPCStream(tableToIPC(table, 'stream')), props));
+    const pool = new DecoderPool(1);
+    const starts = await pool.pageStarts(file, 2).finally(() => pool.close());
+    expect(starts.length, 'the last row group has page starts to split at').toBeGreaterThan(0);
+    const plan = { batchSize: 4096, features: [{ name: 'h', input: 'hex', kind: 'sparse' as const, ops: [{ op: 'hex2int' }, { op: 'sigridHash', salt: 3, max: 1000 }] }] };
+    const want = await collect(pipeline(plan, { input: file, decoders: 1 }));
+    const p = pipeline(plan, { input: file, decoders: 2 });
+    expect(await collect(p)).toEqual(want);
+    const m = p.metrics();
+    expect(m.splitChunks).toBeGreaterThan(0);
+    expect(m.pushdown!.computedInReader > 0 && m.pushdown!.computedInPipeline > 0, `both paths (${JSON.stringify(m.pushdown)})`).toBe(true);
   });
 
   it('the parts give the same batches when they come back as columns (no packing) and when a run resumes', async () => {
