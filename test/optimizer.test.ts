@@ -4,6 +4,7 @@
 // kernels running the staged graph, on the cpu worker pool, and on webgpu where Dawn finds an
 // adapter (skipped with the reason otherwise).
 import { join } from 'node:path';
+import { Float64 } from 'apache-arrow';
 import { beforeAll, describe, expect, it } from 'vitest';
 import '@sluice/backend-cpu';
 import { webgpuUnavailable } from '@sluice/backend-webgpu';
@@ -11,7 +12,7 @@ import {
   buildGraph, eliminateRedundant, executeGraph, executePlan, explainPlan, fit, generateDataset, getPreset, loadPlan, presetNames,
   readColumnStats, scheduleStages, typeCheckPlan, typedForExplain, type Batch, type BackendSpec, type Column, type ColumnType, type PlanSpec,
 } from '@sluice/core';
-import { i32, i64, listI64, str, tempDir, writeParquet } from '../packages/core/test/helpers.js';
+import { i32, i64, listI64, str, tempDir, vec, writeParquet } from '../packages/core/test/helpers.js';
 import { collect, expectSameBatches } from './batches.js';
 
 const dir = tempDir('sluice-optimizer-');
@@ -109,6 +110,28 @@ describe('rewrite pass', () => {
     const want = await msg({ name: 'reference' });
     expect(want).toMatch(/row 1, column v, feature bx, op boxCox \(#2\)/);
     expect(await msg({ name: 'reference', graph: true, optimize: true })).toBe(await msg({ name: 'reference' }));
+  });
+});
+
+describe('params equal as values', () => {
+  it('ops whose params differ only in the sign of zero are not shared, in the graph or in the reader', async () => {
+    const spec: PlanSpec = {
+      batchSize: 64,
+      features: [
+        { name: 'pos', input: 'f', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }] },
+        { name: 'neg', input: 'f', kind: 'dense', ops: [{ op: 'fillNull', value: -0 }] },
+        { name: 'pos2', input: 'f', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }] },
+      ],
+    };
+    const g = buildGraph(typeCheckPlan(loadPlan(spec), new Map<string, ColumnType>([['f', { kind: 'float64' }]])));
+    expect(g.opsExecuted, 'pos and pos2 share their fillNull; neg has its own').toBe(2);
+    const file = writeParquet(join(dir, 'signed-zero.parquet'), { f: vec(new Float64(), Array.from({ length: 300 }, (_, i) => (i % 3 === 0 ? null : i / 7))) }, 100);
+    const want = await collect(spec, file, { name: 'reference' });
+    // A null row: pos holds +0 and neg -0 (dense rows are [pos, neg, pos2]).
+    expect(Object.is(want[0]!.dense.data[1], -0) && Object.is(want[0]!.dense.data[0], 0)).toBe(true);
+    for (const b of [{ name: 'cpu', workers: 1 }, { name: 'cpu', workers: 2, pushdown: false }, { name: 'reference', graph: true, optimize: true }] as const) {
+      expectSameBatches(await collect(spec, file, b), want);
+    }
   });
 });
 

@@ -19,6 +19,7 @@
  * {@link executeGraph} runs a scheduled graph with core's kernels; it gives exactly the outputs of
  * `executePlan` (tested on every preset).
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { Column, ColumnType } from '../column.js';
 import { runOps, type PlanState, type RowLocator } from './execute.js';
 import type { PlanOp, TypedFeature, TypedPlan } from './load.js';
@@ -70,7 +71,6 @@ interface TrieEntry {
   deps: number[];
 }
 
-const paramKey = (p: unknown): string => JSON.stringify(p, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
 
 /**
  * Builds the op graph of a typed plan: shared common sub-chains, then vertically fused nodes.
@@ -81,19 +81,22 @@ const paramKey = (p: unknown): string => JSON.stringify(p, (_k, v: unknown) => (
  */
 export function buildGraph(plan: TypedPlan, deviceOf: DeviceOf = () => 'cpu', options: { share?: (device: string) => boolean } = {}): PlanGraph {
   const entries: TrieEntry[] = [];
-  const byKey = new Map<string, number>();
+  // Trie children by parent, device and op (plus the owner, for ops never shared), each with its
+  // params: an op is shared when its params are equal as values (isDeepStrictEqual, so -0 is not
+  // 0), which a JSON key could not tell apart.
+  const children = new Map<string, Array<{ readonly params: unknown; readonly id: number }>>();
   const featureEnd = new Map<string, number | null>();
   for (const f of plan.features) {
     let parent: number | null = null;
-    let pkey = `in:${f.input}`;
     f.ops.forEach((o, k) => {
       const device = deviceOf(f, k);
       // Stateful ops own fitted state per feature, and a cross reads features by name: never shared.
       // A device where launches cost more than recomputing (a GPU: sharing a fused prefix would
       // split one dispatch into two) can opt out of sharing.
       const own = o.def.stateful || o.op === 'cross' || options.share?.(device) === false ? `|${f.name}#${k}` : '';
-      const key = `${pkey}>${device}:${o.op}:${paramKey(o.params)}${own}`;
-      let id = byKey.get(key);
+      const key = `${parent === null ? `in:${f.input}` : parent}>${device}:${o.op}${own}`;
+      const same = children.get(key) ?? [];
+      let id = same.find((c) => isDeepStrictEqual(c.params, o.params))?.id;
       if (id === undefined) {
         const deps = parent === null ? [] : [parent];
         if (o.op === 'cross') {
@@ -104,11 +107,10 @@ export function buildGraph(plan: TypedPlan, deviceOf: DeviceOf = () => 'cpu', op
         }
         id = entries.length;
         entries.push({ id, parent, feature: f, k, device, children: 0, outputs: [], deps });
-        byKey.set(key, id);
+        children.set(key, [...same, { params: o.params, id }]);
         if (parent !== null) entries[parent]!.children++;
       }
       parent = id;
-      pkey = key;
     });
     if (parent !== null) entries[parent]!.outputs.push(f.name);
     featureEnd.set(f.name, parent);
