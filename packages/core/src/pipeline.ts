@@ -22,6 +22,7 @@ import type { BackendSpec, PlanSpec } from './plan/types.js';
 import { batchLayout, type Batch, type BatchLayout, type ProcessedChunk } from './stream/batch.js';
 import { Flow, batch, preprocess, source } from './stream/operators.js';
 import { START, epochRows, readChunks, type Chunk, type Cursor, type PackRequest } from './stream/source.js';
+import { show } from './util/show.js';
 
 /**
  * Where an interrupted run stands: small JSON, never buffered data. Passing it back as
@@ -179,7 +180,7 @@ export class Pipeline implements AsyncIterable<Batch> {
     this.plan = loadPlan(plan);
     if (options.prefetch !== undefined && (!Number.isInteger(options.prefetch) || options.prefetch < 1)) throw new PlanError('prefetch must be a positive integer');
     const d = options.decoders;
-    if (d !== undefined && (!Number.isInteger(d) || d < 1 || d > 256)) throw new PlanError(`decoders must be an integer from 1 to 256, got ${JSON.stringify(d)}`);
+    if (d !== undefined && (!Number.isInteger(d) || d < 1 || d > 256)) throw new PlanError(`decoders must be an integer from 1 to 256, got ${show(d)}`);
   }
 
   /** Opens the files (once) and type-checks the plan against them. */
@@ -218,7 +219,7 @@ export class Pipeline implements AsyncIterable<Batch> {
   private pushdownFor(info: PipelineInfo, plan: TypedPlan, resolved: BackendSpec): { spec: BackendSpec; pushdown: Pushdown | null } {
     const { pushdown: opt, optimize: _o, ...spec } = resolved;
     void _o;
-    if (opt !== undefined && typeof opt !== 'boolean') throw new PlanError(`backend option "pushdown" must be true or false, got ${JSON.stringify(opt)}`);
+    if (opt !== undefined && typeof opt !== 'boolean') throw new PlanError(`backend option "pushdown" must be true or false, got ${show(opt)}`);
     const want = opt ?? spec.name === 'cpu';
     if (!want || !readerCanCompute(info.dataset, plan)) return { spec, pushdown: null };
     return { spec, pushdown: planPushdown(plan) };
@@ -239,7 +240,7 @@ export class Pipeline implements AsyncIterable<Batch> {
     const plan = info.plan;
     const { backends: _b, placement: given, calibrate: cal, ...rest } = spec;
     void _b;
-    if (cal !== undefined && typeof cal !== 'boolean') throw new PlanError(`backend auto: option "calibrate" must be true or false, got ${JSON.stringify(cal)}`);
+    if (cal !== undefined && typeof cal !== 'boolean') throw new PlanError(`backend auto: option "calibrate" must be true or false, got ${show(cal)}`);
     if (given !== undefined) {
       // A placement written in the plan is run as written (autoBackend checks it).
       const byFeature = new Map(Object.entries(given as Record<string, string>));
@@ -312,7 +313,7 @@ export class Pipeline implements AsyncIterable<Batch> {
    */
   private async optimizedPlan(info: PipelineInfo, spec: BackendSpec): Promise<{ plan: TypedPlan; optimizer: PipelineMetrics['optimizer'] }> {
     const opt = this.options.optimize ?? spec.optimize;
-    if (opt !== undefined && typeof opt !== 'boolean') throw new PlanError(`option "optimize" must be true or false, got ${JSON.stringify(opt)}`);
+    if (opt !== undefined && typeof opt !== 'boolean') throw new PlanError(`option "optimize" must be true or false, got ${show(opt)}`);
     if (!(opt ?? spec.name === 'webgpu')) return { plan: info.plan, optimizer: null };
     const local = info.dataset.files.map((f) => f.source);
     const stats = await readColumnStats(local, info.plan.columns);
@@ -327,7 +328,7 @@ export class Pipeline implements AsyncIterable<Batch> {
   private workersWanted(): number {
     const w = this.backendSpec().workers;
     if (w === undefined) return Math.max(1, availableParallelism() - 1);
-    if (!Number.isInteger(w) || (w as number) < 1 || (w as number) > 256) throw new PlanError(`backend ${this.backendSpec().name}: workers must be an integer from 1 to 256, got ${JSON.stringify(w)}`);
+    if (!Number.isInteger(w) || (w as number) < 1 || (w as number) > 256) throw new PlanError(`backend ${this.backendSpec().name}: workers must be an integer from 1 to 256, got ${show(w)}`);
     return w as number;
   }
 

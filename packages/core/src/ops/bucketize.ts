@@ -2,6 +2,7 @@ import type { Column, ColumnType } from '../column.js';
 import { type NumberArray, asNumeric, mapElements, numbersOf } from './elementwise.js';
 import { boolParam, checkKeys, numericElement, withElement } from './params.js';
 import { type OpDef, OpPlanError } from './types.js';
+import { show } from '../util/show.js';
 
 export interface BucketizeParams {
   readonly borders: readonly number[];
@@ -44,7 +45,7 @@ export const bucketizeOp: OpDef<BucketizeParams> = {
     if (b === undefined) throw new OpPlanError('missing required param "borders"');
     if (!Array.isArray(b) || b.length === 0) throw new OpPlanError('"borders" must be a non-empty list of numbers');
     b.forEach((x: unknown, i) => {
-      if (typeof x !== 'number' || !Number.isFinite(x)) throw new OpPlanError(`"borders"[${i}] must be a finite number, got ${JSON.stringify(x)}`);
+      if (typeof x !== 'number' || !Number.isFinite(x)) throw new OpPlanError(`"borders"[${i}] must be a finite number, got ${show(x)}`);
       if (i > 0 && x < (b[i - 1] as number)) throw new OpPlanError(`"borders" must be non-decreasing, but [${i - 1}] = ${b[i - 1]} > [${i}] = ${x}`);
     });
     return { borders: [...(b as number[])], right: boolParam(params, 'right', false) };

@@ -4,6 +4,7 @@ import { type NumberArray, asNumeric, compactValid, int64FromWords, mapElements,
 import { int64WordsToFloat64 } from './int64.js';
 import { checkKeys, numericElement, withElement } from './params.js';
 import { type OpDef, OpPlanError } from './types.js';
+import { show } from '../util/show.js';
 
 const TWO32 = 4294967296;
 const TWO63 = 9223372036854775808;
@@ -104,7 +105,7 @@ export const castOp: OpDef<CastParams> = {
   validate(params) {
     checkKeys(params, ['to']);
     const to = params.to;
-    if (!TARGETS.includes(to as CastTarget)) throw new OpPlanError(`"to" must be one of ${TARGETS.join(', ')}, got ${JSON.stringify(to)}`);
+    if (!TARGETS.includes(to as CastTarget)) throw new OpPlanError(`"to" must be one of ${TARGETS.join(', ')}, got ${show(to)}`);
     return { to: to as CastTarget };
   },
   outputType(t: ColumnType, { to }) {

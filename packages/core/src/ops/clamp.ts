@@ -3,6 +3,7 @@ import { type NumberArray, asNumeric, mapElements, mapSameType } from './element
 import { type Int64Value, bigToWords, cmp64, int64Value, parseInt64 } from './int64.js';
 import { checkKeys, numericElement } from './params.js';
 import { type OpDef, OpPlanError } from './types.js';
+import { show } from '../util/show.js';
 
 export interface ClampParams {
   /** Finite numbers; integers beyond 2^53 as decimal strings (int64 columns). */
@@ -36,7 +37,7 @@ function bound(params: Record<string, unknown>, name: string): number | Int64Val
   if (v === undefined) throw new OpPlanError(`missing required param "${name}"`);
   if (typeof v === 'number' && Number.isFinite(v)) return v;
   const b = typeof v === 'string' ? parseInt64(v) : undefined;
-  if (b === undefined) throw new OpPlanError(`"${name}" must be a finite number or an int64 decimal string, got ${JSON.stringify(v)}`);
+  if (b === undefined) throw new OpPlanError(`"${name}" must be a finite number or an int64 decimal string, got ${show(v)}`);
   return int64Value(b);
 }
 

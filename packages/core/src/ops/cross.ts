@@ -4,6 +4,7 @@ import { hash128To64, mixLists } from './hash.js';
 import { FloorMod64, type Int64Value, int64Value } from './int64.js';
 import { checkKeys, int64Param, integerElement } from './params.js';
 import { type OpDef, OpPlanError } from './types.js';
+import { show } from '../util/show.js';
 
 export interface CrossParams {
   /** Features whose output columns are crossed with this op's input, in operand order. */
@@ -87,7 +88,7 @@ export const crossOp: OpDef<CrossParams> = {
     const inputs = params.inputs;
     if (inputs === undefined) throw new OpPlanError('missing required param "inputs"');
     if (!Array.isArray(inputs) || inputs.length === 0 || !inputs.every((s) => typeof s === 'string' && s !== '')) {
-      throw new OpPlanError(`"inputs" must be a non-empty list of feature names, got ${JSON.stringify(inputs)}`);
+      throw new OpPlanError(`"inputs" must be a non-empty list of feature names, got ${show(inputs)}`);
     }
     return { inputs: [...(inputs as string[])], max: int64Value(int64Param(params, 'max', { min: 1n })) };
   },

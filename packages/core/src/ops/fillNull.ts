@@ -4,6 +4,7 @@ import { type NumberArray, asNumeric, mapElements, mapSameType } from './element
 import { type Int64Value, bigToWords, int64Value, parseInt64 } from './int64.js';
 import { checkKeys, numericElement } from './params.js';
 import { type OpDef, OpPlanError } from './types.js';
+import { show } from '../util/show.js';
 
 export interface FillNullParams {
   /** A finite number, or (int64 columns only) a decimal string beyond 2^53. */
@@ -43,7 +44,7 @@ export const fillNullOp: OpDef<FillNullParams> = {
     if (v === undefined) throw new OpPlanError('missing required param "value"');
     if (typeof v === 'number' && Number.isFinite(v)) return { value: v };
     const b = typeof v === 'string' ? parseInt64(v) : undefined;
-    if (b === undefined) throw new OpPlanError(`"value" must be a finite number or an int64 decimal string, got ${JSON.stringify(v)}`);
+    if (b === undefined) throw new OpPlanError(`"value" must be a finite number or an int64 decimal string, got ${show(v)}`);
     return { value: int64Value(b) };
   },
   outputType(t: ColumnType, { value }) {

@@ -4,6 +4,7 @@ import { type Int64Value, bigToWords, int64Value, parseInt64 } from './int64.js'
 import { Int64Index } from './int64map.js';
 import { checkKeys, int64Param, integerElement, withElement } from './params.js';
 import { type OpDef, OpPlanError } from './types.js';
+import { show } from '../util/show.js';
 
 export interface MapIdParams {
   /** [from, to] pairs with distinct `from`s, in the order given. */
@@ -49,7 +50,7 @@ function tableOf(p: MapIdParams): MapIdTable {
 
 function id(v: unknown, what: string): Int64Value {
   const b = parseInt64(v);
-  if (b === undefined) throw new OpPlanError(`"mapping" ${what} must be an int64 (safe integer or decimal string), got ${JSON.stringify(v)}`);
+  if (b === undefined) throw new OpPlanError(`"mapping" ${what} must be an int64 (safe integer or decimal string), got ${show(v)}`);
   return int64Value(b);
 }
 
@@ -69,13 +70,13 @@ export const mapIdOp: OpDef<MapIdParams> = {
     let pairs: Array<[unknown, unknown]>;
     if (Array.isArray(raw)) {
       pairs = raw.map((p: unknown, k) => {
-        if (!Array.isArray(p) || p.length !== 2) throw new OpPlanError(`"mapping"[${k}] must be a [from, to] pair, got ${JSON.stringify(p)}`);
+        if (!Array.isArray(p) || p.length !== 2) throw new OpPlanError(`"mapping"[${k}] must be a [from, to] pair, got ${show(p)}`);
         return [p[0], p[1]];
       });
     } else if (typeof raw === 'object' && raw !== null) {
       pairs = Object.entries(raw);
     } else {
-      throw new OpPlanError(`"mapping" must be an object {"from": to} or a list of [from, to] pairs, got ${JSON.stringify(raw)}`);
+      throw new OpPlanError(`"mapping" must be an object {"from": to} or a list of [from, to] pairs, got ${show(raw)}`);
     }
     const seen = new Set<bigint>();
     const mapping = pairs.map(([f, t]): [Int64Value, Int64Value] => {

@@ -7,14 +7,10 @@ import type { ColumnType, NumericType, PrimitiveType } from '../column.js';
 import { isIntegerType, typeName } from '../column.js';
 import { parseInt64 } from './int64.js';
 import { OpPlanError } from './types.js';
+import { show } from '../util/show.js';
 
 type Params = Record<string, unknown>;
 
-const show = (v: unknown): string => {
-  if (typeof v === 'bigint') return `${v}`;
-  const s = JSON.stringify(v);
-  return s === undefined ? String(v) : s.length > 60 ? `${s.slice(0, 57)}...` : s;
-};
 
 /** Rejects params other than `allowed` (the plan loader strips `op`; a stray `op` is tolerated). */
 export function checkKeys(params: Params, allowed: readonly string[]): void {

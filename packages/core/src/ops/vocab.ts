@@ -5,6 +5,7 @@ import { type Int64Value, bigToWords, int64Value, parseInt64, wordsToBig } from 
 import { Int64Index } from './int64map.js';
 import { badColumn, checkKeys, int64Param, integerElement, numberParam, withElement } from './params.js';
 import { OpPlanError, type StatefulOpDef } from './types.js';
+import { show } from '../util/show.js';
 
 export interface VocabParams {
   /** Id of unseen and rare keys. */
@@ -158,7 +159,7 @@ export const vocabOp: StatefulOpDef<VocabParams, VocabAccumulator, VocabState> =
       kw[2 * k] = lo;
       kw[2 * k + 1] = hi;
       const c = j.counts![k];
-      if (!Number.isSafeInteger(c) || (c as number) < 1) throw new Error(`vocab state counts[${k}] must be a positive integer, got ${JSON.stringify(c)}`);
+      if (!Number.isSafeInteger(c) || (c as number) < 1) throw new Error(`vocab state counts[${k}] must be a positive integer, got ${show(c)}`);
       counts[k] = c as number;
     });
     const state = { keys, counts };

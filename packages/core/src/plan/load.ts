@@ -5,6 +5,7 @@ import { PlanError } from '../errors.js';
 import { OPS } from '../ops/index.js';
 import { OpPlanError, type OpDef } from '../ops/types.js';
 import type { BackendSpec, FeatureSpec, OpSpec, PlanSpec } from './types.js';
+import { show } from '../util/show.js';
 
 /** One validated op step. */
 export interface PlanOp {
@@ -73,13 +74,13 @@ export function loadPlan(source: PlanSpec | Plan | string | unknown): Plan {
   const spec = raw as unknown as PlanSpec;
 
   const batchSize = spec.batchSize ?? DEFAULT_BATCH_SIZE;
-  if (!isPosInt(batchSize)) throw new PlanError(`batchSize must be a positive integer, got ${JSON.stringify(spec.batchSize)}`);
+  if (!isPosInt(batchSize)) throw new PlanError(`batchSize must be a positive integer, got ${show(spec.batchSize)}`);
   const dropLast = spec.dropLast ?? false;
   if (typeof dropLast !== 'boolean') throw new PlanError('dropLast must be true or false');
   const prefetch = spec.prefetch ?? DEFAULT_PREFETCH;
-  if (!isPosInt(prefetch)) throw new PlanError(`prefetch must be a positive integer, got ${JSON.stringify(spec.prefetch)}`);
+  if (!isPosInt(prefetch)) throw new PlanError(`prefetch must be a positive integer, got ${show(spec.prefetch)}`);
   const epochs = spec.epochs ?? 1;
-  if (!isPosInt(epochs)) throw new PlanError(`epochs must be a positive integer, got ${JSON.stringify(spec.epochs)}`);
+  if (!isPosInt(epochs)) throw new PlanError(`epochs must be a positive integer, got ${show(spec.epochs)}`);
 
   let backend: BackendSpec;
   if (spec.backend === undefined) backend = { name: 'cpu' };
@@ -144,7 +145,7 @@ function loadFeature(f: FeatureSpec | unknown, i: number, names: Set<string>): P
   names.add(name);
   for (const k of Object.keys(f)) if (!FEATURE_KEYS.has(k)) throw new PlanError(`unknown field "${k}" (expected name, input, kind, ops)`, where);
   if (typeof f.input !== 'string' || f.input === '') throw new PlanError('needs an "input" column name', where);
-  if (f.kind !== 'dense' && f.kind !== 'sparse') throw new PlanError(`kind must be "dense" or "sparse", got ${JSON.stringify(f.kind)}`, where);
+  if (f.kind !== 'dense' && f.kind !== 'sparse') throw new PlanError(`kind must be "dense" or "sparse", got ${show(f.kind)}`, where);
   const opsRaw = f.ops ?? [];
   if (!Array.isArray(opsRaw)) throw new PlanError('ops must be a list', where);
   const ops = opsRaw.map((o: OpSpec | unknown, index): PlanOp => {

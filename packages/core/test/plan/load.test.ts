@@ -186,6 +186,11 @@ describe('loadPlan', () => {
       ['a shard rank out of range', { shard: { rank: 2, worldSize: 2 }, features: [feature('I1', 'I1', 'dense')] }, /^shard must be/],
       ['a shuffle without a seed', { shuffle: { bufferRows: 10 }, features: [feature('I1', 'I1', 'dense')] }, /^shuffle must be false or/],
       ['an empty input list', { input: [], features: [feature('I1', 'I1', 'dense')] }, /^input must be a path/],
+      // Values JSON would misreport (as null, or 0) are quoted as they are.
+      ['an infinite batchSize', { batchSize: Infinity, features: [feature('I1', 'I1', 'dense')] }, 'batchSize must be a positive integer, got Infinity'],
+      ['a fillNull value of Infinity', plan(feature('I1', 'I1', 'dense', { op: 'fillNull', value: Infinity })), 'feature I1, op fillNull (#1): "value" must be a finite number or an int64 decimal string, got Infinity'],
+      ['a clamp bound of NaN', plan(feature('I1', 'I1', 'dense', { op: 'clamp', min: Number.NaN, max: 1 })), 'feature I1, op clamp (#1): "min" must be a finite number or an int64 decimal string, got NaN'],
+      ['a bigint batchSize', { batchSize: 10n, features: [feature('I1', 'I1', 'dense')] }, 'batchSize must be a positive integer, got 10'],
     ])('%s', (_what, spec, expected) => {
       const msg = loadError(spec);
       if (typeof expected === 'string') expect(msg).toBe(expected);
