@@ -23,7 +23,6 @@ const HEADER = 2;
 const ENTRY = 4;
 const HAS_VALID = 8;
 const TYPES = ['int32', 'int64', 'float32', 'float64'] as const;
-const WIDTHS = [4, 8, 4, 8];
 /**
  * Address space a share may grow into. Only what parts publish is ever committed: RM1's row groups
  * of 100k rows publish ~1-2 MB. A share that would outgrow it just stops publishing (the parts
@@ -91,7 +90,7 @@ export class DictShare {
     const values = type === 'int32' ? new Int32Array(this.sab, offset, count)
       : type === 'int64' ? new BigInt64Array(this.sab, offset, count)
         : type === 'float32' ? new Float32Array(this.sab, offset, count) : new Float64Array(this.sab, offset, count);
-    const valid = (code & HAS_VALID) !== 0 ? new Uint8Array(this.sab, align8(offset + count * WIDTHS[code & 3]!), count) : null;
+    const valid = (code & HAS_VALID) !== 0 ? new Uint8Array(this.sab, align8(offset + values.byteLength), count) : null;
     return { type, values, valid } as NumericColumn;
   }
 
@@ -118,7 +117,7 @@ export class DictShare {
   publish(i: number, c: NumericColumn): void {
     const code = TYPES.indexOf(c.type);
     const count = c.values.length;
-    const valuesBytes = count * WIDTHS[code]!;
+    const valuesBytes = c.values.byteLength;
     const bytes = align8(valuesBytes) + (c.valid !== null ? align8(count) : 0);
     const offset = Atomics.add(this.words, 0, bytes);
     const end = offset + bytes;

@@ -681,7 +681,7 @@ function eachOnDictionary<S extends { readonly dict: Column | null }>(
       const shared = known[k]!;
       if (shared === 'failed') continue;
       if (shared !== null) { use(d, src, shared); continue; }
-      let res: Column | null = null;
+      let res: Column | null;
       try {
         res = apply(d.name, src.dict!);
       } catch {

@@ -11,7 +11,6 @@ import { show } from '../util/show.js';
 
 type Params = Record<string, unknown>;
 
-
 /** Rejects params other than `allowed` (the plan loader strips `op`; a stray `op` is tolerated). */
 export function checkKeys(params: Params, allowed: readonly string[]): void {
   for (const k of Object.keys(params)) {

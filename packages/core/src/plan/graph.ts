@@ -71,7 +71,6 @@ interface TrieEntry {
   deps: number[];
 }
 
-
 /**
  * Builds the op graph of a typed plan: shared common sub-chains, then vertically fused nodes.
  *
