@@ -7,7 +7,7 @@
  */
 
 import { type Column, type NumericColumn, type OpContext, type PrimitiveColumn, OPS } from '@sluice/core/exec';
-import { bytesOf, mapBlocks, mapFast, tuning } from './shared.js';
+import { bytesOf, mapBlocks, mapFast, tuning, uninit } from './shared.js';
 import type { Wasm } from './wasm.js';
 
 export interface BucketizeParams {
@@ -68,7 +68,7 @@ function prepare(borders: readonly number[]): Prepared {
 function bucketizeColumn(w: Wasm, c: NumericColumn, p: Prepared, borders: readonly number[], right: boolean): PrimitiveColumn | undefined {
   const n = c.values.length;
   if (n < tuning.minElements) return undefined;
-  const out = new Int32Array(n);
+  const out = uninit(Int32Array, n);
   const k = w.k;
   const nb = borders.length;
   const table = c.type === 'int32' ? tableFor(w, p, borders, right, n) : 0;

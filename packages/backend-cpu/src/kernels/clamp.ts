@@ -1,7 +1,7 @@
 /** clamp {min, max}: x < lo ? lo : x > hi ? hi : x, same type out, nulls 0 (core ops/clamp.ts). */
 
 import type { Column, NumericColumn, PrimitiveColumn } from '@sluice/core';
-import { bigOf, mapBlocks, mapFast, tuning } from './shared.js';
+import { bigOf, mapBlocks, mapFast, tuning, uninit } from './shared.js';
 import type { Wasm } from './wasm.js';
 
 export interface ClampParams {
@@ -19,21 +19,21 @@ function clampColumn(w: Wasm, c: NumericColumn, min: number | string, max: numbe
     case 'int32': {
       // Integer bounds inside int32 (the type rule's requirement) make it min(max(x, lo), hi).
       if (!isInt32(min) || !isInt32(max) || min > max) return undefined;
-      const out = new Int32Array(n);
+      const out = uninit(Int32Array, n);
       mapBlocks(w, c.values, c.valid, out, (s, v, len, d) => k.clampI32(s, v, len, min, max, d));
       return { type: 'int32', values: out, valid: c.valid };
     }
     case 'float32': {
       const lo = Math.fround(Number(min));
       const hi = Math.fround(Number(max));
-      const out = new Float32Array(n);
+      const out = uninit(Float32Array, n);
       mapBlocks(w, c.values, c.valid, out, (s, v, len, d) => k.clampF32(s, v, len, lo, hi, d));
       return { type: 'float32', values: out, valid: c.valid };
     }
     case 'float64': {
       const lo = Number(min);
       const hi = Number(max);
-      const out = new Float64Array(n);
+      const out = uninit(Float64Array, n);
       mapBlocks(w, c.values, c.valid, out, (s, v, len, d) => k.clampF64(s, v, len, lo, hi, d));
       return { type: 'float64', values: out, valid: c.valid };
     }
@@ -41,7 +41,7 @@ function clampColumn(w: Wasm, c: NumericColumn, min: number | string, max: numbe
       const lo = bigOf(min);
       const hi = bigOf(max);
       if (lo === undefined || hi === undefined) return undefined; // the reference throws on BigInt(1.5)
-      const out = new BigInt64Array(n);
+      const out = uninit(BigInt64Array, n);
       mapBlocks(w, c.values, c.valid, out, (s, v, len, d) => k.clampI64(s, v, len, BigInt.asIntN(64, lo), BigInt.asIntN(64, hi), d));
       return { type: 'int64', values: out, valid: c.valid };
     }

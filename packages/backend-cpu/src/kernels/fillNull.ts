@@ -4,7 +4,7 @@
  */
 
 import type { Column, NumericColumn, PrimitiveColumn } from '@sluice/core';
-import { bigOf, mapBlocks, mapFast, tuning } from './shared.js';
+import { bigOf, mapBlocks, mapFast, tuning, uninit } from './shared.js';
 import type { Wasm } from './wasm.js';
 
 export interface FillNullParams {
@@ -27,21 +27,21 @@ function fillColumn(w: Wasm, c: NumericColumn, value: number | string): Primitiv
       // The same conversion as the reference's Int32Array store of Number(value).
       i32[0] = Number(value);
       const fill = i32[0]!;
-      const out = new Int32Array(n);
+      const out = uninit(Int32Array, n);
       mapBlocks(w, c.values, valid, out, (s, v, len, d) => k.fillNull32(s, v, len, fill, d));
       return { type: 'int32', values: out, valid: null };
     }
     case 'float32': {
       f32[0] = Number(value);
       const fill = i32[0]!;
-      const out = new Float32Array(n);
+      const out = uninit(Float32Array, n);
       mapBlocks(w, c.values, valid, out, (s, v, len, d) => k.fillNull32(s, v, len, fill, d));
       return { type: 'float32', values: out, valid: null };
     }
     case 'float64': {
       f64[0] = Number(value);
       const fill = i64[0]!;
-      const out = new Float64Array(n);
+      const out = uninit(Float64Array, n);
       mapBlocks(w, c.values, valid, out, (s, v, len, d) => k.fillNull64(s, v, len, fill, d));
       return { type: 'float64', values: out, valid: null };
     }
@@ -49,7 +49,7 @@ function fillColumn(w: Wasm, c: NumericColumn, value: number | string): Primitiv
       const b = bigOf(value);
       if (b === undefined) return undefined; // the reference throws on BigInt(1.5)
       const fill = BigInt.asIntN(64, b);
-      const out = new BigInt64Array(n);
+      const out = uninit(BigInt64Array, n);
       mapBlocks(w, c.values, valid, out, (s, v, len, d) => k.fillNull64(s, v, len, fill, d));
       return { type: 'int64', values: out, valid: null };
     }

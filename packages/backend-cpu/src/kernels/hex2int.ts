@@ -5,7 +5,7 @@
  */
 
 import type { Column, Int64Column, PrimitiveColumn, Utf8Column } from '@sluice/core';
-import { bytesOf, mapFast, tuning } from './shared.js';
+import { bytesOf, mapFast, tuning, uninit } from './shared.js';
 import type { Wasm } from './wasm.js';
 
 /** Marks an invalid string: the whole op falls back to the reference, which throws. */
@@ -14,9 +14,9 @@ const INVALID = Symbol('invalid hex');
 function hexColumn(w: Wasm, c: Utf8Column): Int64Column | undefined | typeof INVALID {
   const n = c.offsets.length - 1;
   if (n < tuning.minElements) return undefined;
-  const out = new BigInt64Array(n);
+  const out = uninit(BigInt64Array, n);
   const outBytes = bytesOf(out);
-  const outValid = new Uint8Array(n);
+  const outValid = uninit(Uint8Array, n);
   const { offsets, data, valid } = c;
   let nulls = 0;
   for (let start = 0; start < n; start += tuning.block) {

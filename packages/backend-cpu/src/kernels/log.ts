@@ -10,7 +10,7 @@
  */
 
 import type { Column, NumericColumn, PrimitiveColumn } from '@sluice/core';
-import { bytesOf, mapBlocks, mapFast, roundUp4, tuning } from './shared.js';
+import { bytesOf, mapBlocks, mapFast, roundUp4, tuning, uninit } from './shared.js';
 import type { Wasm } from './wasm.js';
 
 export interface LogParams {
@@ -53,7 +53,7 @@ function tableFor(w: Wasm, offset: number, n: number): number {
 function logColumn(w: Wasm, c: NumericColumn, offset: number): PrimitiveColumn | undefined {
   const n = c.values.length;
   if (n < tuning.minElements) return undefined;
-  const out = new Float32Array(n);
+  const out = uninit(Float32Array, n);
   const k = w.k;
   const log1p = offset === 1;
   const table = c.type === 'int32' || c.type === 'float32' ? tableFor(w, offset, n) : 0;

@@ -4,7 +4,7 @@
  */
 
 import type { Column, Int32Column, Int64Column, PrimitiveColumn } from '@sluice/core';
-import { bigOf, magicFor, mapBlocks, mapFast, modMode, tuning } from './shared.js';
+import { bigOf, magicFor, mapBlocks, mapFast, modMode, tuning, uninit } from './shared.js';
 import type { Wasm } from './wasm.js';
 
 export interface ModulusParams {
@@ -19,12 +19,12 @@ function modColumn(w: Wasm, c: Int32Column | Int64Column, m: bigint): PrimitiveC
   if (c.type === 'int32') {
     // The type rule keeps m <= 2^31 for int32 input; beyond it the reference's result differs.
     if (m > 1n << 31n) return undefined;
-    const out = new Int32Array(n);
+    const out = uninit(Int32Array, n);
     const mf = Number(m);
     mapBlocks(w, c.values, c.valid, out, (pSrc, pValid, len, pDst) => w.k.modulusI32(pSrc, pValid, len, mf, pDst));
     return { type: 'int32', values: out, valid: c.valid };
   }
-  const out = new BigInt64Array(n);
+  const out = uninit(BigInt64Array, n);
   const g = magicFor(m);
   const mode = modMode(w, m);
   mapBlocks(w, c.values, c.valid, out, (pSrc, pValid, len, pDst) => w.k.modI64(pSrc, pValid, len, mode, g.m, g.magic, g.sh1, g.sh2, g.c64, pDst));

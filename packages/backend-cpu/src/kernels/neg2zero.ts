@@ -1,7 +1,7 @@
 /** neg2zero: x < 0 → 0 (-0 and NaN stay), same type out, nulls 0 (core ops/neg2zero.ts). */
 
 import type { Column, NumericColumn, PrimitiveColumn } from '@sluice/core';
-import { mapBlocks, mapFast, tuning } from './shared.js';
+import { mapBlocks, mapFast, tuning, uninit } from './shared.js';
 import type { Wasm } from './wasm.js';
 
 function neg2zeroColumn(w: Wasm, c: NumericColumn): PrimitiveColumn | undefined {
@@ -9,10 +9,10 @@ function neg2zeroColumn(w: Wasm, c: NumericColumn): PrimitiveColumn | undefined 
   if (n < tuning.minElementsCheap) return undefined;
   const k = w.k;
   switch (c.type) {
-    case 'int32': { const out = new Int32Array(n); mapBlocks(w, c.values, c.valid, out, k.neg2zeroI32); return { type: 'int32', values: out, valid: c.valid }; }
-    case 'float32': { const out = new Float32Array(n); mapBlocks(w, c.values, c.valid, out, k.neg2zeroF32); return { type: 'float32', values: out, valid: c.valid }; }
-    case 'float64': { const out = new Float64Array(n); mapBlocks(w, c.values, c.valid, out, k.neg2zeroF64); return { type: 'float64', values: out, valid: c.valid }; }
-    case 'int64': { const out = new BigInt64Array(n); mapBlocks(w, c.values, c.valid, out, k.neg2zeroI64); return { type: 'int64', values: out, valid: c.valid }; }
+    case 'int32': { const out = uninit(Int32Array, n); mapBlocks(w, c.values, c.valid, out, k.neg2zeroI32); return { type: 'int32', values: out, valid: c.valid }; }
+    case 'float32': { const out = uninit(Float32Array, n); mapBlocks(w, c.values, c.valid, out, k.neg2zeroF32); return { type: 'float32', values: out, valid: c.valid }; }
+    case 'float64': { const out = uninit(Float64Array, n); mapBlocks(w, c.values, c.valid, out, k.neg2zeroF64); return { type: 'float64', values: out, valid: c.valid }; }
+    case 'int64': { const out = uninit(BigInt64Array, n); mapBlocks(w, c.values, c.valid, out, k.neg2zeroI64); return { type: 'int64', values: out, valid: c.valid }; }
   }
 }
 

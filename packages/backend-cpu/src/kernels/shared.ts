@@ -26,16 +26,37 @@ export const BLOCK = 16384;
  * ~256–512 for the memory-bound ones (fillNull, neg2zero, clamp, int32 modulus), which use
  * minElementsCheap. Tests set both to 0 to drive the wasm kernels with tiny inputs. modMode forces
  * the floorMod method for moduli that are not powers of two (tests cover both) instead of the
- * calibrated one. block: elements per block (see BLOCK).
+ * calibrated one. block: elements per block (see BLOCK). poison: `uninit` fills its arrays with
+ * 0xA5 bytes, so that a test sees any element a kernel leaves unwritten (malloc's memory is often
+ * zero, which would pass for a null slot's 0).
  */
-export const tuning: { minElements: number; minElementsCheap: number; modMode: number | undefined; block: number } = {
+export const tuning: { minElements: number; minElementsCheap: number; modMode: number | undefined; block: number; poison: boolean } = {
   minElements: 64,
   minElementsCheap: 512,
   modMode: undefined,
   block: BLOCK,
+  poison: false,
 };
 
 type Typed = Int32Array | Float32Array | Float64Array | BigInt64Array | Uint32Array | Uint8Array;
+
+type TypedCtor<T> = { new (buffer: ArrayBuffer, byteOffset: number, length: number): T; readonly BYTES_PER_ELEMENT: number };
+
+/**
+ * A typed array of n elements in memory that is not zeroed, for an output the kernel writes in
+ * full (every element of every block: `mapBlocks` copies each block's results out whole). A
+ * `new Int32Array(n)` is zeroed memory: calloc, which for a large array maps fresh pages that
+ * fault in one by one when first written, and on a VM a fault is dear (2M int32s: 6.3 ms to
+ * allocate and fill against 0.7 ms through this, bench/README.md). `Buffer.allocUnsafeSlow` takes
+ * malloc'd memory, reused from earlier frees, in an ArrayBuffer of its own (never a pooled slice),
+ * so the array is standalone and transferable like one made by `new`. NumPy's outputs are
+ * `np.empty` memory for the same reason.
+ */
+export function uninit<T>(C: TypedCtor<T>, n: number): T {
+  const mem = Buffer.allocUnsafeSlow(n * C.BYTES_PER_ELEMENT);
+  if (tuning.poison) mem.fill(0xa5);
+  return new C(mem.buffer as ArrayBuffer, 0, n);
+}
 
 /** The bytes of a typed array. */
 export const bytesOf = (a: Typed): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);

@@ -4,7 +4,7 @@
  */
 
 import type { Column, Int32Column, Int64Column, PrimitiveColumn } from '@sluice/core';
-import { bigOf, magicFor, mapBlocks, mapFast, modMode, tuning } from './shared.js';
+import { bigOf, magicFor, mapBlocks, mapFast, modMode, tuning, uninit } from './shared.js';
 import type { Wasm } from './wasm.js';
 
 export interface SigridHashParams {
@@ -17,7 +17,7 @@ const INT64_MAX = (1n << 63n) - 1n;
 function sigridColumn(w: Wasm, c: Int32Column | Int64Column, salt: bigint, max: bigint): PrimitiveColumn | undefined {
   const n = c.values.length;
   if (n < tuning.minElements) return undefined;
-  const out = new BigInt64Array(n);
+  const out = uninit(BigInt64Array, n);
   const g = magicFor(max);
   const mode = modMode(w, max);
   const fn = c.type === 'int64' ? w.k.sigridI64 : w.k.sigridI32;

@@ -8,9 +8,12 @@ beforeAll(() => {
   tuning.minElementsCheap = 0;
   // Blocks of 10: not a multiple of the kernels' groups of 4, so every block has a ragged tail.
   tuning.block = 10;
+  // Outputs are not zeroed memory (shared.ts, uninit): make any element a kernel skips visible.
+  tuning.poison = true;
 });
 afterAll(() => {
   tuning.block = 16384;
+  tuning.poison = false;
 });
 
 describeFast('fast kernels with tiny ragged blocks', () => {
