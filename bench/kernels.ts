@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import type { Column, Int32Column, Int64Column, OpContext, Preset, Utf8Column } from '@sluice/core';
 import { OPS, columnFromVector, concatColumns, generateBatches, getPreset } from '@sluice/core';
 import { FAST_OPS, fastKernelsAvailable, fastKernelsError } from '../packages/backend-cpu/src/kernels/index.js';
-import { emitJson, log, machine, printTable } from './lib.js';
+import { collectGarbage, emitJson, log, machine, printTable } from './lib.js';
 
 const args = process.argv.slice(2);
 const json = args.includes('--json');
@@ -147,12 +147,19 @@ function timeCases(cases: readonly Case[]): Row[] {
     let fastBest = Infinity;
     let refOut: Column | undefined;
     let fastOut: Column | undefined;
-    // One untimed warm-up each (JIT, lookup tables), then interleaved timed runs.
+    // One untimed warm-up each (JIT, lookup tables), then interleaved timed runs. Before each
+    // run the previous output of that kernel is dropped and collected (untimed), as NumPy's loop
+    // frees each result at once: its memory is then free for the next output to reuse, instead of
+    // every run's output being fresh pages whose faults the VM makes dear (bench/README.md).
     for (let r = -1; r < REPS; r++) {
+      refOut = undefined;
+      collectGarbage();
       let t = performance.now();
       refOut = def.apply(c.input, params, CTX);
       if (r >= 0) refBest = Math.min(refBest, performance.now() - t);
       if (fast) {
+        fastOut = undefined;
+        collectGarbage();
         t = performance.now();
         fastOut = fast(c.input, params, CTX);
         if (r >= 0) fastBest = Math.min(fastBest, performance.now() - t);
