@@ -9,6 +9,25 @@
   return i32x4.ne(w, i32x4.splat(0));
 }
 
+/**
+ * The i32 lane masks of bytes [4q, 4q + 4) of a 16-byte mask `m` (0 or 0xFF bytes, as i8x16.eq or
+ * ne give them), for a constant q in 0-3: the kernels that take 16 slots a step load their
+ * validity bytes once and widen them here, where validMask4 loads 4 bytes for every 4 slots.
+ */
+// @ts-ignore: decorator
+@inline export function quarterMask32(m: v128, q: i32): v128 {
+  const h = q < 2 ? i16x8.extend_low_i8x16_s(m) : i16x8.extend_high_i8x16_s(m);
+  return q & 1 ? i32x4.extend_high_i16x8_s(h) : i32x4.extend_low_i16x8_s(h);
+}
+
+/** The i64 lane masks of bytes [2q, 2q + 2) of a mask `m` whose low 8 bytes matter, for a constant q in 0-3 (8 slots a step). */
+// @ts-ignore: decorator
+@inline export function quarterMask64(m: v128, q: i32): v128 {
+  const w = i16x8.extend_low_i8x16_s(m);
+  const h = q < 2 ? i32x4.extend_low_i16x8_s(w) : i32x4.extend_high_i16x8_s(w);
+  return q & 1 ? i64x2.extend_high_i32x4_s(h) : i64x2.extend_low_i32x4_s(h);
+}
+
 /** The 64-bit lane masks of validMask4's lanes 0-1. */
 // @ts-ignore: decorator
 @inline export function lowMask64(m: v128): v128 {

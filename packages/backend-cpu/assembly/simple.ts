@@ -4,7 +4,7 @@
  * float32 results that pass a NaN through set its quiet bit, as the reference's f32 → f64 → f32
  * round trip does.
  */
-import { highMask64, lowMask64, validMask4 } from './common';
+import { highMask64, lowMask64, quarterMask32, quarterMask64, validMask4 } from './common';
 
 /** NaN lanes of f32x4 `x` get the quiet bit (0x00400000), like a conversion to f64 and back. */
 // @ts-ignore: decorator
@@ -64,12 +64,10 @@ export function clampI32(src: usize, valid: usize, n: i32, lo: i32, hi: i32, dst
     for (; i + 16 <= n; i += 16) {
       const o = <usize>i << 2;
       const v = i8x16.ne(v128.load(valid + <usize>i), i8x16.splat(0));
-      const a = i16x8.extend_low_i8x16_s(v);
-      const b = i16x8.extend_high_i8x16_s(v);
-      v128.store(dst + o, v128.and(i32x4.min_s(i32x4.max_s(v128.load(src + o), l), h), i32x4.extend_low_i16x8_s(a)));
-      v128.store(dst + o, v128.and(i32x4.min_s(i32x4.max_s(v128.load(src + o, 16), l), h), i32x4.extend_high_i16x8_s(a)), 16);
-      v128.store(dst + o, v128.and(i32x4.min_s(i32x4.max_s(v128.load(src + o, 32), l), h), i32x4.extend_low_i16x8_s(b)), 32);
-      v128.store(dst + o, v128.and(i32x4.min_s(i32x4.max_s(v128.load(src + o, 48), l), h), i32x4.extend_high_i16x8_s(b)), 48);
+      v128.store(dst + o, v128.and(i32x4.min_s(i32x4.max_s(v128.load(src + o), l), h), quarterMask32(v, 0)));
+      v128.store(dst + o, v128.and(i32x4.min_s(i32x4.max_s(v128.load(src + o, 16), l), h), quarterMask32(v, 1)), 16);
+      v128.store(dst + o, v128.and(i32x4.min_s(i32x4.max_s(v128.load(src + o, 32), l), h), quarterMask32(v, 2)), 32);
+      v128.store(dst + o, v128.and(i32x4.min_s(i32x4.max_s(v128.load(src + o, 48), l), h), quarterMask32(v, 3)), 48);
     }
   }
   for (; i < n; i += 4) {
@@ -125,19 +123,16 @@ export function clampI64(src: usize, valid: usize, n: i32, lo: i64, hi: i64, dst
 export function fillNull32(src: usize, valid: usize, n: i32, fill: i32, dst: usize): void {
   const f = i32x4.splat(fill);
   let i = 0;
-  // 16 slots a step: one load of their validity bytes, widened to four lane masks (a null byte
-  // becomes an all-ones lane through the sign extensions). A quarter of the validity loads and
-  // widenings of the 4-slot loop below, which takes the rest.
+  // 16 slots a step: one load of their validity bytes, widened to four lane masks (quarterMask32;
+  // a null byte becomes an all-ones lane). The 4-slot loop below takes the rest.
   if (valid) {
     for (; i + 16 <= n; i += 16) {
       const o = <usize>i << 2;
       const z = i8x16.eq(v128.load(valid + <usize>i), i8x16.splat(0));
-      const lo = i16x8.extend_low_i8x16_s(z);
-      const hi = i16x8.extend_high_i8x16_s(z);
-      v128.store(dst + o, v128.bitselect(f, v128.load(src + o), i32x4.extend_low_i16x8_s(lo)));
-      v128.store(dst + o, v128.bitselect(f, v128.load(src + o, 16), i32x4.extend_high_i16x8_s(lo)), 16);
-      v128.store(dst + o, v128.bitselect(f, v128.load(src + o, 32), i32x4.extend_low_i16x8_s(hi)), 32);
-      v128.store(dst + o, v128.bitselect(f, v128.load(src + o, 48), i32x4.extend_high_i16x8_s(hi)), 48);
+      v128.store(dst + o, v128.bitselect(f, v128.load(src + o), quarterMask32(z, 0)));
+      v128.store(dst + o, v128.bitselect(f, v128.load(src + o, 16), quarterMask32(z, 1)), 16);
+      v128.store(dst + o, v128.bitselect(f, v128.load(src + o, 32), quarterMask32(z, 2)), 32);
+      v128.store(dst + o, v128.bitselect(f, v128.load(src + o, 48), quarterMask32(z, 3)), 48);
     }
   }
   for (; i < n; i += 4) {
@@ -153,13 +148,11 @@ export function fillNull64(src: usize, valid: usize, n: i32, fill: i64, dst: usi
   if (valid) {
     for (; i + 8 <= n; i += 8) {
       const o = <usize>i << 3;
-      const z = i16x8.extend_low_i8x16_s(i8x16.eq(v128.load64_zero(valid + <usize>i), i8x16.splat(0)));
-      const lo = i32x4.extend_low_i16x8_s(z);
-      const hi = i32x4.extend_high_i16x8_s(z);
-      v128.store(dst + o, v128.bitselect(f, v128.load(src + o), i64x2.extend_low_i32x4_s(lo)));
-      v128.store(dst + o, v128.bitselect(f, v128.load(src + o, 16), i64x2.extend_high_i32x4_s(lo)), 16);
-      v128.store(dst + o, v128.bitselect(f, v128.load(src + o, 32), i64x2.extend_low_i32x4_s(hi)), 32);
-      v128.store(dst + o, v128.bitselect(f, v128.load(src + o, 48), i64x2.extend_high_i32x4_s(hi)), 48);
+      const z = i8x16.eq(v128.load64_zero(valid + <usize>i), i8x16.splat(0));
+      v128.store(dst + o, v128.bitselect(f, v128.load(src + o), quarterMask64(z, 0)));
+      v128.store(dst + o, v128.bitselect(f, v128.load(src + o, 16), quarterMask64(z, 1)), 16);
+      v128.store(dst + o, v128.bitselect(f, v128.load(src + o, 32), quarterMask64(z, 2)), 32);
+      v128.store(dst + o, v128.bitselect(f, v128.load(src + o, 48), quarterMask64(z, 3)), 48);
     }
   }
   for (; i < n; i += 4) {
