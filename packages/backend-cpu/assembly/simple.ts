@@ -15,10 +15,30 @@ import { highMask64, lowMask64, quarterMask32, quarterMask64, validMask4 } from 
 // ---- neg2zero: x < 0 → 0; -0 and NaN stay ------------------------------------------------
 
 export function neg2zeroI32(src: usize, valid: usize, n: i32, dst: usize): void {
-  for (let i = 0; i < n; i += 4) {
+  const z = i32x4.splat(0);
+  let i = 0;
+  // 16 slots a step, with or without validity (one load of 16 validity bytes, as fillNull32).
+  if (valid) {
+    for (; i + 16 <= n; i += 16) {
+      const o = <usize>i << 2;
+      const v = i8x16.ne(v128.load(valid + <usize>i), i8x16.splat(0));
+      v128.store(dst + o, v128.and(i32x4.max_s(v128.load(src + o), z), quarterMask32(v, 0)));
+      v128.store(dst + o, v128.and(i32x4.max_s(v128.load(src + o, 16), z), quarterMask32(v, 1)), 16);
+      v128.store(dst + o, v128.and(i32x4.max_s(v128.load(src + o, 32), z), quarterMask32(v, 2)), 32);
+      v128.store(dst + o, v128.and(i32x4.max_s(v128.load(src + o, 48), z), quarterMask32(v, 3)), 48);
+    }
+  } else {
+    for (; i + 16 <= n; i += 16) {
+      const o = <usize>i << 2;
+      v128.store(dst + o, i32x4.max_s(v128.load(src + o), z));
+      v128.store(dst + o, i32x4.max_s(v128.load(src + o, 16), z), 16);
+      v128.store(dst + o, i32x4.max_s(v128.load(src + o, 32), z), 32);
+      v128.store(dst + o, i32x4.max_s(v128.load(src + o, 48), z), 48);
+    }
+  }
+  for (; i < n; i += 4) {
     const o = <usize>i << 2;
-    const x = v128.load(src + o);
-    v128.store(dst + o, v128.and(i32x4.max_s(x, i32x4.splat(0)), validMask4(valid, i)));
+    v128.store(dst + o, v128.and(i32x4.max_s(v128.load(src + o), z), validMask4(valid, i)));
   }
 }
 
@@ -59,7 +79,7 @@ export function clampI32(src: usize, valid: usize, n: i32, lo: i32, hi: i32, dst
   const l = i32x4.splat(lo);
   const h = i32x4.splat(hi);
   let i = 0;
-  // 16 slots a step from one load of their validity bytes, as fillNull32 does.
+  // 16 slots a step (with validity: one load of their 16 bytes, as fillNull32 does).
   if (valid) {
     for (; i + 16 <= n; i += 16) {
       const o = <usize>i << 2;
@@ -68,6 +88,14 @@ export function clampI32(src: usize, valid: usize, n: i32, lo: i32, hi: i32, dst
       v128.store(dst + o, v128.and(i32x4.min_s(i32x4.max_s(v128.load(src + o, 16), l), h), quarterMask32(v, 1)), 16);
       v128.store(dst + o, v128.and(i32x4.min_s(i32x4.max_s(v128.load(src + o, 32), l), h), quarterMask32(v, 2)), 32);
       v128.store(dst + o, v128.and(i32x4.min_s(i32x4.max_s(v128.load(src + o, 48), l), h), quarterMask32(v, 3)), 48);
+    }
+  } else {
+    for (; i + 16 <= n; i += 16) {
+      const o = <usize>i << 2;
+      v128.store(dst + o, i32x4.min_s(i32x4.max_s(v128.load(src + o), l), h));
+      v128.store(dst + o, i32x4.min_s(i32x4.max_s(v128.load(src + o, 16), l), h), 16);
+      v128.store(dst + o, i32x4.min_s(i32x4.max_s(v128.load(src + o, 32), l), h), 32);
+      v128.store(dst + o, i32x4.min_s(i32x4.max_s(v128.load(src + o, 48), l), h), 48);
     }
   }
   for (; i < n; i += 4) {
