@@ -14,32 +14,9 @@ import { highMask64, lowMask64, quarterMask32, quarterMask64, validMask4 } from 
 
 // ---- neg2zero: x < 0 → 0; -0 and NaN stay ------------------------------------------------
 
+/** max(x, 0) is clamp to [0, i32.MAX_VALUE]: the same loops, nulls 0 alike. */
 export function neg2zeroI32(src: usize, valid: usize, n: i32, dst: usize): void {
-  const z = i32x4.splat(0);
-  let i = 0;
-  // 16 slots a step, with or without validity (one load of 16 validity bytes, as fillNull32).
-  if (valid) {
-    for (; i + 16 <= n; i += 16) {
-      const o = <usize>i << 2;
-      const v = i8x16.ne(v128.load(valid + <usize>i), i8x16.splat(0));
-      v128.store(dst + o, v128.and(i32x4.max_s(v128.load(src + o), z), quarterMask32(v, 0)));
-      v128.store(dst + o, v128.and(i32x4.max_s(v128.load(src + o, 16), z), quarterMask32(v, 1)), 16);
-      v128.store(dst + o, v128.and(i32x4.max_s(v128.load(src + o, 32), z), quarterMask32(v, 2)), 32);
-      v128.store(dst + o, v128.and(i32x4.max_s(v128.load(src + o, 48), z), quarterMask32(v, 3)), 48);
-    }
-  } else {
-    for (; i + 16 <= n; i += 16) {
-      const o = <usize>i << 2;
-      v128.store(dst + o, i32x4.max_s(v128.load(src + o), z));
-      v128.store(dst + o, i32x4.max_s(v128.load(src + o, 16), z), 16);
-      v128.store(dst + o, i32x4.max_s(v128.load(src + o, 32), z), 32);
-      v128.store(dst + o, i32x4.max_s(v128.load(src + o, 48), z), 48);
-    }
-  }
-  for (; i < n; i += 4) {
-    const o = <usize>i << 2;
-    v128.store(dst + o, v128.and(i32x4.max_s(v128.load(src + o), z), validMask4(valid, i)));
-  }
+  clampI32(src, valid, n, 0, i32.MAX_VALUE, dst);
 }
 
 export function neg2zeroF32(src: usize, valid: usize, n: i32, dst: usize): void {
