@@ -58,7 +58,8 @@ const statKey = (st) => `${st.size}\0${st.mtimeMs}\0${st.ino}`;
  * per 1M RM1 rows of read buffers are not garbage for this thread's GC.
  */
 let readScratch = new Uint8Array(0);
-const reader = (fd, scratch = false) => (offset, length) => {
+const reader = (fd, scratch = false) => readBytesAt.bind(null, fd, scratch);
+function readBytesAt(fd, scratch, offset, length) {
   if (scratch && readScratch.length < length) readScratch = new Uint8Array(Math.max(length, 2 * readScratch.length));
   const buf = scratch ? readScratch.subarray(0, length) : new Uint8Array(length);
   let got = 0;
@@ -68,7 +69,7 @@ const reader = (fd, scratch = false) => (offset, length) => {
     got += n;
   }
   return buf;
-};
+}
 
 /** Kernel modules by URL (a read's `kernels`): their FAST_OPS map, or null where one did not load. */
 const kernelModules = new Map();
@@ -160,23 +161,28 @@ function readDirect(msg, fast) {
     const range = msg.range;
     const types = new Map(msg.types);
     const derived = msg.derived ?? [];
-    const ops = new Map(derived.map((d) => [d.name, d.ops]));
-    const isList = (d) => types.get(d.input)?.kind === 'list';
+    const ops = new Map();
     // Scalar derived columns stay indexed (ops' results per dictionary entry + row indices) until
-    // they are either packed straight into batch arrays or gathered into columns.
-    const scalar = derived.filter((d) => !isList(d));
-    const indexed = scalar.length > 0 ? decodeDerivedIndexed(md, msg.rowGroup, scalar, types, readAt, zstd, (name, col) => applyOps(ops.get(name), col, fast), range) : new Map();
-    // List derived columns: the per-value ops on the elements' dictionary, firstX as a cut of
-    // each list (plan/pushdown.ts), left indexed too: packed straight from the indices, or cut
-    // and gathered into list columns.
-    const lists = derived.filter(isList);
+    // they are either packed straight into batch arrays or gathered into columns. List derived
+    // columns (the per-value ops on the elements' dictionary, firstX as a cut of each list,
+    // plan/pushdown.ts) are left indexed too: packed straight from the indices, or cut and
+    // gathered into list columns. Plain loops and bound module-level functions, not closures
+    // made per read: V8 compiled those again for every read (see stream/batch.ts, above packRows).
+    const scalar = [];
+    const lists = [];
+    for (const d of derived) {
+      ops.set(d.name, d.ops);
+      (types.get(d.input)?.kind === 'list' ? lists : scalar).push(d);
+    }
+    const indexed = scalar.length > 0 ? decodeDerivedIndexed(md, msg.rowGroup, scalar, types, readAt, zstd, applyNamed.bind(null, ops, fast), range) : new Map();
     if (range !== undefined && lists.length > 0) throw new Error('list columns are read by whole row groups only');
     const listed = lists.length > 0
-      ? decodeListDerivedIndexed(md, msg.rowGroup, lists, types, readAt, zstd, (name, col) => applyOps(ops.get(name).filter((o) => o.op !== 'firstX'), col, fast), (name) => Math.min(Infinity, ...ops.get(name).filter((o) => o.op === 'firstX').map((o) => o.params.x)))
+      ? decodeListDerivedIndexed(md, msg.rowGroup, lists, types, readAt, zstd, applyNamedPerValue.bind(null, ops, fast), keptOf.bind(null, ops))
       : new Map();
     // Raw columns: the ones asked for, and the inputs of derived columns not computed above.
-    const raw = [...new Set([...msg.columns, ...derived.filter((d) => !indexed.has(d.name) && !listed.has(d.name)).map((d) => d.input)])];
-    const { columns, rest } = decodeFlatRowGroup(md, msg.rowGroup, raw, types, readAt, zstd, range);
+    const raw = new Set(msg.columns);
+    for (const d of derived) if (!indexed.has(d.name) && !listed.has(d.name)) raw.add(d.input);
+    const { columns, rest } = decodeFlatRowGroup(md, msg.rowGroup, [...raw], types, readAt, zstd, range);
     const packs = msg.pack && rest.length === 0 ? packChunks(msg.pack, columns, indexed, listed) : null;
     const out = packs !== null ? { packs, rest } : {
       columns: [...columns, ...[...indexed].map(([name, d]) => [name, gatherIndexed(d)]), ...[...listed].map(([name, l]) => [name, gatherIndexedList(l)])],
@@ -192,6 +198,21 @@ function readDirect(msg, fast) {
   } finally {
     if (fd !== undefined) fs.closeSync(fd);
   }
+}
+
+/** Derived column `name`'s op chain on `col` (`ops`: name -> op chain). */
+function applyNamed(ops, fast, name, col) {
+  return applyOps(ops.get(name), col, fast);
+}
+
+/** The per-value ops of list column `name`'s chain (all but firstX) on its elements' dictionary `col`. */
+function applyNamedPerValue(ops, fast, name, col) {
+  return applyOps(ops.get(name).filter((o) => o.op !== 'firstX'), col, fast);
+}
+
+/** The elements a list column `name` keeps: its firstX ops' smallest x (Infinity for none). */
+function keptOf(ops, name) {
+  return Math.min(Infinity, ...ops.get(name).filter((o) => o.op === 'firstX').map((o) => o.params.x));
 }
 
 /**

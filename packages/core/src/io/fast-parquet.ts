@@ -31,7 +31,7 @@ import { snappyUncompress } from 'hyparquet/src/snappy.js';
 import type { ColumnChunk, ColumnMetaData, FileMetaData, PageHeader, SchemaElement } from 'hyparquet/src/types.js';
 import type { Column, ColumnType, ListColumn, NumericColumn, PrimitiveType, ValidMask } from '../column.js';
 import type { IndexedListSource } from '../stream/batch.js';
-import { DictShare } from './dict-share.js';
+import { DictShare, type Shared } from './dict-share.js';
 
 /**
  * Decompresses `src` into exactly `size` bytes. The result may be a view that the next call
@@ -568,15 +568,27 @@ export function decodeDerivedIndexed(
 ): Map<string, IndexedColumn> {
   const out = new Map<string, IndexedColumn>();
   const share = range?.share !== undefined ? { view: new DictShare(range.share), reverse: range.reverse === true } : undefined;
-  eachOnDictionary(md, rowGroup, derived, (input, rg, _rows, dictSize) => {
-    const c = readable(md, rg, input, types);
-    if (c === null) return null;
-    const { first, rows } = rowsOf(rg, range);
-    const idx = takeIdx(rows);
-    const { dict } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx, first, dictSize);
-    return { dict: dictSize === undefined ? dictColumn(dict!) : null, idx };
-  }, apply, (d, src, res) => out.set(d.name, { dict: res, idx: src.idx }), share);
+  // Bound module-level functions, not closures made per call (see eachOnDictionary).
+  eachOnDictionary(md, rowGroup, derived, decodeIndexedInput.bind(null, md, types, readAt, zstd, range), apply, setIndexed.bind(null, out), share);
   return out;
+}
+
+/** decodeDerivedIndexed's `decode`: the input's row indices (this read's rows), and its dictionary unless `dictSize` is given. */
+function decodeIndexedInput(
+  md: FileMetaData, types: ReadonlyMap<string, ColumnType>, readAt: ReadAt, zstd: Zstd, range: RowRange | undefined,
+  input: string, rg: FileMetaData['row_groups'][number], _rows: number, dictSize?: number,
+): { dict: Column | null; idx: Int32Array } | null {
+  const c = readable(md, rg, input, types);
+  if (c === null) return null;
+  const { first, rows } = rowsOf(rg, range);
+  const idx = takeIdx(rows);
+  const { dict } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx, first, dictSize);
+  return { dict: dictSize === undefined ? dictColumn(dict!) : null, idx };
+}
+
+/** decodeDerivedIndexed's `use`. */
+function setIndexed(out: Map<string, IndexedColumn>, d: DerivedSpec, src: { readonly idx: Int32Array }, res: NumericColumn): void {
+  out.set(d.name, { dict: res, idx: src.idx });
 }
 
 /**
@@ -603,13 +615,26 @@ export function decodeListDerivedIndexed(
   readAt: ReadAt, zstd: Zstd, apply: (name: string, input: Column) => Column, keep: (name: string) => number,
 ): Map<string, IndexedList> {
   const out = new Map<string, IndexedList>();
-  eachOnDictionary(md, rowGroup, derived, (input, rg, rows) => {
-    const l = readableList(md, rg, input, types);
-    if (l === null) return null;
-    const r = decodeListInto(l, rows, readAt, zstd, true);
-    return { offsets: r.offsets, valid: r.valid, idx: r.idx!, dict: dictColumn(r.dict!) };
-  }, apply, (d, src, res) => out.set(d.name, { dict: res, idx: src.idx, offsets: src.offsets, valid: src.valid, keep: keep(d.name) }));
+  eachOnDictionary(md, rowGroup, derived, decodeIndexedList.bind(null, md, types, readAt, zstd), apply, setIndexedList.bind(null, out, keep));
   return out;
+}
+
+/** decodeListDerivedIndexed's `decode`. */
+function decodeIndexedList(
+  md: FileMetaData, types: ReadonlyMap<string, ColumnType>, readAt: ReadAt, zstd: Zstd, input: string, rg: FileMetaData['row_groups'][number], rows: number,
+): { offsets: Int32Array; valid: Uint8Array | null; idx: Int32Array; dict: Column } | null {
+  const l = readableList(md, rg, input, types);
+  if (l === null) return null;
+  const r = decodeListInto(l, rows, readAt, zstd, true);
+  return { offsets: r.offsets, valid: r.valid, idx: r.idx!, dict: dictColumn(r.dict!) };
+}
+
+/** decodeListDerivedIndexed's `use`. */
+function setIndexedList(
+  out: Map<string, IndexedList>, keep: (name: string) => number, d: DerivedSpec,
+  src: { readonly offsets: Int32Array; readonly valid: Uint8Array | null; readonly idx: Int32Array }, res: NumericColumn,
+): void {
+  out.set(d.name, { dict: res, idx: src.idx, offsets: src.offsets, valid: src.valid, keep: keep(d.name) });
 }
 
 /** An indexed list as a list column: each list cut to its first `keep` elements, then gathered. */
@@ -637,46 +662,56 @@ function eachOnDictionary<S extends { readonly dict: Column | null }>(
   const rg = md.row_groups[rowGroup];
   if (rg === undefined) return;
   const rows = Number(rg.num_rows);
-  // Derived columns by input, in order of first appearance: each input is decoded once.
-  const byInput = new Map<string, number[]>();
-  derived.forEach((d, i) => {
-    const g = byInput.get(d.input);
-    if (g === undefined) byInput.set(d.input, [i]);
-    else g.push(i);
-  });
-  const inputs = [...byInput];
-  if (share?.reverse === true) inputs.reverse();
-  const tryDecode = (input: string, dictSize?: number): S | null => {
-    try {
-      return decode(input, rg, rows, dictSize);
-    } catch (e) {
-      if (!(e instanceof NotAllDictionary)) throw e;
-      return null;
-    }
-  };
+  // Plain loops and module-level helpers, not callbacks made per call: see stream/batch.ts, above
+  // `packRows`. Derived columns by input, in order of first appearance: each input is decoded once.
+  const inputs: string[] = [];
+  const groups: number[][] = [];
+  const groupOf = new Map<string, number>();
+  for (let i = 0; i < derived.length; i++) {
+    const input = derived[i]!.input;
+    const g = groupOf.get(input);
+    if (g !== undefined) { groups[g]!.push(i); continue; }
+    groupOf.set(input, inputs.length);
+    inputs.push(input);
+    groups.push([i]);
+  }
   const view = share?.view;
-  for (const [input, members] of inputs) {
-    const known = members.map((i) => view?.lookup(i) ?? null);
-    if (view !== undefined && known.every((k) => k !== null)) {
-      const any = known.find((k): k is NumericColumn => k !== 'failed');
+  const reverse = share?.reverse === true;
+  for (let n = 0; n < inputs.length; n++) {
+    const g = reverse ? inputs.length - 1 - n : n;
+    const input = inputs[g]!;
+    const members = groups[g]!;
+    // What other parts published for each member (all null without a share).
+    const known: Shared[] = [];
+    let allKnown = view !== undefined;
+    let anyResult: NumericColumn | null = null;
+    for (let k = 0; k < members.length; k++) {
+      const r = view === undefined ? null : view.lookup(members[k]!);
+      known.push(r);
+      if (r === null) allKnown = false;
+      else if (r !== 'failed' && anyResult === null) anyResult = r;
+    }
+    if (allKnown) {
       // Every op chain on this input fails on its dictionary: the caller reads it raw.
-      if (any === undefined) continue;
-      const src = tryDecode(input, any.values.length - 1);
-      if (src !== null) for (const [k, i] of members.entries()) if (known[k] !== 'failed') use(derived[i]!, src, known[k] as NumericColumn);
+      if (anyResult === null) continue;
+      const src = tryDecode(decode, input, rg, rows, anyResult.values.length - 1);
+      if (src !== null) for (let k = 0; k < members.length; k++) if (known[k] !== 'failed') use(derived[members[k]!]!, src, known[k] as NumericColumn);
       continue;
     }
     // Results no part has published: this part computes them, and publishes those it claims.
-    const mine = new Set(view === undefined ? [] : members.filter((i, k) => known[k] === null && view.claim(i)));
+    const mine = new Set<number>();
+    if (view !== undefined) for (let k = 0; k < members.length; k++) if (known[k] === null && view.claim(members[k]!)) mine.add(members[k]!);
     let src: S | null;
     try {
-      src = tryDecode(input);
+      src = tryDecode(decode, input, rg, rows);
     } catch (e) {
       for (const i of mine) view!.unclaim(i);
       throw e;
     }
     // This part's pages of the input are not all dictionary-encoded: another part's may be.
     if (src === null) { for (const i of mine) view!.unclaim(i); continue; }
-    for (const [k, i] of members.entries()) {
+    for (let k = 0; k < members.length; k++) {
+      const i = members[k]!;
       const d = derived[i]!;
       const shared = known[k]!;
       if (shared === 'failed') continue;
@@ -694,6 +729,19 @@ function eachOnDictionary<S extends { readonly dict: Column | null }>(
       }
       if (numeric) use(d, src, res as NumericColumn);
     }
+  }
+}
+
+/** `decode(input, rg, rows, dictSize)`, or null when a page of the input is not dictionary-encoded. */
+function tryDecode<S>(
+  decode: (input: string, rg: FileMetaData['row_groups'][number], rows: number, dictSize?: number) => S | null,
+  input: string, rg: FileMetaData['row_groups'][number], rows: number, dictSize?: number,
+): S | null {
+  try {
+    return decode(input, rg, rows, dictSize);
+  } catch (e) {
+    if (!(e instanceof NotAllDictionary)) throw e;
+    return null;
   }
 }
 

@@ -477,6 +477,14 @@ export interface IndexedListSource {
 /**
  * Lays out rows [from, to) of several sources (in order) as batch arrays. Pure, and free of
  * anything that needs the main thread: decode workers call it too.
+ *
+ * Hot paths here, in io/fast-parquet.ts and in the decode worker use plain loops and module-level
+ * functions, not callbacks made per call (forEach arrows, arrow-function class fields). Each call
+ * makes new closures, and in the decode workers V8 compiled such closures again and again:
+ * `--trace-opt` over 12 back-to-back RM1 runs with 2 decoders showed the per-key callback that
+ * was here compiled with TurboFan 8 times in runs 4-11, for a new closure each time (5-15 ms of a
+ * helper thread each, which on 2 cores is taken from a decoder). In the same traces,
+ * eachOnDictionary was compiled 3 times (~90 ms each) after "wrong map" deoptimizations.
  */
 export function packRows(
   layout: BatchLayout, segments: ReadonlyArray<{ readonly chunk: PackSource; readonly from: number; readonly to: number }>, slot?: SharedArrayBuffer,
@@ -490,12 +498,11 @@ export function packRows(
   // feature is skipped. Those arrays are zeroed first; every other one is written in full (both
   // words of every sparse id included).
   const mem = new SlotLayout(slot);
-  const { f32, i32 } = mem;
-  const data = f32(rows * dim);
+  const data = mem.f32(rows * dim);
   if (data.buffer === slot && layout.dense.some((f) => f.vector)) data.fill(0);
-  const lengths = i32(K * rows);
-  const offsets = i32(K + 1).fill(0);
-  const labels = layout.label ? f32(rows) : null;
+  const lengths = mem.i32(K * rows);
+  const offsets = mem.i32(K + 1).fill(0);
+  const labels = layout.label ? mem.f32(rows) : null;
 
   let row0 = 0;
   for (const seg of segments) {
@@ -506,8 +513,10 @@ export function packRows(
       else writeDense(seg.chunk.outputs.get(f.name)!, seg, data, row0, dim, f.offset, f.width);
     }
     // offsets[k + 1] collects key k's value count here; the prefix sum below makes them offsets.
+    // Plain loops, not forEach callbacks: see the note on closures above `packRows`.
     const lists = seg.chunk.indexedLists;
-    layout.sparseKeys.forEach((key, k) => {
+    for (let k = 0; k < K; k++) {
+      const key = layout.sparseKeys[k]!;
       const ix = ixs?.get(key);
       const il = lists?.get(key);
       offsets[k + 1] += ix !== undefined
@@ -515,13 +524,14 @@ export function packRows(
         : il !== undefined
           ? writeLengthsIndexedList(il, seg.from, seg.to, lengths, k * rows + row0)
           : writeLengths(seg.chunk.outputs.get(key)!, seg.from, seg.to, lengths, k * rows + row0);
-    });
+    }
     row0 += seg.to - seg.from;
   }
   for (let k = 0; k < K; k++) offsets[k + 1] += offsets[k]!;
   const values = mem.i64(offsets[K]!);
   const words = int64Words(values);
-  layout.sparseKeys.forEach((key, k) => {
+  for (let k = 0; k < K; k++) {
+    const key = layout.sparseKeys[k]!;
     let at = offsets[k]!;
     for (const seg of segments) {
       const ix = seg.chunk.indexed?.get(key);
@@ -530,7 +540,7 @@ export function packRows(
         ? writeSparseIndexed(ix.dict, ix.idx, seg.from, seg.to, words, at)
         : il !== undefined ? writeSparseIndexedList(il, seg.from, seg.to, words, at) : writeSparse(seg.chunk.outputs.get(key)!, seg.from, seg.to, words, at);
     }
-  });
+  }
 
   if (labels !== null) {
     let o = 0;
@@ -565,9 +575,10 @@ class SlotLayout {
     }
     return { buffer: new ArrayBuffer(bytes), offset: 0 };
   }
-  readonly f32 = (n: number): Float32Array => { const m = this.take(4 * n); return new Float32Array(m.buffer, m.offset, n); };
-  readonly i32 = (n: number): Int32Array => { const m = this.take(4 * n); return new Int32Array(m.buffer, m.offset, n); };
-  readonly i64 = (n: number): BigInt64Array => { const m = this.take(8 * n); return new BigInt64Array(m.buffer, m.offset, n); };
+  // Methods, not arrow-function fields: a field makes new closures per instance (see `packRows`).
+  f32(n: number): Float32Array { const m = this.take(4 * n); return new Float32Array(m.buffer, m.offset, n); }
+  i32(n: number): Int32Array { const m = this.take(4 * n); return new Int32Array(m.buffer, m.offset, n); }
+  i64(n: number): BigInt64Array { const m = this.take(8 * n); return new BigInt64Array(m.buffer, m.offset, n); }
 }
 
 /** Slots of shared memory to lay batches out in, and where they go back (io/pack-arena.ts). */
@@ -604,47 +615,48 @@ function rowStart(pack: Pack, k: number, row: number): number {
  * Every array is written in full, so a used slot needs no zeroing.
  */
 export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly pack: Pack; readonly from: number; readonly to: number }>, slot?: SharedArrayBuffer): Pack & { readonly inSlot: boolean } {
-  const rows = parts.reduce((a, s) => a + s.to - s.from, 0);
+  // Plain loops, not callbacks: see the note above `packRows`.
+  let rows = 0;
+  for (let i = 0; i < parts.length; i++) rows += parts[i]!.to - parts[i]!.from;
   const dim = layout.dim;
   const K = layout.sparseKeys.length;
   const mem = new SlotLayout(slot);
-  const { f32, i32 } = mem;
-  const dense = f32(rows * dim);
-  const lengths = i32(K * rows);
-  const offsets = i32(K + 1);
+  const dense = mem.f32(rows * dim);
+  const lengths = mem.i32(K * rows);
+  const offsets = mem.i32(K + 1);
   offsets[0] = 0;
-  const labels = layout.label ? f32(rows) : null;
-  // Each part's values per key k in its pack: [r[2k], r[2k + 1]), where rows `from` and `to` start.
-  const ranges = parts.map(({ pack, from, to }) => {
-    const r = new Int32Array(2 * K);
+  const labels = layout.label ? mem.f32(rows) : null;
+  // Part i's values per key k in its pack: [ranges[2(iK + k)], ranges[2(iK + k) + 1]), where rows `from` and `to` start.
+  const ranges = new Int32Array(2 * K * parts.length);
+  for (let i = 0; i < parts.length; i++) {
+    const { pack, from, to } = parts[i]!;
     for (let k = 0; k < K; k++) {
-      r[2 * k] = rowStart(pack, k, from);
-      r[2 * k + 1] = rowStart(pack, k, to);
+      ranges[2 * (i * K + k)] = rowStart(pack, k, from);
+      ranges[2 * (i * K + k) + 1] = rowStart(pack, k, to);
     }
-    return r;
-  });
+  }
   for (let k = 0; k < K; k++) {
     let n = 0;
-    for (const r of ranges) n += r[2 * k + 1]! - r[2 * k]!;
+    for (let i = 0; i < parts.length; i++) n += ranges[2 * (i * K + k) + 1]! - ranges[2 * (i * K + k)]!;
     offsets[k + 1] = offsets[k]! + n;
   }
   const values = mem.i64(offsets[K]!);
   let row0 = 0;
   const at = offsets.slice(0, K);
-  parts.forEach(({ pack, from, to }, i) => {
-    const n = to - from;
+  for (let i = 0; i < parts.length; i++) {
+    const { pack, from, to } = parts[i]!;
     // memcpy: TypedArray#set between shared buffers (slots) copies word by word (util/copy.ts).
     copyElements(dense, row0 * dim, pack.dense.subarray(from * dim, to * dim));
     for (let k = 0; k < K; k++) {
       copyElements(lengths, k * rows + row0, pack.lengths.subarray(k * pack.rows + from, k * pack.rows + to));
-      const s = ranges[i]![2 * k]!;
-      const e = ranges[i]![2 * k + 1]!;
+      const s = ranges[2 * (i * K + k)]!;
+      const e = ranges[2 * (i * K + k) + 1]!;
       copyElements(values, at[k]!, pack.values.subarray(s, e));
       at[k] = at[k]! + e - s;
     }
     if (labels !== null) copyElements(labels, row0, pack.labels!.subarray(from, to));
-    row0 += n;
-  });
+    row0 += to - from;
+  }
   return { rows, dense, lengths, offsets, values, labels, inSlot: mem.inSlot };
 }
 
@@ -672,9 +684,11 @@ export function assembleBatch(layout: BatchLayout, segments: readonly Segment[],
       // A batch across a row-group boundary, or a mix of packed and unpacked chunks: copied into
       // a slot of the arena when it lends one (after the first release), as the packs are.
       const [slot] = arena?.lend(1) ?? [];
-      const merged = mergePacks(layout, segments.map((s) => (s.chunk.packed !== undefined
-        ? { pack: s.chunk.packed, from: s.from, to: s.to }
-        : { pack: packRows(layout, [s]), from: 0, to: s.to - s.from })), slot?.[1]);
+      // A loop, not segments.map (see the note above packRows): in traces of warm runs,
+      // mergePacks deoptimized ("wrong map") on the mapped array at its first use.
+      const parts: Array<{ pack: Pack; from: number; to: number }> = [];
+      for (const s of segments) parts.push(s.chunk.packed !== undefined ? { pack: s.chunk.packed, from: s.from, to: s.to } : { pack: packRows(layout, [s]), from: 0, to: s.to - s.from });
+      const merged = mergePacks(layout, parts, slot?.[1]);
       if (slot !== undefined && !packInSlot(merged, slot[1])) arena!.grow?.(packBytes(merged));
       if (slot !== undefined && merged.inSlot) own = slot[0];
       else if (slot !== undefined) arena!.give(slot[0]);
