@@ -76,10 +76,31 @@ const WORKER_URL = new URL('../../workers/decode-worker.mjs', import.meta.url);
  * 1M-row RM1 read with 2 decoders took ~2.96 s of CPU against ~1.9 s warm. A pipeline per epoch, a benchmark's
  * repeated runs, or `sluice serve` re-making batches then reuse warm ones. Parked workers are
  * unref'd (they never keep the process alive), forget every file they had open (`reset`), and
- * end after `IDLE_MS` unused.
+ * end after `idleMs()` unused.
  */
 const idle: Array<{ worker: Worker; unpark: () => void }> = [];
 const IDLE_MS = 10_000;
+let idleSetting: { readonly raw: string | undefined; readonly ms: number } | null = null;
+
+/**
+ * How long a parked decode worker waits for the next pool before it ends: `SLUICE_DECODER_IDLE_MS`
+ * (milliseconds, 0 ends it at once), else 10 s. A process that runs other work between pipelines
+ * for longer than that (a benchmark that interleaves DuckDB runs, an evaluation pass between
+ * epochs) starts cold decoders again unless it raises this. An invalid value warns once and the
+ * default applies.
+ */
+function idleMs(): number {
+  const raw = process.env.SLUICE_DECODER_IDLE_MS;
+  if (idleSetting !== null && idleSetting.raw === raw) return idleSetting.ms;
+  let ms = IDLE_MS;
+  if (raw !== undefined && raw.trim() !== '') {
+    const n = Number(raw);
+    if (Number.isFinite(n) && n >= 0) ms = n;
+    else process.emitWarning(`SLUICE_DECODER_IDLE_MS must be a number of milliseconds >= 0, got "${raw}"; using ${IDLE_MS}`, 'SluiceWarning');
+  }
+  idleSetting = { raw, ms };
+  return ms;
+}
 const MAX_IDLE = 8;
 
 function park(worker: Worker): void {
@@ -91,7 +112,8 @@ function park(worker: Worker): void {
     const i = idle.findIndex((e) => e.worker === worker);
     if (i >= 0) idle.splice(i, 1);
   };
-  const timer = setTimeout(() => { drop(); void worker.terminate(); }, IDLE_MS);
+  // setTimeout takes at most 2^31 - 1 ms (~24.8 days).
+  const timer = setTimeout(() => { drop(); void worker.terminate(); }, Math.min(idleMs(), 2 ** 31 - 1));
   timer.unref();
   worker.once('exit', drop);
   idle.push({ worker, unpark: () => { clearTimeout(timer); worker.off('exit', drop); } });

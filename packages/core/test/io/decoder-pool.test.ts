@@ -36,6 +36,34 @@ describe('decode workers kept warm between pools', () => {
     expect(idleDecoders()).toBe(before + 2);
   });
 
+  it('SLUICE_DECODER_IDLE_MS sets how long a parked worker waits; a bad value warns and the default applies', async () => {
+    const f = writeSmall(join(tempDir(), 'idle.parquet'), 200, 100);
+    const saved = process.env.SLUICE_DECODER_IDLE_MS;
+    try {
+      process.env.SLUICE_DECODER_IDLE_MS = '50';
+      const a = new DecoderPool(1);
+      await a.readRowGroup(f, 0, ['id']);
+      const before = idleDecoders();
+      await a.close();
+      expect(idleDecoders()).toBe(before + 1);
+      await new Promise((r) => setTimeout(r, 400));
+      // Ours ended after 50 ms (others parked by earlier tests may end too, never join).
+      expect(idleDecoders()).toBeLessThanOrEqual(before);
+
+      process.env.SLUICE_DECODER_IDLE_MS = 'soon';
+      const warned = new Promise<Error>((resolve) => process.once('warning', resolve));
+      const b = new DecoderPool(1);
+      await b.readRowGroup(f, 1, ['id']);
+      const before2 = idleDecoders();
+      await b.close();
+      expect((await warned).message).toMatch(/SLUICE_DECODER_IDLE_MS must be a number of milliseconds >= 0, got "soon"; using 10000/);
+      expect(idleDecoders()).toBe(before2 + 1); // parked for the default 10 s
+    } finally {
+      if (saved === undefined) delete process.env.SLUICE_DECODER_IDLE_MS;
+      else process.env.SLUICE_DECODER_IDLE_MS = saved;
+    }
+  });
+
   it('a reused worker forgets the files it had open: a file rewritten in place is read afresh', async () => {
     const dir = tempDir();
     const f = join(dir, 'same.parquet');
