@@ -664,23 +664,16 @@ function eachOnDictionary<S extends { readonly dict: Column | null }>(
   const rows = Number(rg.num_rows);
   // Plain loops and module-level helpers, not callbacks made per call: see stream/batch.ts, above
   // `packRows`. Derived columns by input, in order of first appearance: each input is decoded once.
-  const inputs: string[] = [];
-  const groups: number[][] = [];
-  const groupOf = new Map<string, number>();
+  const byInput = new Map<string, number[]>();
   for (let i = 0; i < derived.length; i++) {
-    const input = derived[i]!.input;
-    const g = groupOf.get(input);
-    if (g !== undefined) { groups[g]!.push(i); continue; }
-    groupOf.set(input, inputs.length);
-    inputs.push(input);
-    groups.push([i]);
+    const g = byInput.get(derived[i]!.input);
+    if (g === undefined) byInput.set(derived[i]!.input, [i]);
+    else g.push(i);
   }
+  const inputs = [...byInput];
+  if (share?.reverse === true) inputs.reverse();
   const view = share?.view;
-  const reverse = share?.reverse === true;
-  for (let n = 0; n < inputs.length; n++) {
-    const g = reverse ? inputs.length - 1 - n : n;
-    const input = inputs[g]!;
-    const members = groups[g]!;
+  for (const [input, members] of inputs) {
     // What other parts published for each member (all null without a share).
     const known: Shared[] = [];
     let allKnown = view !== undefined;
