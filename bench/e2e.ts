@@ -8,6 +8,7 @@
  *   --print-sql prints the DuckDB statements of each workload and exits.
  *   --inline runs core's in-process cpu backend even where @sluice/backend-cpu is built.
  */
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import {
@@ -15,7 +16,7 @@ import {
   type Backend, type ColumnType, type PlanSpec,
 } from '@sluice/core';
 import {
-  cachedDataset, emitJson, fmtInt, fmtMB, fmtRate, fmtRatio, fmtSeconds, intArg, interleaved, log, machine, median, printTable,
+  childContenders, cachedDataset, emitJson, fmtInt, fmtMB, fmtRate, fmtRatio, fmtSeconds, hostScaling, intArg, interleaved, log, machine, median, printTable, serveContenders,
   type CachedDataset, type Contender, type Measurement,
 } from './lib.js';
 
@@ -31,6 +32,8 @@ const { values: args } = parseArgs({
     seed: { type: 'string' },
     'print-sql': { type: 'boolean', default: false },
     inline: { type: 'boolean', default: false },
+    'one-process': { type: 'boolean', default: false },
+    child: { type: 'string' },
     json: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -48,6 +51,8 @@ const REPS = intArg(args.reps, 5, 'reps');
 const WARMUP = intArg(args.warmup, 1, 'warmup', 0);
 /** Pause before each run, for the previous contender's threads and GC to settle. */
 const SETTLE_MS = 300;
+/** Samples of the host's 2-thread scaling taken before the rounds, and again after (`hostScaling`). */
+const HOST_SAMPLES = 6;
 const SEED = intArg(args.seed, 42, 'seed');
 const DUCK_THREADS = intArg(args['duckdb-threads'], 2, 'duckdb-threads');
 const BUCKETIZE = (args.bucketize ?? 'bsearch') as BucketizeSql;
@@ -224,30 +229,28 @@ interface WorkloadResult {
    * round of the interleaving, most often one right after the other), in round order.
    */
   pairedSluice2vs1: number[];
+  /** `hostScaling` samples: half just before the rounds, half just after. */
+  hostScaling: number[];
 }
 
-async function runWorkload(w: Workload, con: DuckDBConnection): Promise<WorkloadResult | null> {
-  const data: CachedDataset = await cachedDataset({ preset: w.preset, rows: w.rows, seed: SEED, rowGroupSize: w.rowGroupSize });
-  const planSpec = getPreset(w.preset).defaultPlan();
-  // The plan's input columns and their types, exactly as the pipeline reads them.
-  const info = await pipeline(planSpec, { input: data.path }).info();
+// ---------------------------------------------------------------------------------------------
+// Sluice's contenders, grouped by the process they run in
+
+interface Family {
+  readonly sluice: (workers: number, pushdown?: boolean) => Contender;
+  readonly decodeOnly: (decoders: number) => Contender;
+}
+type PlanInfo = Awaited<ReturnType<ReturnType<typeof pipeline>['info']>>;
+
+/** Sluice's runs of `planSpec` over the file at `path`: the pipeline, and decode-only of its columns. */
+function family(planSpec: PlanSpec, path: string, info: PlanInfo): Family {
   const columns = new Map<string, ColumnType>(info.plan.columns.map((c) => [c, info.dataset.schema.get(c)!]));
-  const colNames = [...columns.keys()];
-  log(`\n${w.preset}: ${fmtInt(w.rows)} rows, ${fmtMB(data.bytes)}, ${info.dataset.units.length} row groups, ${colNames.length} columns read, ${planSpec.features.length} features`);
-
-  const sql = planSql(planSpec, data.path, columns, BUCKETIZE);
-  const rawSql = `SELECT ${colNames.map(q).join(', ')} FROM read_parquet('${data.path.replace(/'/g, "''")}')`;
-  if (args['print-sql']) {
-    process.stdout.write(`-- ${w.preset}: setup (untimed)\n${sql.setup.map((x) => `${x};\n`).join('')}-- ${w.preset}: plan\nCREATE TABLE __out AS ${sql.select};\n-- ${w.preset}: decode-only\nCREATE TABLE __out AS ${rawSql};\n`);
-    return null;
-  }
-
   // Pushdown (plan/pushdown.ts) is what `cpu` does by default; `bench-cpu` asks for it explicitly.
   const sluice = (workers: number, pushdown = true): Contender => ({
     name: `sluice ${workers} worker${workers > 1 ? 's' : ''}${pushdown ? '' : ', no pushdown'}`,
     run: async () => {
       probe = { name: 'none (every feature pushed into the reader)', concurrency: 0, inflight: 0, maxInflight: 0 };
-      const p = pipeline(planSpec, { input: data.path, backend: { name: 'bench-cpu', workers, pushdown }, decoders: workers });
+      const p = pipeline(planSpec, { input: path, backend: { name: 'bench-cpu', workers, pushdown }, decoders: workers });
       let rows = 0;
       // A trainer's loop: done with each batch after its step, so its memory can be reused.
       for await (const b of p) { rows += b.rows; b.release?.(); }
@@ -266,7 +269,7 @@ async function runWorkload(w: Workload, con: DuckDBConnection): Promise<Workload
     run: async () => {
       const pool = new DecoderPool(decoders);
       try {
-        const ds = await openDataset([data.path], pool);
+        const ds = await openDataset([path], pool);
         let rows = 0;
         for await (const c of readChunks(ds, pool, { columns, chunkRows: info.plan.batchSize, shuffle: null, shard: { rank: 0, worldSize: 1 }, epochs: 1 })) rows += c.rows;
         return { rows };
@@ -275,6 +278,40 @@ async function runWorkload(w: Workload, con: DuckDBConnection): Promise<Workload
       }
     },
   });
+  return { sluice, decodeOnly };
+}
+
+/**
+ * The Sluice contenders that share a process: the 1- and 2-worker pipelines (one mode, run
+ * alternately, as a trainer's process would run one pipeline after another), decode-only, and the
+ * pipeline without pushdown.
+ */
+const GROUPS = {
+  sluice: (f: Family) => [f.sluice(1), f.sluice(2)],
+  decode: (f: Family) => [f.decodeOnly(1), f.decodeOnly(2)],
+  nopushdown: (f: Family) => [f.sluice(2, false)],
+} as const satisfies Record<string, (f: Family) => Contender[]>;
+type Group = keyof typeof GROUPS;
+const SCRIPT = fileURLToPath(import.meta.url);
+/** How the parent tells a contender child which file and plan to run (JSON: preset, path). */
+const CHILD_ENV = 'SLUICE_BENCH_E2E_CHILD';
+
+async function runWorkload(w: Workload, con: DuckDBConnection): Promise<WorkloadResult | null> {
+  const data: CachedDataset = await cachedDataset({ preset: w.preset, rows: w.rows, seed: SEED, rowGroupSize: w.rowGroupSize });
+  const planSpec = getPreset(w.preset).defaultPlan();
+  // The plan's input columns and their types, exactly as the pipeline reads them.
+  const info = await pipeline(planSpec, { input: data.path }).info();
+  const columns = new Map<string, ColumnType>(info.plan.columns.map((c) => [c, info.dataset.schema.get(c)!]));
+  const colNames = [...columns.keys()];
+  log(`\n${w.preset}: ${fmtInt(w.rows)} rows, ${fmtMB(data.bytes)}, ${info.dataset.units.length} row groups, ${colNames.length} columns read, ${planSpec.features.length} features`);
+
+  const sql = planSql(planSpec, data.path, columns, BUCKETIZE);
+  const rawSql = `SELECT ${colNames.map(q).join(', ')} FROM read_parquet('${data.path.replace(/'/g, "''")}')`;
+  if (args['print-sql']) {
+    process.stdout.write(`-- ${w.preset}: setup (untimed)\n${sql.setup.map((x) => `${x};\n`).join('')}-- ${w.preset}: plan\nCREATE TABLE __out AS ${sql.select};\n-- ${w.preset}: decode-only\nCREATE TABLE __out AS ${rawSql};\n`);
+    return null;
+  }
+
   const duck = (name: string, select: string, setup: string[]): Contender => ({
     name,
     setup: async () => { for (const s of setup) await con.run(s); },
@@ -286,12 +323,36 @@ async function runWorkload(w: Workload, con: DuckDBConnection): Promise<Workload
     after: async () => { await con.run('DROP TABLE IF EXISTS __out'); },
   });
 
+  // Each Sluice mode runs in a process of its own, kept for all rounds (`childContenders`), unless
+  // --one-process; DuckDB runs here, in its own threads.
+  const fam = family(planSpec, data.path, info);
+  const children: Array<{ close: () => Promise<void> }> = [];
+  const group = (g: Group): Contender[] => {
+    const local = GROUPS[g](fam);
+    if (args['one-process']) return local;
+    const kid = childContenders(local.map((c) => c.name), SCRIPT, ['--child', g, ...(args.inline ? ['--inline'] : [])],
+      { env: { ...process.env, [CHILD_ENV]: JSON.stringify({ preset: w.preset, path: data.path }) } });
+    children.push(kid);
+    return kid.contenders;
+  };
+  const [sluice1, sluice2] = group('sluice') as [Contender, Contender];
+  const [decode1, decode2] = group('decode') as [Contender, Contender];
+  const [noPushdown] = group('nopushdown') as [Contender];
   const contenders = [
-    sluice(1), sluice(2), decodeOnly(1), decodeOnly(2),
+    sluice1, sluice2, decode1, decode2,
     duck(`duckdb plan (${BUCKETIZE})`, sql.select, sql.setup), duck('duckdb decode-only', rawSql, []),
-    sluice(2, false),
+    noPushdown,
   ];
-  const ms = await interleaved(contenders, REPS, w.rows, WARMUP, SETTLE_MS);
+  let ms: Measurement[];
+  let host: number[];
+  try {
+    // The host's own 2-thread scaling, just before and just after the rounds (`hostScaling`).
+    host = await hostScaling(HOST_SAMPLES);
+    ms = await interleaved(contenders, REPS, w.rows, WARMUP, SETTLE_MS);
+    host.push(...await hostScaling(HOST_SAMPLES));
+  } finally {
+    await Promise.all(children.map((c) => c.close()));
+  }
   const t = (i: number): number => ms[i]!.best;
   const ratios: Record<string, number> = {
     'sluice2/duckdb': t(4) / t(1),
@@ -308,10 +369,11 @@ async function runWorkload(w: Workload, con: DuckDBConnection): Promise<Workload
   // host, does not have that bias. Both are printed.
   const paired = ms[0]!.seconds.map((s1, r) => s1 / ms[1]!.seconds[r]!);
   ratios['sluice2/sluice1 (median of rounds)'] = median(paired);
+  ratios['host2/host1 (compute loop)'] = median(host);
   return {
     preset: w.preset, rows: w.rows,
     file: { path: data.path, bytes: data.bytes, rowGroupSize: w.rowGroupSize, generatedSeconds: +data.generatedSeconds.toFixed(1) },
-    columns: colNames.length, features: planSpec.features.length, measurements: ms, ratios, pairedSluice2vs1: paired,
+    columns: colNames.length, features: planSpec.features.length, measurements: ms, ratios, pairedSluice2vs1: paired, hostScaling: host,
   };
 }
 
@@ -335,6 +397,7 @@ function printWorkload(r: WorkloadResult): void {
     'sluice2/decodeOnly': 'fraction of the decode-only limit reached (> 1: reused batch memory beats fresh arrays)',
     'sluice2/sluice1': 'speed-up from the second worker (best 1-worker run ÷ best 2-worker run)',
     'sluice2/sluice1 (median of rounds)': `the same within each round, median (rounds: ${r.pairedSluice2vs1.map((x) => x.toFixed(2)).join(' ')})`,
+    'host2/host1 (compute loop)': `the host's own ceiling for sluice2/sluice1: a loop that shares nothing, 2 threads vs 1, median (samples: ${r.hostScaling.map((x) => x.toFixed(2)).join(' ')})`,
     'sluice2/sluice2NoPushdown': 'speed-up from evaluating ops per dictionary entry in the reader',
     'duckdb/duckdbDecodeOnly': 'DuckDB: its plan run vs. its own decode-only (context)',
     'decodeOnly2/duckdbDecodeOnly': "Sluice's decoder vs. DuckDB's reader (context)",
@@ -346,6 +409,15 @@ function printWorkload(r: WorkloadResult): void {
 // ---------------------------------------------------------------------------------------------
 
 const pkg = await cpuBackendPackage();
+if (args.child !== undefined) {
+  // A contender child (`childContenders`): serve the group's runs until the parent closes stdin.
+  if (!(args.child in GROUPS)) { log(`--child must be one of ${Object.keys(GROUPS).join(', ')}`); process.exit(2); }
+  const { preset, path } = JSON.parse(process.env[CHILD_ENV] ?? '{}') as { preset: 'rm1' | 'rm5'; path: string };
+  const planSpec = getPreset(preset).defaultPlan();
+  const info = await pipeline(planSpec, { input: path }).info();
+  await serveContenders(GROUPS[args.child as Group](family(planSpec, path, info)));
+  process.exit(0);
+}
 const duckdb = await DuckDBInstance.create(':memory:');
 const con = await duckdb.connect();
 await con.run(`SET threads = ${DUCK_THREADS}`);

@@ -9,8 +9,10 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { Worker } from 'node:worker_threads';
 import { cacheDir, generateDataset } from '@sluice/core';
 
 // ---------------------------------------------------------------------------------------------
@@ -169,6 +171,13 @@ export async function timed<T>(fn: () => Promise<T>): Promise<{ seconds: number;
 export interface RunOutcome {
   readonly rows: number;
   readonly extra?: Record<string, unknown>;
+  /**
+   * Set by a run done in another process (`childContenders`): its own wall and CPU seconds, which
+   * then replace what this process measured around it (that adds the round trip, and this
+   * process's CPU is not the run's).
+   */
+  readonly seconds?: number;
+  readonly cpuSeconds?: number;
 }
 
 export interface Contender {
@@ -212,13 +221,15 @@ export async function interleaved(contenders: readonly Contender[], reps: number
       if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
       collectGarbage();
       const cpu0 = process.cpuUsage();
-      const { seconds, value } = await timed(c.run);
-      const cpu = process.cpuUsage(cpu0);
+      const { seconds: here, value } = await timed(c.run);
+      const used = process.cpuUsage(cpu0);
+      const seconds = value.seconds ?? here;
+      const cpuSeconds = value.cpuSeconds ?? (used.user + used.system) / 1e6;
       await c.after?.();
       if (value.rows !== expectRows) throw new Error(`${c.name}: produced ${value.rows} rows, expected ${expectRows}`);
       if (r < 0) { log(`  warm-up   ${c.name.padEnd(22)} ${fmtSeconds(seconds)} s`); continue; }
       res[i]!.seconds.push(seconds);
-      res[i]!.cpu.push((cpu.user + cpu.system) / 1e6 / seconds);
+      res[i]!.cpu.push(cpuSeconds / seconds);
       res[i]!.extras.push(value.extra ?? {});
       res[i]!.rows = value.rows;
       log(`  rep ${r + 1}/${reps}  ${c.name.padEnd(22)} ${fmtSeconds(seconds)} s`);
@@ -232,7 +243,140 @@ export async function interleaved(contenders: readonly Contender[], reps: number
 }
 
 // ---------------------------------------------------------------------------------------------
+// The host's own 2-thread scaling
+
+const LOOP_WORKER = `
+const { parentPort } = require('node:worker_threads');
+parentPort.on('message', (n) => {
+  let x = 0;
+  for (let i = 0; i < n; i++) x += Math.log1p(i * 1e-9);
+  parentPort.postMessage(x);
+});`;
+
+/**
+ * What a second thread adds on this host to work that shares nothing: a loop of `Math.log1p`
+ * (no memory traffic, no allocation, no GC, compiled once), `iterations` per thread, on one
+ * thread and then on two at once; each sample is (2 × one thread's time) ÷ two threads' time, 2
+ * where both vCPUs run as fast together as one alone. On the 2-vCPU development VM each vCPU ran
+ * this loop at either ~45 or ~80-86 M/s, changing from one sample to the next, so the samples
+ * spread from ~1.1 to ~2.8 (bench/README.md, "A noisy host"): a speed-up from a second worker
+ * can only be read against them.
+ */
+export async function hostScaling(samples: number, iterations = 20_000_000): Promise<number[]> {
+  const workers = [0, 1].map(() => new Worker(LOOP_WORKER, { eval: true }));
+  const pass = (k: number): Promise<number> => {
+    const t0 = performance.now();
+    return Promise.all(workers.slice(0, k).map((w) => new Promise<void>((resolve, reject) => {
+      const done = (): void => { w.off('error', failed); resolve(); };
+      const failed = (e: Error): void => { w.off('message', done); reject(e); };
+      w.once('message', done);
+      w.once('error', failed);
+      w.postMessage(iterations);
+    }))).then(() => performance.now() - t0);
+  };
+  try {
+    await pass(2); // both compile the loop
+    const out: number[] = [];
+    for (let i = 0; i < samples; i++) {
+      const one = await pass(1);
+      const two = await pass(2);
+      out.push((2 * one) / two);
+    }
+    return out;
+  } finally {
+    await Promise.all(workers.map((w) => w.terminate()));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Child processes
+
+/** Marks a contender child's replies on its stdout. */
+const REPLY = '\u0001sluice-bench ';
+
+/**
+ * Contenders that run in a child process of their own, kept for all rounds: `script args…` is
+ * started with `nodeArgs` (default: this process's Node flags, such as tsx's loader), must call `serveContenders` with
+ * contenders of the same names, in the same order, and may log to stderr (passed through). Each
+ * run reports the child's own wall and CPU seconds.
+ *
+ * Why: runs of several Sluice modes in one process (reading with the ops pushed down, decode-only,
+ * ops on a backend pool) share decode threads and V8's helper threads, and each mode's runs made
+ * TurboFan recompile the others' hot functions and V8 mark more garbage in between: work on the
+ * helper threads that a 1-worker run leaves to the idle core but a 2-worker run pays for on a
+ * 2-core machine (bench/README.md, "One process per mode"). A trainer's process runs one mode.
+ */
+export function childContenders(
+  names: readonly string[], script: string, args: readonly string[],
+  opts: { env?: NodeJS.ProcessEnv; nodeArgs?: readonly string[] } = {},
+): { contenders: Contender[]; close: () => Promise<void> } {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? process.execArgv), script, ...args], { env: opts.env ?? process.env, stdio: ['pipe', 'pipe', 'inherit'] });
+  const waiting: Array<{ resolve: (o: Record<string, unknown>) => void; reject: (e: Error) => void }> = [];
+  let ended: Error | null = null;
+  let buf = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    buf += d;
+    for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      // Anything else on the child's stdout (V8's --trace-* output, a stray print) is passed on.
+      if (!line.startsWith(REPLY)) { process.stderr.write(`${line}\n`); continue; }
+      const w = waiting.shift();
+      if (w === undefined) continue;
+      try { w.resolve(JSON.parse(line.slice(REPLY.length)) as Record<string, unknown>); } catch { w.reject(new Error(`contender child (${names.join(', ')}) printed: ${line.slice(0, 200)}`)); }
+    }
+  });
+  const fail = (e: Error): void => { ended ??= e; for (const w of waiting.splice(0)) w.reject(ended); };
+  child.on('error', fail);
+  child.on('exit', (code, signal) => fail(new Error(`contender child (${names.join(', ')}) exited with ${code ?? signal} (its stderr is above)`)));
+  const next = (): Promise<Record<string, unknown>> => (ended !== null ? Promise.reject(ended) : new Promise((resolve, reject) => { waiting.push({ resolve, reject }); }));
+  const ready = next().then((m) => {
+    const got = m.ready as string[] | undefined;
+    if (got === undefined || got.join('\n') !== names.join('\n')) throw new Error(`contender child serves ${JSON.stringify(got)}, expected ${JSON.stringify(names)}`);
+  });
+  ready.catch(() => undefined);
+  const ask = async (k: number): Promise<RunOutcome> => {
+    const reply = next();
+    child.stdin.write(`${k}\n`);
+    const m = await reply;
+    if (typeof m.error === 'string') throw new Error(`${names[k]} (child process): ${m.error}`);
+    return m as unknown as RunOutcome;
+  };
+  return {
+    contenders: names.map((name, k) => ({ name, setup: () => ready, run: () => ask(k) })),
+    close: async () => {
+      if (ended !== null) return;
+      const done = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.stdin.end();
+      await done;
+    },
+  };
+}
+
+/**
+ * The child side of `childContenders`: sets every contender up, then runs contender `k` for each
+ * line `k` on stdin — after a full GC, timed, its CPU taken over all this process's threads — and
+ * answers with one JSON line. Returns when stdin ends.
+ */
+export async function serveContenders(contenders: readonly Contender[]): Promise<void> {
+  const say = (o: unknown): void => { process.stdout.write(`${REPLY}${JSON.stringify(o)}\n`); };
+  for (const c of contenders) await c.setup?.();
+  say({ ready: contenders.map((c) => c.name) });
+  for await (const line of createInterface({ input: process.stdin })) {
+    const c = contenders[Number(line)];
+    if (c === undefined) { say({ error: `no contender ${JSON.stringify(line)}` }); continue; }
+    try {
+      collectGarbage();
+      const cpu0 = process.cpuUsage();
+      const { seconds, value } = await timed(c.run);
+      const used = process.cpuUsage(cpu0);
+      await c.after?.();
+      say({ ...value, seconds, cpuSeconds: (used.user + used.system) / 1e6 });
+    } catch (e) {
+      say({ error: (e as Error).stack ?? String(e) });
+    }
+  }
+}
 
 export interface ChildResult<T> {
   /** The last line of the child's stdout, parsed as JSON. */
