@@ -7,6 +7,7 @@
  *                        [--bucketize bsearch|asof|count] [--duckdb-threads 2] [--seed 42] [--json]
  *   --print-sql prints the DuckDB statements of each workload and exits.
  *   --inline runs core's in-process cpu backend even where @sluice/backend-cpu is built.
+ *   --one-process runs every contender in this process (by default each Sluice mode has its own).
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -40,7 +41,7 @@ const { values: args } = parseArgs({
   strict: true,
 });
 if (args.help) {
-  log('usage: npx tsx bench/e2e.ts [--rows N (RM1, default 1000000)] [--rm5-rows N (default 50000)] [--reps 5] [--warmup 1] [--only rm1|rm5] [--bucketize bsearch|asof|count] [--duckdb-threads 2] [--seed 42] [--inline] [--print-sql] [--json]');
+  log('usage: npx tsx bench/e2e.ts [--rows N (RM1, default 1000000)] [--rm5-rows N (default 50000)] [--reps 5] [--warmup 1] [--only rm1|rm5] [--bucketize bsearch|asof|count] [--duckdb-threads 2] [--seed 42] [--inline] [--one-process] [--print-sql] [--json]');
   process.exit(0);
 }
 // Every Sluice run should find warm decode threads (README, "Warm state"). Parked ones end after
