@@ -204,6 +204,20 @@ export interface Measurement {
 }
 
 /**
+ * One run of `c` after a full GC, then its `after`: its wall and CPU seconds (all of this
+ * process's threads; those the run reports itself where it ran in a child process), and what it
+ * returned.
+ */
+async function measureOnce(c: Contender): Promise<{ seconds: number; cpuSeconds: number; value: RunOutcome }> {
+  collectGarbage();
+  const cpu0 = process.cpuUsage();
+  const { seconds, value } = await timed(c.run);
+  const used = process.cpuUsage(cpu0);
+  await c.after?.();
+  return { seconds: value.seconds ?? seconds, cpuSeconds: value.cpuSeconds ?? (used.user + used.system) / 1e6, value };
+}
+
+/**
  * Runs every contender `reps` times, interleaved — rep 1 of each, then rep 2 of each, … with
  * the starting contender rotating — so that a noisy neighbour slows all peers alike, and keeps
  * the best time of each. `warmup` rounds run first, the same way but untimed (rows still checked):
@@ -219,13 +233,7 @@ export async function interleaved(contenders: readonly Contender[], reps: number
       const c = contenders[i]!;
       // The previous run's threads (parked decoders, DuckDB's pool) finish their GC and wind down.
       if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
-      collectGarbage();
-      const cpu0 = process.cpuUsage();
-      const { seconds: here, value } = await timed(c.run);
-      const used = process.cpuUsage(cpu0);
-      const seconds = value.seconds ?? here;
-      const cpuSeconds = value.cpuSeconds ?? (used.user + used.system) / 1e6;
-      await c.after?.();
+      const { seconds, cpuSeconds, value } = await measureOnce(c);
       if (value.rows !== expectRows) throw new Error(`${c.name}: produced ${value.rows} rows, expected ${expectRows}`);
       if (r < 0) { log(`  warm-up   ${c.name.padEnd(22)} ${fmtSeconds(seconds)} s`); continue; }
       res[i]!.seconds.push(seconds);
@@ -296,15 +304,15 @@ const REPLY = '\u0001sluice-bench ';
 
 /**
  * Contenders that run in a child process of their own, kept for all rounds: `script args…` is
- * started with `nodeArgs` (default: this process's Node flags, such as tsx's loader), must call `serveContenders` with
- * contenders of the same names, in the same order, and may log to stderr (passed through). Each
- * run reports the child's own wall and CPU seconds.
+ * started with `nodeArgs` (default: this process's Node flags, such as tsx's loader), must call
+ * `serveContenders` with contenders of the same names, in the same order, and may log to stderr
+ * (passed through). Each run reports the child's own wall and CPU seconds.
  *
  * Why: runs of several Sluice modes in one process (reading with the ops pushed down, decode-only,
  * ops on a backend pool) share decode threads and V8's helper threads, and each mode's runs made
  * TurboFan recompile the others' hot functions and V8 mark more garbage in between: work on the
  * helper threads that a 1-worker run leaves to the idle core but a 2-worker run pays for on a
- * 2-core machine (bench/README.md, "One process per mode"). A trainer's process runs one mode.
+ * 2-core machine (bench/README.md, "A noisy host"). A trainer's process runs one mode.
  */
 export function childContenders(
   names: readonly string[], script: string, args: readonly string[],
@@ -366,12 +374,8 @@ export async function serveContenders(contenders: readonly Contender[]): Promise
     const c = contenders[Number(line)];
     if (c === undefined) { say({ error: `no contender ${JSON.stringify(line)}` }); continue; }
     try {
-      collectGarbage();
-      const cpu0 = process.cpuUsage();
-      const { seconds, value } = await timed(c.run);
-      const used = process.cpuUsage(cpu0);
-      await c.after?.();
-      say({ ...value, seconds, cpuSeconds: (used.user + used.system) / 1e6 });
+      const { seconds, cpuSeconds, value } = await measureOnce(c);
+      say({ ...value, seconds, cpuSeconds });
     } catch (e) {
       say({ error: (e as Error).stack ?? String(e) });
     }
