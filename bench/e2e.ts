@@ -243,9 +243,14 @@ interface Family {
 }
 type PlanInfo = Awaited<ReturnType<ReturnType<typeof pipeline>['info']>>;
 
+/** The plan's input columns and their types, exactly as the pipeline reads them. */
+function planColumns(info: PlanInfo): Map<string, ColumnType> {
+  return new Map(info.plan.columns.map((c) => [c, info.dataset.schema.get(c)!]));
+}
+
 /** Sluice's runs of `planSpec` over the file at `path`: the pipeline, and decode-only of its columns. */
 function family(planSpec: PlanSpec, path: string, info: PlanInfo): Family {
-  const columns = new Map<string, ColumnType>(info.plan.columns.map((c) => [c, info.dataset.schema.get(c)!]));
+  const columns = planColumns(info);
   // Pushdown (plan/pushdown.ts) is what `cpu` does by default; `bench-cpu` asks for it explicitly.
   const sluice = (workers: number, pushdown = true): Contender => ({
     name: `sluice ${workers} worker${workers > 1 ? 's' : ''}${pushdown ? '' : ', no pushdown'}`,
@@ -300,9 +305,8 @@ const CHILD_ENV = 'SLUICE_BENCH_E2E_CHILD';
 async function runWorkload(w: Workload, con: DuckDBConnection): Promise<WorkloadResult | null> {
   const data: CachedDataset = await cachedDataset({ preset: w.preset, rows: w.rows, seed: SEED, rowGroupSize: w.rowGroupSize });
   const planSpec = getPreset(w.preset).defaultPlan();
-  // The plan's input columns and their types, exactly as the pipeline reads them.
   const info = await pipeline(planSpec, { input: data.path }).info();
-  const columns = new Map<string, ColumnType>(info.plan.columns.map((c) => [c, info.dataset.schema.get(c)!]));
+  const columns = planColumns(info);
   const colNames = [...columns.keys()];
   log(`\n${w.preset}: ${fmtInt(w.rows)} rows, ${fmtMB(data.bytes)}, ${info.dataset.units.length} row groups, ${colNames.length} columns read, ${planSpec.features.length} features`);
 
