@@ -626,18 +626,23 @@ export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly 
   const offsets = mem.i32(K + 1);
   offsets[0] = 0;
   const labels = layout.label ? mem.f32(rows) : null;
-  // Part i's values per key k in its pack: [ranges[2(iK + k)], ranges[2(iK + k) + 1]), where rows `from` and `to` start.
+  // Part i's values per key k in its pack: [ranges[r], ranges[r + 1]) with r = 2(iK + k), where
+  // rows `from` and `to` start.
   const ranges = new Int32Array(2 * K * parts.length);
   for (let i = 0; i < parts.length; i++) {
     const { pack, from, to } = parts[i]!;
     for (let k = 0; k < K; k++) {
-      ranges[2 * (i * K + k)] = rowStart(pack, k, from);
-      ranges[2 * (i * K + k) + 1] = rowStart(pack, k, to);
+      const r = 2 * (i * K + k);
+      ranges[r] = rowStart(pack, k, from);
+      ranges[r + 1] = rowStart(pack, k, to);
     }
   }
   for (let k = 0; k < K; k++) {
     let n = 0;
-    for (let i = 0; i < parts.length; i++) n += ranges[2 * (i * K + k) + 1]! - ranges[2 * (i * K + k)]!;
+    for (let i = 0; i < parts.length; i++) {
+      const r = 2 * (i * K + k);
+      n += ranges[r + 1]! - ranges[r]!;
+    }
     offsets[k + 1] = offsets[k]! + n;
   }
   const values = mem.i64(offsets[K]!);
@@ -649,8 +654,9 @@ export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly 
     copyElements(dense, row0 * dim, pack.dense.subarray(from * dim, to * dim));
     for (let k = 0; k < K; k++) {
       copyElements(lengths, k * rows + row0, pack.lengths.subarray(k * pack.rows + from, k * pack.rows + to));
-      const s = ranges[2 * (i * K + k)]!;
-      const e = ranges[2 * (i * K + k) + 1]!;
+      const r = 2 * (i * K + k);
+      const s = ranges[r]!;
+      const e = ranges[r + 1]!;
       copyElements(values, at[k]!, pack.values.subarray(s, e));
       at[k] = at[k]! + e - s;
     }
