@@ -12,7 +12,8 @@
 import { parseArgs } from 'node:util';
 import '@sluice/backend-cpu';
 import { webgpuUnavailable } from '@sluice/backend-webgpu';
-import { getPreset, pipeline, type BackendSpec, type PipelineMetrics } from '@sluice/core';
+import { getPreset } from '@sluice/core/gen';
+import { pipeline, type BackendSpec, type PipelineMetrics } from '@sluice/core';
 import { cachedDataset, emitJson, fmtInt, fmtRate, intArg, log, machine, median, printTable } from './lib.js';
 
 const { values } = parseArgs({ options: { 'rm1-rows': { type: 'string' }, 'rm5-rows': { type: 'string' }, reps: { type: 'string' }, only: { type: 'string' }, json: { type: 'boolean' } } });

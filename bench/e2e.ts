@@ -12,10 +12,9 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import {
-  createBackend, DecoderPool, getPreset, inlineCpuBackend, openDataset, pipeline, readChunks, readerKernels, registerBackend,
-  type Backend, type ColumnType, type PlanSpec,
-} from '@sluice/core';
+import { createBackend, DecoderPool, inlineCpuBackend, openDataset, readChunks, readerKernels, type ColumnType } from '@sluice/core/internal';
+import { getPreset } from '@sluice/core/gen';
+import { pipeline, registerBackend, type Backend, type PlanSpec } from '@sluice/core';
 import {
   childContenders, cachedDataset, emitJson, fmtInt, fmtMB, fmtRate, fmtRatio, fmtSeconds, hostScaling, intArg, interleaved, log, machine, median, printTable, serveContenders,
   type CachedDataset, type Contender, type Measurement,

@@ -17,8 +17,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Column, Int32Column, Int64Column, OpContext, Preset, Utf8Column } from '@sluice/core';
-import { OPS, columnFromVector, concatColumns, generateBatches, getPreset } from '@sluice/core';
+import type { Column, Int32Column, Int64Column, OpContext, Utf8Column } from '@sluice/core/internal';
+import type { Preset } from '@sluice/core/gen';
+import { OPS, columnFromVector, concatColumns } from '@sluice/core/internal';
+import { generateBatches, getPreset } from '@sluice/core/gen';
 import { FAST_OPS, fastKernelsAvailable, fastKernelsError } from '../packages/backend-cpu/src/kernels/index.js';
 import { collectGarbage, emitJson, log, machine, printTable } from './lib.js';
 

@@ -13,7 +13,7 @@ import { createInterface } from 'node:readline';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
-import { cacheDir, generateDataset } from '@sluice/core';
+import { cacheDir, generateDataset } from '@sluice/core/gen';
 
 // ---------------------------------------------------------------------------------------------
 // Output: progress goes to stderr, results to stdout (a table, or one line of JSON with --json)

@@ -12,7 +12,8 @@
  * really slides (at 1M rows there are 62 batches, fewer than a window of 200).
  */
 import { parseArgs } from 'node:util';
-import { LookaheadCache, batchIds, pipeline, type IdArray, type PlanSpec } from '@sluice/core';
+import { LookaheadCache, batchIds, type IdArray } from '@sluice/core/lookahead';
+import { pipeline, type PlanSpec } from '@sluice/core';
 import { cachedDataset, collectGarbage, emitJson, fmtInt, fmtRate, log, machine, median, printTable } from './lib.js';
 
 /** BAGPIPE §5.3: "Oracle Cacher can almost dispatch 3.27 Million examples per second". */

@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { DEFAULT_PREFETCH } from '@sluice/core';
+import { DEFAULT_PREFETCH } from '@sluice/core/internal';
 import { cachedDataset, emitJson, fmtInt, fmtMB, fmtRate, fmtSeconds, intArg, log, machine, PEAK_RSS_SNIPPET, printTable, runNodeChild } from './lib.js';
 
 const TARGET_BYTES = 1e9;
@@ -47,6 +47,7 @@ const SEED = intArg(args.seed, 42, 'seed');
 interface ChildConfig {
   /** URLs of the built packages. */
   core: string;
+  gen: string;
   cpuBackend: string;
   file: string;
   workers: number | null;
@@ -77,7 +78,8 @@ interface ChildReport {
 const CHILD = `
 import { readFileSync } from 'node:fs';
 const cfg = JSON.parse(process.env.SLUICE_BENCH_RSS);
-const { getPreset, inlineCpuBackend, pipeline, registerBackend } = await import(cfg.core);
+const { inlineCpuBackend, pipeline, registerBackend } = await import(cfg.core);
+const { getPreset } = await import(cfg.gen);
 ${PEAK_RSS_SNIPPET}
 let cpuBackendPackage;
 if (cfg.inline) { registerBackend('inline-cpu', inlineCpuBackend); cpuBackendPackage = "core's in-process cpu backend (--inline)"; }
@@ -123,7 +125,8 @@ const resolveUrl = (name: string): string => {
   }
 };
 const cfg: ChildConfig = {
-  core: resolveUrl('@sluice/core'),
+  core: resolveUrl('@sluice/core/internal'),
+  gen: resolveUrl('@sluice/core/gen'),
   cpuBackend: resolveUrl('@sluice/backend-cpu'),
   file: data.path,
   workers: args.workers === undefined ? null : intArg(args.workers, 1, 'workers'),

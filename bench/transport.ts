@@ -21,9 +21,10 @@
  */
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
-import {
-  createBatchServer, encodeBatch, fromTransport, getPreset, inProcessPair, listenTcp, pipeline, sabChannel, sabQueuePair, toTransport, type Batch,
-} from '@sluice/core';
+import { createBatchServer } from '@sluice/core/serve';
+import { encodeBatch, fromTransport, inProcessPair, listenTcp, sabChannel, sabQueuePair, toTransport } from '@sluice/core/transport';
+import { getPreset } from '@sluice/core/gen';
+import { pipeline, type Batch } from '@sluice/core';
 import { cachedDataset, emitJson, fmtRatio, log, machine, median, printTable } from './lib.js';
 
 const { values } = parseArgs({ options: { batches: { type: 'string', default: '300' }, reps: { type: 'string', default: '5' }, warmup: { type: 'string', default: '64' }, settle: { type: 'string', default: '3' }, json: { type: 'boolean' } } });
@@ -32,7 +33,9 @@ const REPS = Number(values.reps);
 const WARM = Number(values.warmup);
 const SETTLE = Number(values.settle);
 const ROWS = 8192;
-const CORE = new URL('../packages/core/dist/index.js', import.meta.url).href;
+// The receiver thread's modules: the transports, and the HTTP client beside them.
+const CORE = new URL('../packages/core/dist/transport/index.js', import.meta.url).href;
+const CLIENT = new URL('../packages/client/dist/index.js', import.meta.url).href;
 
 const ds = await cachedDataset({ preset: 'rm1', rows: ROWS * 4, seed: 1 });
 const plan = { ...getPreset('rm1').defaultPlan(), batchSize: ROWS, backend: { name: 'reference' } };
@@ -67,7 +70,8 @@ class Receiver<T> {
 
   constructor(body: string) {
     const code = `const { parentPort } = require('node:worker_threads');
-      import(${JSON.stringify(CORE)}).then((core) => {
+      Promise.all([import(${JSON.stringify(CORE)}), import(${JSON.stringify(CLIENT)})]).then(([transport, client]) => {
+        const core = { ...transport, ...client };
         const run = async (data, ready) => { ${body} };
         parentPort.on('message', (data) => { run(data, () => parentPort.postMessage('ready')).then((r) => parentPort.postMessage({ r }), (e) => { throw e; }); });
         parentPort.postMessage('loaded');

@@ -11,7 +11,9 @@
 //   npx tsx examples/bench-backends.ts [--input data.parquet]
 import { createHash, type Hash } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { backendNames, demoDataset, getPreset, installedBackendPackages, pipeline, type Batch } from '@sluice/core';
+import { backendNames, pipeline, type Batch } from '@sluice/core';
+import { demoDataset, getPreset } from '@sluice/core/gen';
+import { installedBackendPackages } from '@sluice/core/internal';
 
 const { values } = parseArgs({ options: { input: { type: 'string' } } });
 const input = values.input ?? (await demoDataset());

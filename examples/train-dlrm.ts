@@ -5,9 +5,11 @@
 //
 //   npx tsx examples/train-dlrm.ts [--via local|http|tcp] [--input data.parquet] [--epochs 2]
 import { parseArgs } from 'node:util';
-import {
-  connectFeed, connectTcp, createBatchServer, createClient, demoDataset, getPreset, listenTcp, pipeline, serveFeed, type PlanSpec,
-} from '@sluice/core';
+import { connectFeed, connectTcp, listenTcp, serveFeed } from '@sluice/core/transport';
+import { createBatchServer } from '@sluice/core/serve';
+import { createClient } from '@sluice/client';
+import { demoDataset, getPreset } from '@sluice/core/gen';
+import { pipeline, type PlanSpec } from '@sluice/core';
 
 const { values } = parseArgs({ options: { via: { type: 'string', default: 'local' }, input: { type: 'string' }, epochs: { type: 'string', default: '2' } } });
 const input = values.input ?? (await demoDataset());

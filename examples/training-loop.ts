@@ -1,7 +1,8 @@
 // A minimal training loop fed by Sluice: logistic regression on the dense features of RM1.
 // Run: npx tsx examples/training-loop.ts [data.parquet]   (default: the `sluice demo` data set)
 import { existsSync } from 'node:fs';
-import { demoDataset, getPreset, pipeline, type PlanSpec } from '@sluice/core';
+import { demoDataset, getPreset } from '@sluice/core/gen';
+import { pipeline, type PlanSpec } from '@sluice/core';
 
 const input = process.argv[2] ?? (await demoDataset());
 if (!existsSync(input)) throw new Error(`no such file: ${input}`);

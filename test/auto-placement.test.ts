@@ -6,10 +6,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import '@sluice/backend-cpu';
-import {
-  candidatePlacements, chooseMeasured, generateDataset, getPreset, measureCandidates, PROBE_HOPELESS, pipeline, predictRun, readMeasurements, writeMeasurements, calibrationCachePath,
-  type Batch, type BackendSpec, type Candidate, type Measurement, type Placement, type PlanSpec, type TypedPlan,
-} from '@sluice/core';
+import { candidatePlacements, chooseMeasured, measureCandidates, PROBE_HOPELESS, predictRun, readMeasurements, writeMeasurements, calibrationCachePath, type Candidate, type Measurement, type Placement } from '@sluice/core/internal';
+import { generateDataset, getPreset } from '@sluice/core/gen';
+import { pipeline, type Batch, type BackendSpec, type PlanSpec, type TypedPlan } from '@sluice/core';
 import { tempDir } from '../packages/core/test/helpers.js';
 import { expectSameBatches } from './batches.js';
 

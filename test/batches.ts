@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
-import { pipeline, type Batch, type PlanSpec, type PlanState } from '@sluice/core';
+import { pipeline, type Batch, type PlanSpec } from '@sluice/core';
+import { type PlanState } from '@sluice/core/internal';
 
 /** Every batch of `plan` over `input` on `backend`. */
 export async function collect(plan: PlanSpec, input: string, backend: PlanSpec['backend'], fitState?: PlanState): Promise<Batch[]> {

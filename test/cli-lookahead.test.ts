@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Float32, Int64 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { LookaheadCache, LookaheadSummary, type CacheBudget } from '../packages/core/src/cache/lookahead.js';
+import { LookaheadCache, LookaheadSummary, type CacheBudget } from '../packages/core/src/lookahead/cache.js';
 import { i32, str, tempDir, vec, writeParquet } from '../packages/core/test/helpers.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

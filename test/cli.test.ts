@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { Float32, Int32, Vector, tableFromIPC, type Table } from 'apache-arrow';
 import * as pw from 'parquet-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadPlan } from '../packages/core/src/plan/load.js';
-import type { PlanSpec } from '../packages/core/src/plan/types.js';
+import { loadPlan } from '@sluice/ops';
+import type { PlanSpec } from '@sluice/ops';
 import { i32, str, tempDir, vec, writeParquet } from '../packages/core/test/helpers.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));

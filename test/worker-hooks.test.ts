@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { workerExecArgv } from '@sluice/core';
+import { workerExecArgv } from '@sluice/core/internal';
 import { tempDir } from '../packages/core/test/helpers.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -23,9 +23,11 @@ beforeAll(() => {
   writeFileSync(hook, "import { threadId } from 'node:worker_threads';\nprocess.stderr.write(`HOOK ${threadId}\\n`);\n");
   writeFileSync(hookCjs, "process.stderr.write(`HOOK ${require('node:worker_threads').threadId}\\n`);\n");
   const core = pathToFileURL(join(ROOT, 'packages/core/dist/index.js')).href;
+  const gen = pathToFileURL(join(ROOT, 'packages/core/dist/gen/index.js')).href;
   const cpu = pathToFileURL(join(ROOT, 'packages/backend-cpu/dist/index.js')).href;
   writeFileSync(script, `import ${JSON.stringify(cpu)};
-import { generateDataset, getPreset, pipeline } from ${JSON.stringify(core)};
+import { pipeline } from ${JSON.stringify(core)};
+import { generateDataset, getPreset } from ${JSON.stringify(gen)};
 const out = ${JSON.stringify(join(dir, 'rm1.parquet'))};
 await generateDataset({ preset: 'rm1', rows: 3000, out, seed: 1, rowGroupSize: 1000 });
 let rows = 0;

@@ -3,7 +3,8 @@
 //   npx tsx examples/swap-backend/run.ts examples/swap-backend/plan-cpu.json
 // Both print the same batch digest; only the backend line and the timing change.
 import { createHash } from 'node:crypto';
-import { demoDataset, pipeline } from '@sluice/core';
+import { demoDataset } from '@sluice/core/gen';
+import { pipeline } from '@sluice/core';
 
 const planFile = process.argv[2];
 if (!planFile) throw new Error('usage: run.ts PLAN.json');

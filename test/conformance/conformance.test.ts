@@ -3,7 +3,9 @@
 // uses every op, including stateful vocab (fitted first) and cross features.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fit, generateDataset, getPreset, presetNames, type Batch, type PlanSpec, type PlanState } from '@sluice/core';
+import { fit, type Batch, type PlanSpec } from '@sluice/core';
+import { generateDataset, getPreset, presetNames } from '@sluice/core/gen';
+import { type PlanState } from '@sluice/core/internal';
 import { i32, i64, listI64, str, tempDir, vec, writeParquet } from '../../packages/core/test/helpers.js';
 import { Float64 } from 'apache-arrow';
 import { BACKENDS } from './backends.js';

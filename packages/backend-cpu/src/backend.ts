@@ -1,9 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
-import {
-  DataError, PlanError, SluiceError, packColumns, stateToJSON, unpackColumns, workerExecArgv,
-  type Backend, type BackendSpec, type Column, type ColumnType, type PlanState, type RowLocator, type TypedPlan,
-} from '@sluice/core';
+import { DataError, PlanError, SluiceError, type Backend, type BackendSpec, type TypedPlan } from '@sluice/core';
+import { packColumns, stateToJSON, unpackColumns, workerExecArgv, type Column, type ColumnType, type PlanState, type RowLocator } from '@sluice/core/internal';
 import type { WorkerData, WorkerFailure, WorkerResult } from './protocol.js';
 
 // The pool's file is the worker's CommonJS entry (worker-entry.cts, which loads dist/worker.js);

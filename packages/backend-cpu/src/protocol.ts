@@ -1,4 +1,5 @@
-import type { ColumnType, ErrorWhere, PackedColumns, PlanSpec, stateToJSON } from '@sluice/core';
+import type { ColumnType, PackedColumns, stateToJSON } from '@sluice/core/internal';
+import type { ErrorWhere, PlanSpec } from '@sluice/core';
 
 /** What every worker is started with: enough to compile the plan once per thread. */
 export interface WorkerData {

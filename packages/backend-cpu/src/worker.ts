@@ -2,10 +2,7 @@
 // memory and hands the outputs back in one transferred buffer.
 import { workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
-import {
-  SluiceError, executePlan, loadPlan, packColumns, stateFromJSON, typeCheckPlan, unpackColumns,
-  type KernelOverride, type KernelOverrides,
-} from '@sluice/core/exec';
+import { SluiceError, executePlan, loadPlan, packColumns, stateFromJSON, typeCheckPlan, unpackColumns, type KernelOverride, type KernelOverrides } from '@sluice/ops';
 import { FAST_OPS, fastKernelsAvailable, fastKernelsError } from './kernels/index.js';
 import type { WorkerData, WorkerFailure, WorkerResult, WorkerTask } from './protocol.js';
 

@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import '@sluice/backend-cpu';
 import { cpuReaderKernels, createCpuBackend } from '@sluice/backend-cpu';
-import { DecoderPool, checkColumns, loadPlan, openDataset, pipeline, readChunks, typeCheckPlan, type Batch, type PlanSpec } from '@sluice/core';
+import { DecoderPool, checkColumns, openDataset, readChunks } from '@sluice/core/internal';
+import { loadPlan, pipeline, typeCheckPlan, type Batch, type PlanSpec } from '@sluice/core';
 import { tempDir, writeSmall } from '../../core/test/helpers.js';
 import { fastKernelsAvailable } from '../src/kernels/index.js';
 

@@ -23,7 +23,7 @@ const WORKERS = 15;
 
 describe('cpu backend workers starting', () => {
   it('a pool disposed while its workers load does not abort the process', () => {
-    const core = pathToFileURL(join(ROOT, 'packages/core/dist/index.js')).href;
+    const core = pathToFileURL(join(ROOT, 'packages/core/dist/internal.js')).href;
     const cpu = pathToFileURL(join(ROOT, 'packages/backend-cpu/dist/index.js')).href;
     const script = join(dir, 'dispose.mjs');
     writeFileSync(script, `import { createCpuBackend } from ${JSON.stringify(cpu)};

@@ -1,15 +1,5 @@
-import {
-  columnLength,
-  PlanError,
-  stateKey,
-  traceExecution,
-  type Backend,
-  type BackendSpec,
-  type Column,
-  type PlanState,
-  type RowLocator,
-  type TypedPlan,
-} from '@sluice/core';
+import { columnLength, stateKey, traceExecution, type Column, type PlanState, type RowLocator } from '@sluice/core/internal';
+import { PlanError, type Backend, type BackendSpec, type TypedPlan } from '@sluice/core';
 import {
   beatRate,
   clockFor,

@@ -3,7 +3,7 @@
  * Recommender-System Data Preprocessing", /work/shared/papers/piper-fpga.txt). Pure arithmetic over
  * work counts; nothing here touches data. Every constant cites the paper section or table.
  */
-import type { Column } from '@sluice/core';
+import type { Column } from '@sluice/core/internal';
 
 /** Device parameters of an Alveo-U55c-like PIPER board. */
 export const PIPER = {

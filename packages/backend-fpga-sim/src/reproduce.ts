@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fit, generateDataset, getPreset, InputError, pipeline, type PlanSpec } from '@sluice/core';
+import { fit, InputError, pipeline, type PlanSpec } from '@sluice/core';
+import { generateDataset, getPreset } from '@sluice/core/gen';
 import './register.js';
 import { PIPER } from './model.js';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { loadPlan, PlanError, typeCheckPlan, type Column, type PlanSpec } from '@sluice/core';
+import { loadPlan, PlanError, typeCheckPlan, type PlanSpec } from '@sluice/core';
+import { type Column } from '@sluice/core/internal';
 import { beatRate, deviceBytes, fpgaSimBackend, initiationInterval, linksOf, makespan, parseFpgaOptions, PIPER_TABLE4_SECONDS, powerWatts, reproduceTable4, stageSeconds, tablesOnChip } from '@sluice/backend-fpga-sim';
 
 describe('PIPER cost model arithmetic', () => {

@@ -1,4 +1,5 @@
-import { columnLength, elementCount, PlanError, traceExecution, type Backend, type BackendSpec, type Column, type PlanState, type RowLocator, type TypedPlan } from '@sluice/core';
+import { columnLength, elementCount, traceExecution, type Column, type PlanState, type RowLocator } from '@sluice/core/internal';
+import { PlanError, type Backend, type BackendSpec, type TypedPlan } from '@sluice/core';
 import { cyclesPerValue, DEFAULT_A100S, deviceSeconds, deviceSplit, parquetPlainBytes, PRESTO, provision, SAMPLES_PER_SEC_PER_A100, tensorBytes, type DeviceSplit, type Provisioning } from './model.js';
 
 /** Options of the `smartssd-sim` backend (the plan's `backend` object). */

@@ -4,7 +4,7 @@
  * CPU baseline it is compared with. Pure arithmetic over work counts; every constant cites its
  * source, and the few the paper does not give are marked as our assumptions.
  */
-import type { Column } from '@sluice/core';
+import type { Column } from '@sluice/core/internal';
 
 export const PRESTO = {
   /** Table II: "Decode, Bucketize, SigridHash, and Log units are synthesized with an operating frequency of 223MHz". */

@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DecoderPool, generateDataset, getPreset, InputError, loadPlan, openInput, pipeline, readChunks, runFeature, type Column, type PlanSpec } from '@sluice/core';
+import { DecoderPool, openInput, readChunks, runFeature, type Column } from '@sluice/core/internal';
+import { generateDataset, getPreset } from '@sluice/core/gen';
+import { InputError, loadPlan, pipeline, type PlanSpec } from '@sluice/core';
 import './register.js';
 import { DEFAULT_A100S, PRESTO, provision, SAMPLES_PER_SEC_PER_A100, type Provisioning } from './model.js';
 

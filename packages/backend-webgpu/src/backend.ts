@@ -6,26 +6,8 @@
  * so a workgroup never diverges. All inputs of a chunk go up in one merged buffer and all results
  * come down in one; buffers are pooled per in-flight chunk.
  */
-import {
-  PlanError,
-  SluiceError,
-  columnBytes,
-  columnLength,
-  int64Words,
-  buildGraph,
-  graphContext,
-  scheduleStages,
-  type Backend,
-  type GraphNode,
-  type BackendSpec,
-  type Column,
-  type ColumnType,
-  type ListColumn,
-  type PlanState,
-  type PrimitiveColumn,
-  type RowLocator,
-  type TypedPlan,
-} from '@sluice/core';
+import { PlanError, SluiceError, type Backend, type BackendSpec, type TypedPlan } from '@sluice/core';
+import { columnBytes, columnLength, int64Words, buildGraph, graphContext, scheduleStages, type GraphNode, type Column, type ColumnType, type ListColumn, type PlanState, type PrimitiveColumn, type RowLocator } from '@sluice/core/internal';
 import { MAP_READ, USAGE, openDevice } from './device.js';
 import { placeFeature, type FeaturePlacement } from './placement.js';
 import type { ElemType, GpuStep } from './wgsl.js';

@@ -10,7 +10,7 @@
  * allowance, but then `--backend webgpu` could not write the same output file as `--backend cpu`,
  * so exactness wins here.
  */
-import { elementType, type ColumnType, type TypedFeature } from '@sluice/core';
+import { elementType, type ColumnType, type TypedFeature } from '@sluice/core/internal';
 import type { ElemType, GpuStep } from './wgsl.js';
 
 /** A feature's split: ops [0, start) on the CPU, [start, end) fused on the GPU, [end, n) on the CPU. */

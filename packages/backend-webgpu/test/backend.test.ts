@@ -3,7 +3,8 @@
 // neg2zero, clamp, cast and bucketize, nulls, lists, and the fusion figures. Skipped, with the
 // reason printed, where Dawn finds no adapter.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { executePlan, loadPlan, typeCheckPlan, type Backend, type Column, type ColumnType, type FeatureSpec, type PlanSpec } from '@sluice/core';
+import { executePlan, type Column, type ColumnType } from '@sluice/core/internal';
+import { loadPlan, typeCheckPlan, type Backend, type FeatureSpec, type PlanSpec } from '@sluice/core';
 import { createWebGpuBackend, webgpuUnavailable } from '../src/index.js';
 import { ceilF32, floorF32, intThresholds } from '../src/placement.js';
 

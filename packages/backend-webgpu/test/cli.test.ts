@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { generateDataset, getPreset } from '@sluice/core';
+import { generateDataset, getPreset } from '@sluice/core/gen';
 import { tempDir } from '../../core/test/helpers.js';
 import { webgpuUnavailable } from '../src/index.js';
 

@@ -4,7 +4,8 @@
 // most 2 per distinct op type). Skipped, with the reason, where Dawn finds no adapter.
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { generateDataset, getPreset, pipeline } from '@sluice/core';
+import { generateDataset, getPreset } from '@sluice/core/gen';
+import { pipeline } from '@sluice/core';
 import { explainCommand, type ExplainReport } from '../../core/src/cli/explain.js';
 import { tempDir } from '../../core/test/helpers.js';
 import { webgpuUnavailable } from '../src/index.js';

@@ -35,10 +35,10 @@ import fs from 'node:fs';
 import * as pw from 'parquet-wasm';
 import { parquetMetadata } from 'hyparquet';
 import { readOffsetIndex } from 'hyparquet/src/indexes.js';
-import { decodeDerivedIndexed, decodeFlatRowGroup, decodeListDerivedIndexed, gatherIndexed, gatherIndexedList, releaseIndexed } from '../dist/io/fast-parquet.js';
-import { OPS } from '../dist/ops/index.js';
-import { packRows } from '../dist/stream/batch.js';
-import { pageZstd } from '../dist/io/zstd.js';
+import { decodeDerivedIndexed, decodeFlatRowGroup, decodeListDerivedIndexed, gatherIndexed, gatherIndexedList, releaseIndexed } from '../dist/reader/fast-parquet.js';
+import { OPS } from '@sluice/ops';
+import { packRows } from '../dist/batch/batch.js';
+import { pageZstd } from '../dist/reader/zstd.js';
 import { isUrl } from '../dist/util/url.js';
 
 const files = new Map();

@@ -6,7 +6,7 @@
  * buckets of the integers [-16, 65520) come from a table computed with the reference kernel.
  */
 
-import { type Column, type NumericColumn, type OpContext, type PrimitiveColumn, OPS } from '@sluice/core/exec';
+import { type Column, type NumericColumn, type OpContext, type PrimitiveColumn, OPS } from '@sluice/ops';
 import { bytesOf, mapBlocks, mapFast, tuning, uninit } from './shared.js';
 import type { Wasm } from './wasm.js';
 

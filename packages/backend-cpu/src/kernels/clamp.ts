@@ -1,6 +1,6 @@
 /** clamp {min, max}: x < lo ? lo : x > hi ? hi : x, same type out, nulls 0 (core ops/clamp.ts). */
 
-import type { Column, NumericColumn, PrimitiveColumn } from '@sluice/core';
+import type { Column, NumericColumn, PrimitiveColumn } from '@sluice/core/internal';
 import { bigOf, mapBlocks, mapFast, tuning, uninit } from './shared.js';
 import type { Wasm } from './wasm.js';
 

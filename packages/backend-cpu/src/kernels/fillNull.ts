@@ -3,7 +3,7 @@
  * (core ops/fillNull.ts).
  */
 
-import type { Column, NumericColumn, PrimitiveColumn } from '@sluice/core';
+import type { Column, NumericColumn, PrimitiveColumn } from '@sluice/core/internal';
 import { bigOf, mapBlocks, mapFast, tuning, uninit } from './shared.js';
 import type { Wasm } from './wasm.js';
 

@@ -4,7 +4,7 @@
  * reports the row; the caller's fallback (the reference kernel) then throws the exact OpDataError.
  */
 
-import type { Column, Int64Column, PrimitiveColumn, Utf8Column } from '@sluice/core';
+import type { Column, Int64Column, PrimitiveColumn, Utf8Column } from '@sluice/core/internal';
 import { bytesOf, mapFast, tuning, uninit } from './shared.js';
 import type { Wasm } from './wasm.js';
 

@@ -11,7 +11,7 @@
  * const out = FAST_OPS.get(op.name)?.(input, op.params, ctx) ?? OPS.get(op.name)!.apply(input, op.params, ctx);
  */
 
-import { OPS } from '@sluice/core/exec';
+import { OPS } from '@sluice/ops';
 import type { BucketizeParams } from './bucketize.js';
 import { fastBucketize } from './bucketize.js';
 import type { ClampParams } from './clamp.js';

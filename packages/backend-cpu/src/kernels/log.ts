@@ -9,7 +9,7 @@
  * enough values with that offset to pay for it.
  */
 
-import type { Column, NumericColumn, PrimitiveColumn } from '@sluice/core';
+import type { Column, NumericColumn, PrimitiveColumn } from '@sluice/core/internal';
 import { bytesOf, mapBlocks, mapFast, roundUp4, tuning, uninit } from './shared.js';
 import type { Wasm } from './wasm.js';
 

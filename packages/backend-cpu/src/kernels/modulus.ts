@@ -3,7 +3,7 @@
  * reciprocal and one correction each way; int64: a magic multiplier (no division).
  */
 
-import type { Column, Int32Column, Int64Column, PrimitiveColumn } from '@sluice/core';
+import type { Column, Int32Column, Int64Column, PrimitiveColumn } from '@sluice/core/internal';
 import { bigOf, magicFor, mapBlocks, mapFast, modMode, tuning, uninit } from './shared.js';
 import type { Wasm } from './wasm.js';
 

@@ -1,6 +1,6 @@
 /** neg2zero: x < 0 → 0 (-0 and NaN stay), same type out, nulls 0 (core ops/neg2zero.ts). */
 
-import type { Column, NumericColumn, PrimitiveColumn } from '@sluice/core';
+import type { Column, NumericColumn, PrimitiveColumn } from '@sluice/core/internal';
 import { mapBlocks, mapFast, tuning, uninit } from './shared.js';
 import type { Wasm } from './wasm.js';
 

@@ -3,7 +3,7 @@
  * and the blocked copy-in / kernel / copy-out loop.
  */
 
-import type { Column, OpContext, PrimitiveColumn, ValidMask } from '@sluice/core';
+import type { Column, OpContext, PrimitiveColumn, ValidMask } from '@sluice/core/internal';
 import type { Wasm } from './wasm.js';
 
 /**

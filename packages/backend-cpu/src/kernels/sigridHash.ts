@@ -3,7 +3,7 @@
  * native i64 in wasm, then floorMod by `max` through a precomputed magic multiplier.
  */
 
-import type { Column, Int32Column, Int64Column, PrimitiveColumn } from '@sluice/core';
+import type { Column, Int32Column, Int64Column, PrimitiveColumn } from '@sluice/core/internal';
 import { bigOf, magicFor, mapBlocks, mapFast, modMode, tuning, uninit } from './shared.js';
 import type { Wasm } from './wasm.js';
 

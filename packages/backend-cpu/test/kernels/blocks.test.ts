@@ -1,4 +1,4 @@
-import { utf8FromStrings } from '@sluice/core';
+import { utf8FromStrings } from '@sluice/core/internal';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { tuning } from '../../src/kernels/shared.js';
 import { NUMERIC, Rand, checkOp, describeFast, listOf, numeric } from './helpers.js';

@@ -1,4 +1,4 @@
-import { OPS } from '@sluice/core';
+import { OPS } from '@sluice/core/internal';
 import { beforeAll, expect, it } from 'vitest';
 import { FAST_OPS } from '../../src/kernels/index.js';
 import { tuning } from '../../src/kernels/shared.js';

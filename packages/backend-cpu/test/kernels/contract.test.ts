@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { type Column, OPS } from '@sluice/core';
+import { type Column, OPS } from '@sluice/core/internal';
 import { describe, expect, it } from 'vitest';
 import { FAST_OPS, fastKernelsAvailable } from '../../src/kernels/index.js';
 import { CTX, Rand, describeFast, numeric } from './helpers.js';

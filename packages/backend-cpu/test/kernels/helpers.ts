@@ -3,7 +3,7 @@
  * type has, a bit-exact column comparison, and the fast-vs-reference check.
  */
 
-import { type Column, type ListColumn, type NumericType, type OpContext, type PrimitiveColumn, OPS, OpDataError } from '@sluice/core';
+import { type Column, type ListColumn, type NumericType, type OpContext, type PrimitiveColumn, OPS, OpDataError } from '@sluice/core/internal';
 import { describe, expect } from 'vitest';
 import { FAST_OPS, fastKernelsAvailable, fastKernelsError } from '../../src/kernels/index.js';
 

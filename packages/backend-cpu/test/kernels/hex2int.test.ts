@@ -1,5 +1,5 @@
-import type { Column, Utf8Column } from '@sluice/core';
-import { utf8FromStrings } from '@sluice/core';
+import type { Column, Utf8Column } from '@sluice/core/internal';
+import { utf8FromStrings } from '@sluice/core/internal';
 import { beforeAll, expect, it } from 'vitest';
 import { tuning } from '../../src/kernels/shared.js';
 import { OpDataError, Rand, checkOp, describeFast, errorsOf, listOf } from './helpers.js';

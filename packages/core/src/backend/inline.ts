@@ -1,10 +1,10 @@
-import type { Column } from '../column.js';
-import { columnBytes } from '../column.js';
-import { PlanError } from '../errors.js';
-import { executePlan, type PlanState, type RowLocator } from '../plan/execute.js';
+import type { Column } from '@sluice/ops';
+import { columnBytes } from '@sluice/ops';
+import { PlanError } from '@sluice/ops';
+import { executePlan, type PlanState, type RowLocator } from '@sluice/ops';
 import { buildGraph, executeGraph, scheduleStages } from '../plan/graph.js';
-import type { TypedPlan } from '../plan/load.js';
-import type { BackendSpec } from '../plan/types.js';
+import type { TypedPlan } from '@sluice/ops';
+import type { BackendSpec } from '@sluice/ops';
 import type { Backend } from './types.js';
 
 /**

@@ -1,12 +1,12 @@
 import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { PlanError } from '../errors.js';
-import type { PlanState } from '../plan/execute.js';
-import type { TypedPlan } from '../plan/load.js';
-import type { BackendSpec } from '../plan/types.js';
+import { PlanError } from '@sluice/ops';
+import type { PlanState } from '@sluice/ops';
+import type { TypedPlan } from '@sluice/ops';
+import type { BackendSpec } from '@sluice/ops';
 import { inlineCpuBackend } from './inline.js';
-import { autoBackend } from './auto.js';
+import { autoBackend } from '../placement/auto.js';
 import type { Backend, BackendFactory } from './types.js';
 
 // `reference` is always core's kernels in-process (the oracle conformance tests compare against);

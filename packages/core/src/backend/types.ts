@@ -1,7 +1,7 @@
-import type { Column } from '../column.js';
-import type { PlanState, RowLocator } from '../plan/execute.js';
-import type { TypedPlan } from '../plan/load.js';
-import type { BackendSpec } from '../plan/types.js';
+import type { Column } from '@sluice/ops';
+import type { PlanState, RowLocator } from '@sluice/ops';
+import type { TypedPlan } from '@sluice/ops';
+import type { BackendSpec } from '@sluice/ops';
 import type { StagedPlan } from '../plan/explain.js';
 
 /** What running a chunk cost. Real backends measure; simulators add modelled figures. */

@@ -1,7 +1,7 @@
-import type { Column } from '../column.js';
-import { columnLength } from '../column.js';
-import { executePlan, type KernelOverride, type PlanState, type RowLocator } from '../plan/execute.js';
-import type { TypedFeature, TypedPlan } from '../plan/load.js';
+import type { Column } from '@sluice/ops';
+import { columnLength } from '@sluice/ops';
+import { executePlan, type KernelOverride, type PlanState, type RowLocator } from '@sluice/ops';
+import type { TypedFeature, TypedPlan } from '@sluice/ops';
 
 /** One op application seen while tracing a chunk: which feature and op, and the column it read. */
 export interface OpVisit {

@@ -1,16 +1,16 @@
 /** `sluice explain`: the optimizer's rewrite, stages, kernels per batch, placement and provisioning. */
-import { autoPlacement } from '../backend/auto.js';
+import { autoPlacement } from '../placement/auto.js';
 import { createBackend } from '../backend/registry.js';
-import type { Dataset } from '../io/dataset.js';
-import { DecoderPool } from '../io/decoder.js';
-import { openInput } from '../fit.js';
-import { autoCandidates, calibrate, provision, type Provision } from '../plan/cost.js';
-import { calibrationCachePath, chooseMeasured, predictRun, readMeasurements, runCandidates } from '../plan/calibration.js';
+import type { Dataset } from '../reader/dataset.js';
+import { DecoderPool } from '../reader/decoder-pool.js';
+import { openInput } from '../pipeline/fit.js';
+import { autoCandidates, calibrate, provision, type Provision } from '../placement/cost.js';
+import { calibrationCachePath, chooseMeasured, predictRun, readMeasurements, runCandidates } from '../placement/calibration.js';
 import { explainPlan, typedForExplain, type Explain } from '../plan/explain.js';
-import { loadPlan, type TypedPlan } from '../plan/load.js';
+import { loadPlan, type TypedPlan } from '@sluice/ops';
 import { eliminateRedundant } from '../plan/optimize.js';
 import { readColumnStats, type ColumnStats } from '../plan/stats.js';
-import type { BackendSpec } from '../plan/types.js';
+import type { BackendSpec } from '@sluice/ops';
 import { formatTable } from './progress.js';
 
 export interface ExplainCommandOptions {

@@ -3,14 +3,14 @@
  * some Parquet columns, with the hint computation timed apart from reading and hex2int.
  */
 import type { ParseArgsConfig } from 'node:util';
-import { LookaheadCache, LookaheadSummary, type CacheBudget, type IdArray } from '../cache/lookahead.js';
-import { typeName, type ColumnType } from '../column.js';
-import { InputError } from '../errors.js';
-import { checkColumns, openDataset } from '../io/dataset.js';
-import { DecoderPool } from '../io/decoder.js';
-import type { FeatureSpec, OpSpec, PlanSpec } from '../plan/types.js';
-import { pipeline } from '../pipeline.js';
-import { batchIds } from '../stream/lookahead.js';
+import { LookaheadCache, LookaheadSummary, type CacheBudget, type IdArray } from '../lookahead/cache.js';
+import { typeName, type ColumnType } from '@sluice/ops';
+import { InputError } from '@sluice/ops';
+import { checkColumns, openDataset } from '../reader/dataset.js';
+import { DecoderPool } from '../reader/decoder-pool.js';
+import type { FeatureSpec, OpSpec, PlanSpec } from '@sluice/ops';
+import { pipeline } from '../pipeline/pipeline.js';
+import { batchIds } from '../lookahead/operator.js';
 import { Progress, formatTable } from './progress.js';
 
 export const LOOKAHEAD_USAGE = `  lookahead --input F --columns C1,...,Cn --batch-size B --window L [--cache-budget N|SIZE [--bytes-per-id N]] [--json]

@@ -1,17 +1,17 @@
 import { existsSync, writeFileSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { DEMO_ROWS, demoDataset } from '../demo.js';
-import { SluiceError } from '../errors.js';
+import { DEMO_ROWS, demoDataset } from '../gen/demo.js';
+import { SluiceError } from '@sluice/ops';
 import { generateDataset } from '../gen/generate.js';
 import { getPreset } from '../gen/presets.js';
-import { batchToArrow } from '../io/batch-arrow.js';
-import { fit } from '../fit.js';
-import { ParquetFileWriter } from '../io/parquet-write.js';
-import { stateToJSON } from '../plan/execute.js';
-import { loadPlan, type Plan } from '../plan/load.js';
-import type { BackendSpec } from '../plan/types.js';
-import { pipeline, type PipelineOptions } from '../pipeline.js';
-import { assembleBatch } from '../stream/batch.js';
+import { batchToArrow } from '../output/batch-arrow.js';
+import { fit } from '../pipeline/fit.js';
+import { ParquetFileWriter } from '../output/parquet-write.js';
+import { stateToJSON } from '@sluice/ops';
+import { loadPlan, type Plan } from '@sluice/ops';
+import type { BackendSpec } from '@sluice/ops';
+import { pipeline, type PipelineOptions } from '../pipeline/pipeline.js';
+import { assembleBatch } from '../batch/batch.js';
 import { START } from '../stream/source.js';
 import { Progress, formatTable, peakRssMB } from './progress.js';
 import { createBatchServer } from '../serve/server.js';
@@ -331,7 +331,7 @@ async function cmdDemo(values: Values): Promise<number> {
   const progress = new Progress('demo', info.rowsPerEpoch, 'rows', !!values.quiet);
   const t0 = performance.now();
   let n = 0;
-  let first: import('../stream/batch.js').Batch | null = null;
+  let first: import('../batch/batch.js').Batch | null = null;
   let ids = 0;
   let positives = 0;
   for await (const b of p) {

@@ -8,7 +8,7 @@
  * prefix of a longer one).
  */
 import * as arrow from 'apache-arrow';
-import { ParquetFileWriter, type ParquetCompression } from '../io/parquet-write.js';
+import { ParquetFileWriter, type ParquetCompression } from '../output/parquet-write.js';
 import { getPreset, listSalt2, type ColumnSpec, type DenseColumnSpec, type HexColumnSpec, type IdListColumnSpec, type LabelColumnSpec, type Preset } from './presets.js';
 import { LogNormalTable, mix32, Rng, SkewedIdSampler } from '../util/rng.js';
 

@@ -4,7 +4,7 @@
  * PreSto (ISCA'24) Table I, PIPER §4.1.1 and RAP (ASPLOS'24) Tables 1–3; see
  * /work/shared/BENCHMARKS.md for the workloads table.
  */
-import type { FeatureSpec, OpSpec, PlanSpec } from '../plan/types.js';
+import type { FeatureSpec, OpSpec, PlanSpec } from '@sluice/ops';
 import { hash32, mix32, normalQuantile, Rng } from '../util/rng.js';
 
 /** The binary label: float32 0/1, never null. */

@@ -2,14 +2,14 @@
  * `sluice explain`: what the optimizer does to a plan on a backend — op steps before and after,
  * the stages, and kernel launches per batch — without reading any data beyond Parquet footers.
  */
-import type { ColumnType } from '../column.js';
-import { PlanError } from '../errors.js';
+import type { ColumnType } from '@sluice/ops';
+import { PlanError } from '@sluice/ops';
 import { PRESETS } from '../gen/presets.js';
 import { presetArrowSchema } from '../gen/generate.js';
-import { arrowColumnType } from '../io/arrow.js';
+import { arrowColumnType } from '../reader/arrow.js';
 import type { Backend } from '../backend/types.js';
 import { buildGraph, scheduleStages, type PlanGraph, type Schedule } from './graph.js';
-import { loadPlan, typeCheckPlan, type Plan, type TypedPlan } from './load.js';
+import { loadPlan, typeCheckPlan, type Plan, type TypedPlan } from '@sluice/ops';
 import { countOps, eliminateRedundant, type Removal } from './optimize.js';
 import type { ColumnStats } from './stats.js';
 

@@ -23,10 +23,10 @@
  * exactly as without pushdown.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { ColumnType } from '../column.js';
-import { loadPlan, typeCheckPlan, type TypedFeature, type TypedPlan } from './load.js';
-import type { FeatureSpec } from './types.js';
-import { isUrl, type Dataset } from '../io/dataset.js';
+import type { ColumnType } from '@sluice/ops';
+import { loadPlan, typeCheckPlan, type TypedFeature, type TypedPlan } from '@sluice/ops';
+import type { FeatureSpec } from '@sluice/ops';
+import { isUrl, type Dataset } from '../reader/dataset.js';
 
 /** Ops whose output for a row depends only on that row's input value (and that keep no state). */
 export const PER_VALUE_OPS: ReadonlySet<string> = new Set(['fillNull', 'cast', 'neg2zero', 'clamp', 'log', 'logit', 'boxCox', 'bucketize', 'hex2int', 'sigridHash', 'modulus']);

@@ -1,10 +1,10 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PlanError, SluiceError } from '../errors.js';
-import { loadPlan, type Plan } from '../plan/load.js';
-import type { PlanSpec } from '../plan/types.js';
-import { pipeline, type PipelineOptions } from '../pipeline.js';
+import { PlanError, SluiceError } from '@sluice/ops';
+import { loadPlan, type Plan } from '@sluice/ops';
+import type { PlanSpec } from '@sluice/ops';
+import { pipeline, type PipelineOptions } from '../pipeline/pipeline.js';
 import { ARROW_STREAM, MSGPACK, batchToArrowStream, batchToMsgpack, negotiate, type BodyFormat } from './encode.js';
 import { BatchStore, type BatchStoreOptions } from './store.js';
 

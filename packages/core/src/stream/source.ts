@@ -1,17 +1,17 @@
 import { tableFromIPC } from 'apache-arrow';
-import type { Column, ColumnType } from '../column.js';
-import type { RowRange } from '../io/fast-parquet.js';
-import { columnLength, concatColumns, gatherColumn, sliceColumn } from '../column.js';
-import { InputError, SluiceError } from '../errors.js';
-import { columnFromVector } from '../io/arrow.js';
-import type { Dataset, Unit } from '../io/dataset.js';
-import type { DecoderPool } from '../io/decoder.js';
-import type { RowLocator } from '../plan/execute.js';
+import type { Column, ColumnType } from '@sluice/ops';
+import type { RowRange } from '../reader/fast-parquet.js';
+import { columnLength, concatColumns, gatherColumn, sliceColumn } from '@sluice/ops';
+import { InputError, SluiceError } from '@sluice/ops';
+import { columnFromVector } from '../reader/arrow.js';
+import type { Dataset, Unit } from '../reader/dataset.js';
+import type { DecoderPool } from '../reader/decoder-pool.js';
+import type { RowLocator } from '@sluice/ops';
 import type { DerivedColumn } from '../plan/pushdown.js';
-import type { BatchLayout, Pack } from './batch.js';
-import type { PackArena } from '../io/pack-arena.js';
+import type { BatchLayout, Pack } from '../batch/batch.js';
+import type { PackArena } from '../batch/arena.js';
 import { permutation } from '../util/rng.js';
-import { newDictShare } from '../io/dict-share.js';
+import { newDictShare } from '../reader/dict-share.js';
 
 /**
  * Where the next row comes from: epoch, window (a run of row groups in this epoch's order), and

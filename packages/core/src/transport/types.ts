@@ -1,4 +1,4 @@
-import { SluiceError } from '../errors.js';
+import { SluiceError } from '@sluice/ops';
 
 /** A transport misuse or failure: bad region, closed queue pair, protocol violation, lost peer. */
 export class TransportError extends SluiceError {

@@ -4,7 +4,7 @@ import * as arrow from 'apache-arrow';
 import * as pw from 'parquet-wasm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateBatches } from '../../src/gen/generate.js';
-import { ParquetFileWriter, writeParquetTable } from '../../src/io/parquet-write.js';
+import { ParquetFileWriter, writeParquetTable } from '../../src/output/parquet-write.js';
 import { readBack, tempDir } from './util.js';
 
 const dir = tempDir('sluice-pq-write-');

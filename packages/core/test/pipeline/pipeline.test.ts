@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { lastValueFrom, take, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backendNames, createBackend, pipeline, registerBackend, type Batch, type PlanSpec } from '../../src/index.js';
+import { backendNames, pipeline, registerBackend, type Batch, type PlanSpec } from '@sluice/core';
+import { createBackend } from '@sluice/core/internal';
 import { tempDir, writeSmall } from '../helpers.js';
 
 const dir = tempDir();

@@ -6,7 +6,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { createBackend, pipeline, readerKernels, registerBackend, type Batch, type PlanSpec } from '../../src/index.js';
+import { createBackend, readerKernels } from '@sluice/core/internal';
+import { pipeline, registerBackend, type Batch, type PlanSpec } from '@sluice/core';
 import { tempDir, writeSmall } from '../helpers.js';
 
 const dir = tempDir();

@@ -4,7 +4,8 @@
 // that the registration stays out of other tests.
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { backendNames, createBackend, pipeline, registerBackend, type PlanSpec } from '../../src/index.js';
+import { backendNames, pipeline, registerBackend, type PlanSpec } from '@sluice/core';
+import { createBackend } from '@sluice/core/internal';
 import { tempDir, writeSmall } from '../helpers.js';
 
 const file = writeSmall(join(tempDir(), 'small.parquet'), 500, 100);

@@ -4,13 +4,14 @@ import { join } from 'node:path';
 import { Table, Utf8, tableToIPC } from 'apache-arrow';
 import * as pw from 'parquet-wasm';
 import { describe, expect, it } from 'vitest';
-import type { ColumnType } from '../../src/column.js';
-import { sliceColumn } from '../../src/column.js';
-import { DecoderPool } from '../../src/io/decoder.js';
+import type { ColumnType } from '@sluice/ops';
+import { sliceColumn } from '@sluice/ops';
+import { DecoderPool } from '../../src/reader/decoder-pool.js';
 import { generateDataset } from '../../src/gen/generate.js';
-import { getPreset, pipeline, type Batch } from '../../src/index.js';
+import { getPreset } from '@sluice/core/gen';
+import { pipeline, type Batch } from '@sluice/core';
 import { tempDir, vec } from '../helpers.js';
-import { rows as values } from '../ops/helpers.js';
+import { rows as values } from '../../../ops/test/helpers.js';
 
 // Row groups of 25k RM1 rows: the writer (parquet-rs) starts a page every 20,480 rows in every
 // column and writes an offset index, so each row group has one page start common to all columns.

@@ -4,8 +4,9 @@
 // outside its narrow path.
 import { Data, Field, Int32, List, Table, Utf8, makeData, makeVector, tableFromArrays, tableFromIPC, tableToIPC, util, vectorFromArray } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
-import { generateDataset, getPreset, pipeline, type Batch } from '@sluice/core';
-import { tableFromArrowStream } from '../../src/client/arrow-ipc.js';
+import { generateDataset, getPreset } from '@sluice/core/gen';
+import { pipeline, type Batch } from '@sluice/core';
+import { tableFromArrowStream } from '@sluice/client';
 import { batchToArrowStream } from '../../src/serve/encode.js';
 import { join } from 'node:path';
 import { tempDir } from '../helpers.js';

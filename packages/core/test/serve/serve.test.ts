@@ -12,7 +12,10 @@ import { parquetMetadata } from 'hyparquet';
 import { unpack } from 'msgpackr';
 import * as pw from 'parquet-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batchToMsgpack, createBatchServer, createClient, decodeMsgpackBatch, generateDataset, getPreset, pipeline, type Batch, type BatchServer, type ClientBatch, type PlanSpec } from '@sluice/core';
+import { batchToMsgpack, createBatchServer, type BatchServer } from '@sluice/core/serve';
+import { createClient, decodeMsgpackBatch, type ClientBatch } from '@sluice/client';
+import { generateDataset, getPreset } from '@sluice/core/gen';
+import { pipeline, type Batch, type PlanSpec } from '@sluice/core';
 import { tempDir } from '../helpers.js';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));

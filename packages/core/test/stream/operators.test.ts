@@ -1,9 +1,9 @@
 import { catchError, map, of, take, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
-import { int32Column, int64Column, type Column } from '../../src/column.js';
-import { DataError } from '../../src/errors.js';
-import { mergePacks, packRows, type BatchLayout, type ProcessedChunk } from '../../src/stream/batch.js';
+import { int32Column, int64Column, type Column } from '@sluice/ops';
+import { DataError } from '@sluice/ops';
+import { mergePacks, packRows, type BatchLayout, type ProcessedChunk } from '../../src/batch/batch.js';
 import { chunkCuts } from '../../src/stream/source.js';
 import { Flow, batch, cursorAfter, preprocess, source } from '../../src/stream/operators.js';
 

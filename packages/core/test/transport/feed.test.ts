@@ -5,10 +5,9 @@ import { createHash } from 'node:crypto';
 import { createServer, connect as dial, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  Endpoint, PeerLostError, connectFeed, decodeBatchMessage, connectTcp, fromTransport, generateDataset, getPreset, listenTcp, pipeline, serveFeed, toTransport,
-  type Batch, type IteratorState, type PlanSpec, type QueuePair, type TcpListener,
-} from '@sluice/core';
+import { Endpoint, PeerLostError, connectFeed, decodeBatchMessage, connectTcp, fromTransport, listenTcp, serveFeed, toTransport, type QueuePair, type TcpListener } from '@sluice/core/transport';
+import { generateDataset, getPreset } from '@sluice/core/gen';
+import { pipeline, type Batch, type IteratorState, type PlanSpec } from '@sluice/core';
 import { tempDir } from '../helpers.js';
 
 const dir = tempDir('sluice-feed-');

@@ -1,10 +1,8 @@
 // One suite, three transports: in-process, SharedArrayBuffer rings, TCP. Every test states a
 // rule of the queue-pair contract and checks it on each implementation alike.
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  Endpoint, TransportError, connectTcp, decodeBatchMessage, encodeBatch, fromTransport, inProcessPair, listenTcp, sabChannel, sabQueuePair, toTransport,
-  type Batch, type Completion, type CompletionQueue,
-} from '@sluice/core';
+import { Endpoint, TransportError, connectTcp, decodeBatchMessage, encodeBatch, fromTransport, inProcessPair, listenTcp, sabChannel, sabQueuePair, toTransport, type Completion, type CompletionQueue } from '@sluice/core/transport';
+import { type Batch } from '@sluice/core';
 
 interface Pair { a: Endpoint; b: Endpoint; cleanup(): Promise<void> }
 

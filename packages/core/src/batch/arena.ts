@@ -1,0 +1,204 @@
+import { align8, type BatchLayout } from './batch.js';
+
+/**
+ * Shared memory that decode workers lay batches out in, reused once the consumer releases a batch
+ * (`Batch.release`).
+ *
+ * Why: every ArrayBuffer a thread allocates or receives by transfer counts against V8's
+ * external-memory budget, and each ~64 MB of it starts a major GC in that thread's isolate. A
+ * packed RM1 run moves ~513 MB of batch arrays per 1M rows from the decode worker to the main
+ * thread, so both isolates ran ~10 major GCs per 1M rows, and V8's helper threads spent ~300 ms
+ * of CPU per 1M rows marking and sweeping beside ~800 ms of decoding (measured per thread from
+ * /proc on the 2-core development VM). SharedArrayBuffer memory is not counted, and memory that is
+ * reused is not allocated at all: a slot goes to a worker with a read, comes back as the arrays of
+ * a batch, and returns to the free list when the consumer calls `release()`.
+ *
+ * Nothing is pooled until the consumer has released a batch: a consumer that keeps its batches (or
+ * never calls `release`) gets fresh arrays as before and pays for no idle slots. Slots are made on
+ * demand up to `maxSlots`; past that, and for a pack that does not fit a slot, the worker
+ * allocates fresh memory as before.
+ *
+ * A slot first holds one sparse value per key and row (`packSlotBytes`), which a list feature
+ * outgrows: RM5's id lists hold ~820 values per row, so each of its 8,192-row batches put ~53 MB
+ * of ids in fresh memory, in the decoders and again when the main thread joined two packs at a
+ * row-group boundary. The first-touch page faults of that memory cost the main thread ~300 ms of
+ * `Buffer#fill` per 50k-row run (CPU profile, 2 decoders). So a pack that did not fit its slot
+ * makes the arena `grow`: later slots are that big (with 1/8 to spare), and outgrown ones are let
+ * go as they come back. Measured on that run (3 rounds of 7): main-thread CPU 153-209 -> 122-140
+ * ms, the other threads' 1,780-1,846 -> 1,726-1,745 ms, wall median 1,073-1,188 -> 1,055-1,068 ms.
+ *
+ * A pipeline that ends parks its arena (`park`) for the next pipeline of the same slot size in
+ * this process (`PackArena.take`), as the decoder pool parks its warm workers: a pipeline per
+ * epoch, or a benchmark's repeated runs, then lays its first batches out in the slots the last
+ * one released instead of in ~26 fresh 4 MB packs per RM1 run (the prefetch before the first
+ * release). A taken arena lends its free slots from the first read, but makes no new ones until
+ * its new consumer releases a batch, so a consumer that keeps its batches holds no more slot
+ * memory than was parked.
+ *
+ * @example
+ * const arena = new PackArena(packSlotBytes(layout, 8192));
+ * const slots = arena.lend(13); // [[id, sab], ...] for one row group's packs (none until activated)
+ * arena.activate(); arena.give(slots[0][0]);
+ */
+export class PackArena {
+  private readonly slots = new Map<number, SharedArrayBuffer>();
+  private nextId = 0;
+  private readonly free: number[] = [];
+  /** Slots lent out: in a worker's hands, or holding a batch. */
+  private readonly out = new Set<number>();
+  private active = false;
+  private closed = false;
+  /** Parked by `park`, waiting for `take`: lends nothing meanwhile, but takes released slots back. */
+  private parked = false;
+  private unpark: (() => void) | null = null;
+  /** Slots handed out again after a release (the memory saved from allocation). */
+  reused = 0;
+
+  /** Bytes of the slots made from now on (`grow` raises it). */
+  private bytes: number;
+
+  /**
+   * `requestedBytes`: the slot size asked for (`take` matches on it). `fixedMax`: the most slots at
+   * once (default: as many as DEFAULT_ARENA_BYTES holds at the current slot size, at least 4).
+   */
+  constructor(readonly requestedBytes: number, private readonly fixedMax?: number) {
+    if (!Number.isInteger(requestedBytes) || requestedBytes <= 0 || requestedBytes % 8 !== 0) throw new RangeError(`slot size must be a positive multiple of 8 bytes, got ${requestedBytes}`);
+    if (fixedMax !== undefined && (!Number.isInteger(fixedMax) || fixedMax < 1)) throw new RangeError(`maxSlots must be a positive integer, got ${fixedMax}`);
+    this.bytes = requestedBytes;
+  }
+
+  /** Bytes of each slot made from now on. */
+  get slotBytes(): number { return this.bytes; }
+
+  /** The most slots this arena holds at once. */
+  get maxSlots(): number { return this.fixedMax ?? Math.max(4, Math.floor(DEFAULT_ARENA_BYTES / this.bytes)); }
+
+  /** Slots held now (lent or free). */
+  get size(): number { return this.slots.size; }
+
+  /** Slots lent and not given back. */
+  get lent(): number { return this.out.size; }
+
+  /** Whether slots are lent (after the first release). */
+  get pooling(): boolean { return this.active && !this.closed; }
+
+  /** The consumer releases batches: lend slots from now on. */
+  activate(): void { this.active = true; }
+
+  /**
+   * Up to `n` slots to lay packs out in: free ones first, then new ones while under `maxSlots`
+   * (new ones only once a consumer has released a batch; see `take`).
+   */
+  lend(n: number): Array<[number, SharedArrayBuffer]> {
+    const got: Array<[number, SharedArrayBuffer]> = [];
+    if (this.closed || this.parked || (!this.active && this.free.length === 0)) return got;
+    while (got.length < n) {
+      let id = this.free.pop();
+      if (id !== undefined) this.reused++;
+      else if (this.active && this.slots.size < this.maxSlots) { id = this.nextId++; this.slots.set(id, new SharedArrayBuffer(this.bytes)); } else break;
+      this.out.add(id);
+      got.push([id, this.slots.get(id)!]);
+    }
+    return got;
+  }
+
+  /**
+   * Takes slot `id` back; a second give of the same lend, or one after `close`, does nothing. A
+   * slot smaller than `slotBytes` (made before a `grow`) is let go instead of kept.
+   */
+  give(id: number): void {
+    if (!this.out.delete(id) || this.closed) return;
+    if (this.slots.get(id)!.byteLength < this.bytes) this.slots.delete(id);
+    else this.free.push(id);
+  }
+
+  /**
+   * A pack of `bytes` did not fit the slot it was given: make slots that big, and 1/8 more, from
+   * now on (the free smaller ones go now, the lent ones when given back). Packs bigger than
+   * MAX_SLOT_BYTES stay in fresh memory.
+   */
+  grow(bytes: number): void {
+    if (this.closed || bytes <= this.bytes || bytes > MAX_SLOT_BYTES) return;
+    this.bytes = Math.min(align8(Math.ceil(bytes * 1.125)), MAX_SLOT_BYTES);
+    for (const id of this.free) this.slots.delete(id);
+    this.free.length = 0;
+  }
+
+  /** Stops lending and drops the arena's hold on its memory (batches still holding slots keep theirs). */
+  close(): void {
+    this.closed = true;
+    this.parked = false;
+    this.free.length = 0;
+    this.out.clear();
+    this.slots.clear();
+  }
+
+  /**
+   * The pipeline is done with this arena: keep it for the next `take` of the same slot size in
+   * this process, for up to `PARK_MS` (slots its batches still hold come back as they are
+   * released). An arena that never pooled, or one past `MAX_PARKED`, is closed instead.
+   */
+  park(): void {
+    if (this.closed || this.parked) return;
+    if (!this.active || this.slots.size === 0) { this.close(); return; }
+    if (parked.length >= MAX_PARKED) parked.shift()!.dropParked();
+    this.parked = true;
+    const timer = setTimeout(() => this.dropParked(), PARK_MS);
+    timer.unref();
+    this.unpark = () => clearTimeout(timer);
+    parked.push(this);
+  }
+
+  private dropParked(): void {
+    const i = parked.indexOf(this);
+    if (i >= 0) parked.splice(i, 1);
+    this.unpark?.();
+    this.unpark = null;
+    this.close();
+  }
+
+  /**
+   * An arena for packs of `slotBytes`: the most recently parked one asked for that size (its free
+   * slots, grown or not, lent from the first read, new ones only after a release), or a new one.
+   */
+  static take(slotBytes: number, maxSlots?: number): PackArena {
+    for (let i = parked.length - 1; i >= 0; i--) {
+      const a = parked[i]!;
+      if (a.requestedBytes !== slotBytes || a.fixedMax !== maxSlots) continue;
+      parked.splice(i, 1);
+      a.unpark?.();
+      a.unpark = null;
+      a.parked = false;
+      a.active = false;
+      a.reused = 0;
+      return a;
+    }
+    return new PackArena(slotBytes, maxSlots);
+  }
+}
+
+/** Arenas that ended pipelines parked for the next one (see `PackArena.park`). */
+const parked: PackArena[] = [];
+const PARK_MS = 10_000;
+const MAX_PARKED = 2;
+
+/**
+ * Slot memory an arena makes at most by default, but never fewer than 4 slots. A consumer that
+ * releases every batch needs the packs in flight: the row groups being decoded plus the prefetched
+ * batches, ~30-45 slots for RM1 batches of 8,192 rows (~4.3 MB each) with 1-2 decoders.
+ */
+export const DEFAULT_ARENA_BYTES = 256 << 20;
+
+/** The largest slot `grow` makes: half the default budget, so that an arena still holds 4 slots within 2x of it. */
+export const MAX_SLOT_BYTES = DEFAULT_ARENA_BYTES / 2;
+
+
+/**
+ * Bytes of a slot for a pack of up to `rows` rows: the dense matrix, lengths, offsets and labels,
+ * and one sparse value per key and row (a pack with more values gets its values array outside the
+ * slot, and the arena grows). The order is the one `packRows` lays them out in.
+ */
+export function packSlotBytes(layout: BatchLayout, rows: number): number {
+  const K = layout.sparseKeys.length;
+  return align8(4 * rows * layout.dim) + align8(4 * K * rows) + align8(4 * (K + 1)) + (layout.label ? align8(4 * rows) : 0) + 8 * K * rows;
+}

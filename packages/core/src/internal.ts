@@ -1,0 +1,27 @@
+/**
+ * `@sluice/core/internal`: everything the sibling packages (backends, benchmarks, tests) reach
+ * below the curated public API of `@sluice/core`. Not a stable interface: names here move.
+ */
+export * from '@sluice/ops';
+export { eliminateRedundant, countOps, type Removal, type RewriteResult } from './plan/optimize.js';
+export { readColumnStats, type ColumnStats } from './plan/stats.js';
+export { buildGraph, scheduleStages, executeGraph, graphContext, nodeOps, FUSIBLE_OPS, type GraphNode, type PlanGraph, type DeviceOf, type Stage, type Schedule, type KernelLimit, type ScheduleOptions, type GraphRun } from './plan/graph.js';
+export { explainPlan, explainStaged, presetSchemaFor, typedForExplain, type Explain, type ExplainStage, type ExplainOptions, type StagedPlan } from './plan/explain.js';
+export { calibrate, predictOps, placeFeatures, provision, autoCandidates, costModelCachePath, type CostModel, type OpCost, type Placement, type Provision } from './placement/cost.js';
+export { autoBackend, autoPlacement } from './placement/auto.js';
+export { candidatePlacements, chooseMeasured, measureCandidates, PROBE_HOPELESS, predictRun, readMeasurements, writeMeasurements, calibrationCachePath, type Candidate, type Measurement } from './placement/calibration.js';
+export { workerExecArgv } from './util/worker-argv.js';
+export { registerBackend, backendNames, createBackend, installedBackendPackages, readerKernels, type BackendRegistration } from './backend/registry.js';
+export type { Backend, BackendFactory, Capabilities, CostReport } from './backend/types.js';
+export { inlineCpuBackend } from './backend/inline.js';
+export { traceExecution, elementCount, type OpVisit } from './backend/work.js';
+export { DecoderPool, type FileMeta } from './reader/decoder-pool.js';
+export { openDataset, checkColumns, resolveInputs, type Dataset, type Unit } from './reader/dataset.js';
+export { columnFromVector, arrowColumnType } from './reader/arrow.js';
+export { readChunks, epochWindows, START, type Chunk, type Cursor, type SourceOptions } from './stream/source.js';
+export { assembleBatch, batchLayout, mergePacks, packRows, type Batch, type BatchLayout, type Pack, type ProcessedChunk, type Segment } from './batch/batch.js';
+export { Flow, source, preprocess, batch, prefetch, cursorAfter, type BatchOptions } from './stream/operators.js';
+export { fit, openInput } from './pipeline/fit.js';
+export { pipeline, Pipeline, type IteratorState, type PipelineInfo, type PipelineMetrics, type PipelineOptions } from './pipeline/pipeline.js';
+export { batchToArrow } from './output/batch-arrow.js';
+export { ParquetFileWriter, writeParquetTable, type ParquetWriteOptions } from './output/parquet-write.js';

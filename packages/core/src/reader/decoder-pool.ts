@@ -1,0 +1,372 @@
+import { stat } from 'node:fs/promises';
+import { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
+import { tableFromIPC, type Schema } from 'apache-arrow';
+import { InputError, SluiceError } from '@sluice/ops';
+import { isUrl } from '../util/url.js';
+import { workerExecArgv } from '../util/worker-argv.js';
+import type { Column, ColumnType } from '@sluice/ops';
+import type { RowRange } from './fast-parquet.js';
+import type { DerivedColumn } from '../plan/pushdown.js';
+import { packBytes, packInSlot, type Pack } from '../batch/batch.js';
+import type { PackRequest } from '../stream/source.js';
+
+/** What the footer of a Parquet file tells us. */
+export interface FileMeta {
+  readonly source: string;
+  /** Rows per row group. */
+  readonly rowGroups: readonly number[];
+  readonly numRows: number;
+  readonly createdBy: string | null;
+  readonly schema: Schema;
+}
+
+interface Pending {
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+  chunks: Uint8Array[];
+  what: { source: string; rowGroup?: number };
+}
+
+interface Slot {
+  worker: Worker;
+  busy: Map<number, Pending>;
+  /** Read specs this worker has been sent (see `ReadSpec`). */
+  specs: Set<number>;
+  /** The worker finished loading its modules (it says so before it reads any task). */
+  started: boolean;
+  /** Removes this pool's listeners from the worker (before it is parked for another pool). */
+  detach: () => void;
+  /** A task failed in it: its wasm state may be broken (parquet-wasm panics), so it is not reused. */
+  failed: boolean;
+}
+
+interface Task {
+  msg: Record<string, unknown> & { kind: string; source: string };
+  /** The spec a read refers to, sent to a worker before its first read that needs it. */
+  spec?: ReadSpec;
+  pending: Pending;
+}
+
+/**
+ * What every read of a pipeline shares: the columns, their types, the derived columns' op chains
+ * and the pack layout. It goes to each worker once instead of with every row group: for RM1 it is
+ * ~130 KB (13 bucketize features of 1,024 borders), ~0.2 ms to serialize and as much to read back
+ * per read, and garbage in both threads.
+ */
+interface ReadSpec {
+  readonly id: number;
+  /** What it was made from, compared by identity to reuse it. */
+  readonly from: readonly unknown[];
+  readonly body: Record<string, unknown>;
+}
+
+let nextSpecId = 1;
+/** Read specs a pool keeps (a decode worker keeps the last 8 it was sent). */
+const SPECS_KEPT = 4;
+
+// The worker is plain JS beside src/ and dist/ (both two levels below the package root), so the
+// same relative URL works from the TypeScript sources under vitest and from the build.
+const WORKER_URL = new URL('../../workers/decode-worker.mjs', import.meta.url);
+
+/**
+ * Decode workers that a closed pool left idle, kept for the next pool in this process. A new
+ * worker costs ~150 ms and ~190 ms of CPU to start (thread, modules, parquet-wasm and zstd wasm
+ * compiles), then runs its first row groups unoptimized while V8 compiles its hot loops: a cold
+ * 1M-row RM1 read with 2 decoders took ~2.96 s of CPU against ~1.9 s warm. A pipeline per epoch, a benchmark's
+ * repeated runs, or `sluice serve` re-making batches then reuse warm ones. Parked workers are
+ * unref'd (they never keep the process alive), forget every file they had open (`reset`), and
+ * end after `idleMs()` unused.
+ */
+const idle: Array<{ worker: Worker; unpark: () => void }> = [];
+const IDLE_MS = 10_000;
+let idleSetting: { readonly raw: string | undefined; readonly ms: number } | null = null;
+
+/**
+ * How long a parked decode worker waits for the next pool before it ends: `SLUICE_DECODER_IDLE_MS`
+ * (milliseconds, 0 ends it at once), else 10 s. A process that runs other work between pipelines
+ * for longer than that (a benchmark that interleaves DuckDB runs, an evaluation pass between
+ * epochs) starts cold decoders again unless it raises this. An invalid value warns once and the
+ * default applies.
+ */
+function idleMs(): number {
+  const raw = process.env.SLUICE_DECODER_IDLE_MS;
+  if (idleSetting !== null && idleSetting.raw === raw) return idleSetting.ms;
+  let ms = IDLE_MS;
+  if (raw !== undefined && raw.trim() !== '') {
+    const n = Number(raw);
+    if (Number.isFinite(n) && n >= 0) ms = n;
+    else process.emitWarning(`SLUICE_DECODER_IDLE_MS must be a number of milliseconds >= 0, got "${raw}"; using ${IDLE_MS}`, 'SluiceWarning');
+  }
+  idleSetting = { raw, ms };
+  return ms;
+}
+const MAX_IDLE = 8;
+
+function park(worker: Worker): void {
+  if (idle.length >= MAX_IDLE) { void worker.terminate(); return; }
+  worker.postMessage({ id: 0, kind: 'reset' });
+  worker.unref();
+  const drop = (): void => {
+    clearTimeout(timer);
+    const i = idle.findIndex((e) => e.worker === worker);
+    if (i >= 0) idle.splice(i, 1);
+  };
+  // setTimeout takes at most 2^31 - 1 ms (~24.8 days).
+  const timer = setTimeout(() => { drop(); void worker.terminate(); }, Math.min(idleMs(), 2 ** 31 - 1));
+  timer.unref();
+  worker.once('exit', drop);
+  idle.push({ worker, unpark: () => { clearTimeout(timer); worker.off('exit', drop); } });
+}
+
+function takeIdle(): Worker | null {
+  const e = idle.pop();
+  if (e === undefined) return null;
+  e.unpark();
+  return e.worker;
+}
+
+/**
+ * Footers of local files opened in this process, most recently used last, keyed by path, size,
+ * modification time and inode: ~3-10 ms per pipeline start (a worker round trip, parquet-wasm's
+ * open and schema) on the 1M-row RM1 file.
+ */
+const footerCache = new Map<string, FileMeta>();
+const FOOTER_CACHE = 32;
+
+/** The cache key of a local file as it is now, or null (a URL, or a file stat cannot see). */
+async function footerKey(source: string): Promise<string | null> {
+  if (isUrl(source)) return null;
+  const st = await stat(source).catch(() => null);
+  return st === null || !st.isFile() ? null : `${source}\0${st.size}\0${st.mtimeMs}\0${st.ino}`;
+}
+
+/** Idle decode workers kept warm in this process (see `park`). */
+export const idleDecoders = (): number => idle.length;
+
+/**
+ * A pool of Parquet decode workers. Decoding off the main thread keeps a wasm panic on corrupt
+ * data from taking the process down, and lets row groups decode while the main thread runs ops.
+ *
+ * @example
+ * const pool = new DecoderPool(1);
+ * const meta = await pool.open('data.parquet');
+ * const ipc = await pool.readRowGroup('data.parquet', 0, ['I1'], 65536);
+ * await pool.close();
+ */
+export class DecoderPool {
+  private readonly slots: Slot[] = [];
+  /** Recent read specs, newest last (row groups read in shares alternate between the shares' specs). */
+  private readonly specs: ReadSpec[] = [];
+  private readonly queue: Task[] = [];
+  private nextId = 1;
+  private closed = false;
+  /** URL of the kernels module the workers run derived columns' ops with (null: core's reference kernels). */
+  private readonly kernels: string | null;
+
+  /**
+   * `size` workers. `kernels`: a module whose `FAST_OPS` the workers use for the ops of derived
+   * columns (see `BackendRegistration.readerKernels`); by default core's reference kernels.
+   */
+  constructor(readonly size = 1, options: { readonly kernels?: string | null } = {}) {
+    if (!Number.isInteger(size) || size < 1) throw new RangeError(`decoder pool size must be a positive integer, got ${size}`);
+    this.kernels = options.kernels ?? null;
+  }
+
+  /**
+   * Reads a file's footer: row groups and schema. A local file's footer is remembered for the
+   * process while its size, modification time and inode stay the same (`footerCache`), so a
+   * pipeline per epoch does not pay a decode worker's round trip and parse again.
+   */
+  async open(source: string): Promise<FileMeta> {
+    const key = await footerKey(source);
+    const known = key === null ? undefined : footerCache.get(key);
+    if (known !== undefined) {
+      footerCache.delete(key!);
+      footerCache.set(key!, known);
+      return known;
+    }
+    const meta = (await this.submit({ kind: 'open', source }, { source })) as {
+      rowGroups: number[]; numRows: number; createdBy: string | null; schemaIpc: Uint8Array;
+    };
+    const out: FileMeta = { source, rowGroups: meta.rowGroups, numRows: meta.numRows, createdBy: meta.createdBy, schema: tableFromIPC(meta.schemaIpc).schema };
+    if (key !== null) {
+      footerCache.set(key, out);
+      if (footerCache.size > FOOTER_CACHE) footerCache.delete(footerCache.keys().next().value!);
+    }
+    return out;
+  }
+
+  /**
+   * The rows after the first where a page of every column of a row group starts, from the file's
+   * offset index: where a read of part of the row group (`readRowGroupColumns`' `range`) may
+   * start or end. [] for a row group without an offset index, and for a URL. Asked only for row
+   * groups a source may split: reading the offset indexes of a 10M-row RM1 file at every open
+   * cost 85-108 ms.
+   */
+  async pageStarts(source: string, rowGroup: number): Promise<readonly number[]> {
+    return (await this.submit({ kind: 'pages', source, rowGroup }, { source, rowGroup })) as number[];
+  }
+
+  /** Decodes one row group's projected columns into Arrow IPC stream buffers (one per record batch). */
+  async readRowGroup(source: string, rowGroup: number, columns: readonly string[], batchSize = 65536): Promise<Uint8Array[]> {
+    return (await this.submit({ kind: 'read', source, rowGroup, columns: [...columns], batchSize }, { source, rowGroup })) as Uint8Array[];
+  }
+
+  /**
+   * Decodes one row group's projected columns. Flat columns of local files come back as Sluice
+   * columns from the direct decoder (io/fast-parquet.ts); the others as Arrow IPC buffers, as
+   * `readRowGroup` returns them. `derived` columns are computed on dictionary entries where the
+   * direct decoder can; for each one it cannot, the result holds its raw input instead (the IPC
+   * form always holds the raw inputs).
+   *
+   * With `pack`, a worker that has every feature's output and the label lays rows
+   * [cuts[i], cuts[i+1]) out as batch arrays itself and returns those `packs` (and no columns);
+   * otherwise `packs` is null.
+   *
+   * With `range` (page boundaries from `pageStarts`, flat columns), the direct decoder's
+   * columns and the packs hold only those rows (`cuts` count from its first); the IPC buffers,
+   * if any, still hold the whole row group.
+   */
+  async readRowGroupColumns(
+    source: string, rowGroup: number, columns: readonly string[], types: ReadonlyMap<string, ColumnType>, batchSize = 65536, derived: readonly DerivedColumn[] = [],
+    pack?: PackRequest & { readonly cuts: readonly number[] }, range?: RowRange,
+  ): Promise<{ columns: Map<string, Column>; ipc: Uint8Array[]; packs: Pack[] | null }> {
+    const inputs = new Set([...columns, ...derived.map((d) => d.input)]);
+    const arena = pack?.arena;
+    // One slot per pack, while the arena lends (it gives none before a consumer releases a batch).
+    const slots = arena?.lend(pack!.cuts.length - 1) ?? [];
+    // Slots holding a returned pack; the others go back when the read ends, however it ends (a
+    // failure, columns instead of packs, a pack that did not fit).
+    const used = new Set<number>();
+    const from = [columns.join('\0'), types, derived, pack?.layout, pack?.outputs, pack?.label, batchSize];
+    let spec = this.specs.find((x) => x.from.every((v, k) => v === from[k]));
+    if (spec === undefined) {
+      spec = {
+        id: nextSpecId++, from,
+        body: {
+          columns: [...columns], batchSize, types: [...types].filter(([n]) => inputs.has(n)),
+          derived: derived.map((d) => ({ name: d.name, input: d.input, ops: d.ops })),
+          ...(this.kernels !== null && derived.length > 0 ? { kernels: this.kernels } : {}),
+          ...(pack !== undefined ? { pack: { layout: pack.layout, outputs: pack.outputs, label: pack.label } } : {}),
+        },
+      };
+      this.specs.push(spec);
+      if (this.specs.length > SPECS_KEPT) this.specs.shift();
+    }
+    try {
+      const r = await this.submit({
+        kind: 'read', source, rowGroup, spec: spec.id, ...(pack !== undefined ? { cuts: pack.cuts, slots } : {}), ...(range !== undefined ? { range } : {}),
+      }, { source, rowGroup }, spec);
+      if (Array.isArray(r)) return { columns: new Map(), ipc: r as Uint8Array[], packs: null };
+      const x = r as { columns: Map<string, Column>; ipc: Uint8Array[]; packs?: Array<Pack & { slot?: number }> };
+      const packs = x.packs === undefined || arena === undefined ? x.packs ?? null : x.packs.map((p, i): Pack => {
+        const slot = p.slot ?? -1;
+        if (slot >= 0) used.add(slot);
+        // A pack that outgrew the slot lent for it (list features): later slots hold such packs.
+        const lent = slots[i];
+        if (lent !== undefined && !packInSlot(p, lent[1])) arena.grow(packBytes(p));
+        let given = slot < 0;
+        const release = (byConsumer: boolean): void => {
+          if (byConsumer) arena.activate();
+          if (given) return;
+          given = true;
+          arena.give(slot);
+        };
+        return { rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, release };
+      });
+      return { columns: x.columns, ipc: x.ipc, packs };
+    } finally {
+      for (const [id] of slots) if (!used.has(id)) arena!.give(id);
+    }
+  }
+
+  /** Stops every worker; pending work is rejected. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const err = new InputError('decoder closed');
+    for (const t of this.queue.splice(0)) t.pending.reject(err);
+    await Promise.all(this.slots.splice(0).map(async (s) => {
+      // A worker with nothing in hand is kept warm for the next pool; one still decoding (a run
+      // cancelled mid-read) is ended, as is one that never started or had a task fail.
+      if (s.busy.size === 0 && s.started && !s.failed) { s.detach(); park(s.worker); return; }
+      for (const p of s.busy.values()) p.reject(err);
+      s.busy.clear();
+      s.detach();
+      await s.worker.terminate();
+    }));
+  }
+
+  private submit(msg: Task['msg'], what: Pending['what'], spec?: ReadSpec): Promise<unknown> {
+    if (this.closed) return Promise.reject(new InputError('decoder closed'));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ msg, ...(spec !== undefined ? { spec } : {}), pending: { resolve, reject, chunks: [], what } });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0) {
+      let slot = this.slots.find((s) => s.busy.size === 0);
+      if (slot === undefined && this.slots.length < this.size) slot = this.spawn();
+      if (slot === undefined) return;
+      const task = this.queue.shift()!;
+      const id = this.nextId++;
+      slot.busy.set(id, task.pending);
+      slot.worker.ref();
+      if (task.spec !== undefined && !slot.specs.has(task.spec.id)) {
+        slot.specs.add(task.spec.id);
+        slot.worker.postMessage({ id: 0, kind: 'spec', spec: task.spec.id, ...task.spec.body });
+      }
+      slot.worker.postMessage({ id, ...task.msg });
+    }
+  }
+
+  private spawn(): Slot {
+    const warm = takeIdle();
+    const worker = warm ?? new Worker(WORKER_URL, { execArgv: workerExecArgv() });
+    const slot: Slot = { worker, busy: new Map(), specs: new Set(), started: warm !== null, detach: () => undefined, failed: false };
+    const onMessage = (m: { id: number; started?: true; ipc?: Uint8Array; meta?: unknown; columns?: [string, Column][]; packs?: Pack[]; done?: boolean; error?: string }): void => {
+      if (m.started === true) { slot.started = true; return; }
+      const p = slot.busy.get(m.id);
+      if (p === undefined) return;
+      if (m.ipc !== undefined) { p.chunks.push(m.ipc); return; }
+      slot.busy.delete(m.id);
+      if (m.error !== undefined) { slot.failed = true; p.reject(describeFailure(p.what, m.error)); }
+      else if (m.packs !== undefined) p.resolve({ columns: new Map(), ipc: [], packs: m.packs });
+      else p.resolve(m.columns !== undefined ? { columns: new Map(m.columns), ipc: p.chunks } : m.meta ?? p.chunks);
+      if (slot.busy.size === 0) worker.unref();
+      this.pump();
+    };
+    // An uncaught error in the worker (a wasm panic on corrupt pages) ends it: fail what it was
+    // doing with the file and row group, and let the next task start a fresh worker.
+    const fail = (reason: string): void => {
+      const i = this.slots.indexOf(slot);
+      if (i >= 0) this.slots.splice(i, 1);
+      // A worker that dies before it has loaded its modules never saw the data: that is a broken
+      // installation (a missing build output, say), not a corrupt file.
+      const err = slot.started ? null : new SluiceError(`the Parquet decode worker (${fileURLToPath(WORKER_URL)}) could not start: ${reason.replace(/^Error: /, '')}`);
+      for (const p of slot.busy.values()) p.reject(err ?? describeFailure(p.what, reason, true));
+      slot.busy.clear();
+      if (!this.closed) this.pump();
+    };
+    const onError = (e: unknown): void => fail(String(e instanceof Error ? e.message : e));
+    const onExit = (code: number): void => { if (slot.busy.size > 0) fail(`decoder exited with code ${code}`); };
+    worker.on('message', onMessage);
+    worker.on('error', onError);
+    worker.on('exit', onExit);
+    slot.detach = () => { worker.off('message', onMessage); worker.off('error', onError); worker.off('exit', onExit); };
+    worker.unref();
+    this.slots.push(slot);
+    return slot;
+  }
+}
+
+function describeFailure(what: Pending['what'], reason: string, crashed = false): InputError {
+  const where = what.rowGroup === undefined ? { file: what.source } : { file: what.source, rowGroup: what.rowGroup };
+  let msg = reason.replace(/^Error: /, '');
+  if (crashed) msg = `cannot decode (corrupt or truncated data; the decoder failed with: ${msg})`;
+  else if (/Corrupt footer|Invalid Parquet|PAR1|EOF|out of range/i.test(msg)) msg = `not a readable Parquet file (${msg})`;
+  else if (/No such file|ENOENT|Unable to open/i.test(msg)) msg = 'cannot open: no such file or not readable';
+  return new InputError(msg, where);
+}
