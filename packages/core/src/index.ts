@@ -11,7 +11,7 @@
  */
 export { pipeline, Pipeline, type IteratorState, type PipelineInfo, type PipelineMetrics, type PipelineOptions } from './pipeline/pipeline.js';
 export { Flow, source, preprocess, batch, prefetch, type BatchOptions } from './stream/operators.js';
-export type { Batch } from './batch/batch.js';
+export type { Batch } from './batch/index.js';
 export type { Chunk, Cursor, SourceOptions } from './stream/source.js';
 export { loadPlan, typeCheckPlan, SluiceError, PlanError, InputError, DataError, type ErrorWhere } from '@sluice/ops';
 export type { BackendSpec, FeatureSpec, OpSpec, PlanSpec, ShuffleSpec, Plan, TypedPlan } from '@sluice/ops';

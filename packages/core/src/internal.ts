@@ -19,7 +19,7 @@ export { DecoderPool, type FileMeta } from './reader/decoder-pool.js';
 export { openDataset, checkColumns, resolveInputs, type Dataset, type Unit } from './reader/dataset.js';
 export { columnFromVector, arrowColumnType } from './reader/arrow.js';
 export { readChunks, epochWindows, START, type Chunk, type Cursor, type SourceOptions } from './stream/source.js';
-export { assembleBatch, batchLayout, mergePacks, packRows, type Batch, type BatchLayout, type Pack, type ProcessedChunk, type Segment } from './batch/batch.js';
+export { assembleBatch, batchLayout, mergePacks, packRows, type Batch, type BatchLayout, type Pack, type ProcessedChunk, type Segment } from './batch/index.js';
 export { Flow, source, preprocess, batch, prefetch, cursorAfter, type BatchOptions } from './stream/operators.js';
 export { fit, openInput } from './pipeline/fit.js';
 export { pipeline, Pipeline, type IteratorState, type PipelineInfo, type PipelineMetrics, type PipelineOptions } from './pipeline/pipeline.js';

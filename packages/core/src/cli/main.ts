@@ -11,7 +11,7 @@ import { stateToJSON } from '@sluice/ops';
 import { loadPlan, type Plan } from '@sluice/ops';
 import type { BackendSpec } from '@sluice/ops';
 import { pipeline, type PipelineOptions } from '../pipeline/pipeline.js';
-import { assembleBatch } from '../batch/batch.js';
+import { assembleBatch } from '../batch/index.js';
 import { START } from '../stream/source.js';
 import { Progress, formatTable, peakRssMB } from './progress.js';
 import { createBatchServer } from '../serve/server.js';
@@ -331,7 +331,7 @@ async function cmdDemo(values: Values): Promise<number> {
   const progress = new Progress('demo', info.rowsPerEpoch, 'rows', !!values.quiet);
   const t0 = performance.now();
   let n = 0;
-  let first: import('../batch/batch.js').Batch | null = null;
+  let first: import('../batch/index.js').Batch | null = null;
   let ids = 0;
   let positives = 0;
   for await (const b of p) {

@@ -1,6 +1,6 @@
 import { Observable, type OperatorFunction } from 'rxjs';
 import { LookaheadCache, type IdArray, type LookaheadOptions, type StepHints } from './cache.js';
-import type { Batch } from '../batch/batch.js';
+import type { Batch } from '../batch/index.js';
 import type { Flow } from '../stream/operators.js';
 
 /** A batch with its BAGPIPE cache hints (see `LookaheadCache` for what each field means). */

@@ -1,5 +1,5 @@
 import { Field, Float32, Int64, List, Table, makeData, makeVector, type Vector } from 'apache-arrow';
-import type { Batch } from '../batch/batch.js';
+import type { Batch } from '../batch/index.js';
 
 /**
  * A batch as an Arrow table with one column per feature, in plan order of the layout: dense

@@ -8,7 +8,7 @@ import { workerExecArgv } from '../util/worker-argv.js';
 import type { Column, ColumnType } from '@sluice/ops';
 import type { RowRange } from './fast-parquet.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
-import { packBytes, packInSlot, type Pack } from '../batch/batch.js';
+import { packBytes, packInSlot, type Pack } from '../batch/index.js';
 import type { PackRequest } from '../stream/source.js';
 
 /** What the footer of a Parquet file tells us. */

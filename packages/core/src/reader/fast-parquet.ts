@@ -30,7 +30,7 @@ import { parquetHeader } from 'hyparquet/src/column.js';
 import { snappyUncompress } from 'hyparquet/src/snappy.js';
 import type { ColumnChunk, ColumnMetaData, FileMetaData, PageHeader, SchemaElement } from 'hyparquet/src/types.js';
 import type { Column, ColumnType, ListColumn, NumericColumn, PrimitiveType, ValidMask } from '@sluice/ops';
-import type { IndexedListSource } from '../batch/batch.js';
+import type { IndexedListSource } from '../batch/index.js';
 import { DictShare, type Shared } from './dict-share.js';
 
 /**

@@ -1,6 +1,6 @@
 import { tableToIPC } from 'apache-arrow';
 import { batchToArrow } from '../output/batch-arrow.js';
-import type { Batch } from '../batch/batch.js';
+import type { Batch } from '../batch/index.js';
 
 export const ARROW_STREAM = 'application/vnd.apache.arrow.stream';
 export const MSGPACK = 'application/msgpack';

@@ -1,6 +1,6 @@
 import type { Plan } from '@sluice/ops';
 import { pipeline, type IteratorState, type Pipeline, type PipelineInfo, type PipelineOptions } from '../pipeline/pipeline.js';
-import type { Batch } from '../batch/batch.js';
+import type { Batch } from '../batch/index.js';
 
 export interface BatchStoreOptions {
   /** Batches kept in memory (default 32): the prefetched ones and those recently served. */

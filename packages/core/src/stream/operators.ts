@@ -1,6 +1,6 @@
 import { Observable, catchError, concatMap, from, map, mergeMap, of, throwError, type ObservableInput, type OperatorFunction, type MonoTypeOperatorFunction } from 'rxjs';
 import { SluiceError } from '@sluice/ops';
-import { assembleBatch, type Batch, type BatchLayout, type ProcessedChunk, type Segment, type SlotLender } from '../batch/batch.js';
+import { assembleBatch, type Batch, type BatchLayout, type ProcessedChunk, type Segment, type SlotLender } from '../batch/index.js';
 import type { Chunk, Cursor } from './source.js';
 
 /**

@@ -8,8 +8,8 @@ import type { Dataset, Unit } from '../reader/dataset.js';
 import type { DecoderPool } from '../reader/decoder-pool.js';
 import type { RowLocator } from '@sluice/ops';
 import type { DerivedColumn } from '../plan/pushdown.js';
-import type { BatchLayout, Pack } from '../batch/batch.js';
-import type { PackArena } from '../batch/arena.js';
+import type { BatchLayout, Pack } from '../batch/index.js';
+import type { PackArena } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
 import { newDictShare } from '../reader/dict-share.js';
 

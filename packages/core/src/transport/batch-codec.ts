@@ -1,5 +1,5 @@
 import type { IteratorState } from '../pipeline/pipeline.js';
-import type { Batch } from '../batch/batch.js';
+import type { Batch } from '../batch/index.js';
 import { TransportError } from './types.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { IteratorState } from '../pipeline/pipeline.js';
-import type { Batch } from '../batch/batch.js';
+import type { Batch } from '../batch/index.js';
 import { decodeHello, encodeHello } from './batch-codec.js';
 import { fromTransport, sendError, toTransport, type FromTransportOptions, type ToTransportOptions, type TransportFeed } from './stages.js';
 import { PeerClosedError, PeerLostError, TransportError, cutShort, type QueuePair } from './types.js';
