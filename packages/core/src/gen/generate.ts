@@ -9,7 +9,8 @@
  */
 import * as arrow from 'apache-arrow';
 import { ParquetFileWriter, type ParquetCompression } from '../output/parquet-write.js';
-import { getPreset, listSalt2, type ColumnSpec, type DenseColumnSpec, type HexColumnSpec, type IdListColumnSpec, type LabelColumnSpec, type Preset } from './presets.js';
+import { getPreset, type Preset } from './presets.js';
+import { listSalt2, type ColumnSpec, type DenseColumnSpec, type HexColumnSpec, type IdListColumnSpec, type LabelColumnSpec } from './spec.js';
 import { LogNormalTable, mix32, Rng, SkewedIdSampler } from '../util/rng.js';
 
 const INT32_MAX = 2147483647;
