@@ -1,7 +1,16 @@
+/**
+ * `@sluice/client/arrow`: the client's reader for the Arrow IPC bodies `sluice serve` sends. A
+ * subpath of its own, so that `@sluice/client` loads apache-arrow only when a batch is read as Arrow.
+ *
+ * @example
+ * import { tableFromArrowStream } from '@sluice/client/arrow';
+ * const table = tableFromArrowStream(new Uint8Array(await (await fetch(url)).arrayBuffer()));
+ */
 import { Data, Message, MessageHeader, RecordBatch, Schema, Struct, Table, Type, makeData, tableFromIPC, type DataType, type Field } from 'apache-arrow';
 
 /**
- * Arrow IPC stream → apache-arrow Table, for the bodies `sluice serve` sends: one schema message,
+ * Decodes an Arrow IPC stream into an apache-arrow Table, as `tableFromIPC` does, faster for the
+ * bodies `sluice serve` sends: one schema message,
  * then uncompressed record batches of fixed-width numbers, lists and structs (no dictionaries),
  * every buffer aligned to its element size. Columns are views into `body` (no copy), and the
  * schema is decoded once and reused while the server sends the same schema bytes.
@@ -12,6 +21,10 @@ import { Data, Message, MessageHeader, RecordBatch, Schema, Struct, Table, Type,
  * time an HTTP client takes for it) before its many small functions are optimised; this path has
  * a few short loops. Anything else (dictionaries, compression, other types, a misaligned buffer,
  * a malformed stream) goes to `tableFromIPC` itself, so every valid stream decodes.
+ *
+ * @example
+ * const body = new Uint8Array(await (await fetch(`${url}/v1/batches/0`)).arrayBuffer());
+ * console.log(tableFromArrowStream(body).numRows);
  */
 export function tableFromArrowStream(body: Uint8Array): Table {
   let t: Table | null;

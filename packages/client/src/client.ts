@@ -2,7 +2,6 @@ import type { Table } from 'apache-arrow';
 import { unpack } from 'msgpackr';
 import type { Agent, Dispatcher } from 'undici';
 import { SluiceError } from '@sluice/ops/errors';
-import { tableFromArrowStream } from './arrow-ipc.js';
 import { defineRelease } from '@sluice/ops/release';
 import { BodyPool, DirectPool, MAX_BODY_BYTES, Unsupported, tooLarge } from './direct.js';
 
@@ -200,6 +199,10 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
   // largest module core would otherwise load (~5 MB of JS heap), into every training script.
   let agentP: Promise<Agent> | null = null;
   const agent = (): Promise<Agent> => (agentP ??= import('undici').then(({ Agent: A }) => new A({ connections: 8, keepAliveTimeout: 30_000 })));
+  // The Arrow reader (and apache-arrow with it) is loaded on the first `arrow()` call, so a trainer
+  // that reads msgpack batches never loads Arrow.
+  let arrowIpcP: Promise<typeof import('./arrow-ipc.js')> | null = null;
+  const arrowIpc = (): Promise<typeof import('./arrow-ipc.js')> => (arrowIpcP ??= import('./arrow-ipc.js'));
   const retries = options.retries ?? 5;
   const headers: Record<string, string> = options.token === undefined ? {} : { authorization: `Bearer ${options.token}` };
   const bodies = new BodyPool();
@@ -271,8 +274,12 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
     },
     async arrow(seq, signal) {
       // Arrow IPC aligns its buffers to 8 bytes and the body is a buffer of its own: columns are views.
+      const ipc = arrowIpc(); // loads while the request is in flight
+      ipc.catch(() => undefined); // a failed load is reported where it is awaited, not as an unhandled rejection
       const body = await batchBody(seq, 'application/vnd.apache.arrow.stream', signal);
-      return body === null ? null : defineRelease(tableFromArrowStream(body) as ClientTable, () => bodies.give(body.buffer));
+      if (body === null) return null;
+      const { tableFromArrowStream } = await ipc;
+      return defineRelease(tableFromArrowStream(body) as ClientTable, () => bodies.give(body.buffer));
     },
     batches(o = {}) {
       const step = o.step ?? 1;
