@@ -5,7 +5,14 @@ import { SluiceError } from '@sluice/ops/errors';
 import { defineRelease } from '@sluice/ops/release';
 import { BodyPool, DirectPool, MAX_BODY_BYTES, Unsupported, tooLarge } from './direct.js';
 
-/** A batch as the HTTP client decodes it (the msgpack layout, with offsets worked out). */
+/**
+ * A batch as the HTTP client decodes it (the msgpack layout, with offsets worked out).
+ *
+ * @example
+ * const b = (await client.batch(0))!;
+ * const row0Dense = b.dense.data.subarray(0, b.dense.dim);
+ * const key0Ids = b.sparse.values.subarray(b.sparse.offsets[0], b.sparse.offsets[1]);
+ */
 export interface ClientBatch {
   readonly seq: number;
   readonly epoch: number;
@@ -21,13 +28,26 @@ export interface ClientBatch {
   readonly release?: () => void;
 }
 
-/** An Arrow table from `BatchClient.arrow`: its columns view the response body. */
+/**
+ * An Arrow table from `BatchClient.arrow`: its columns view the response body.
+ *
+ * @example
+ * const t = (await client.arrow(0))!;
+ * console.log(t.numRows, t.getChild('I1')!.toArray());
+ * t.release?.();
+ */
 export type ClientTable = Table & {
   /** As `ClientBatch.release`: the client may read a later body into this table's memory; nothing may read the table after. */
   readonly release?: () => void;
 };
 
-/** What `GET /v1/info` says about the served plan. */
+/**
+ * What `GET /v1/info` says about the served plan.
+ *
+ * @example
+ * const info: ServerInfo = await client.info();
+ * console.log(info.batches, info.dense.dim, info.sparse.keys);
+ */
 export interface ServerInfo {
   batchSize: number;
   batches: number;
@@ -40,7 +60,12 @@ export interface ServerInfo {
   sparse: { keys: string[] };
 }
 
-/** An HTTP error from the batch server (4xx are not retried). */
+/**
+ * An HTTP error from the batch server (4xx are not retried).
+ *
+ * @example
+ * try { await client.batch(0); } catch (e) { if (e instanceof HttpError && e.status === 401) console.error('wrong token'); }
+ */
 export class HttpError extends SluiceError {
   override name = 'HttpError';
   constructor(readonly status: number, message: string) {
@@ -48,6 +73,12 @@ export class HttpError extends SluiceError {
   }
 }
 
+/**
+ * Options of {@link createClient}: the server's token and how transient failures are retried.
+ *
+ * @example
+ * const client = createClient(url, { token: process.env.SLUICE_TOKEN, retries: 3, retryDelayMs: 200 });
+ */
 export interface ClientOptions {
   token?: string;
   /** Attempts after a transient failure (connection error, 5xx) before giving up (default 5). */
@@ -56,6 +87,12 @@ export interface ClientOptions {
   retryDelayMs?: number;
 }
 
+/**
+ * Options of `BatchClient.batches`: where to start, this rank's stride, and how far to read ahead.
+ *
+ * @example
+ * for await (const b of client.batches({ start: savedCursor, step: worldSize, prefetch: 4 })) train(b);
+ */
 export interface BatchesOptions {
   /** First seq (a saved cursor; default 0). */
   start?: number;
@@ -66,6 +103,14 @@ export interface BatchesOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * A connection to one `sluice serve`: its plan's info, single batches (msgpack or Arrow) and
+ * resumable iteration.
+ *
+ * @example
+ * const client: BatchClient = createClient('http://127.0.0.1:8080');
+ * try { for await (const b of client.batches()) { train(b); b.release?.(); } } finally { await client.close(); }
+ */
 export interface BatchClient {
   info(): Promise<ServerInfo>;
   /** Batch `seq`, or null past the end of the sequence. */
@@ -92,7 +137,13 @@ function typed<T>(C: { new(b: ArrayBufferLike, o: number, n: number): T; BYTES_P
   return new C(own.buffer, 0, n);
 }
 
-/** Decodes a msgpack batch body. */
+/**
+ * Decodes a msgpack batch body (`Accept: application/msgpack`) into typed arrays that view it.
+ *
+ * @example
+ * const res = await fetch(`${url}/v1/batches/0`, { headers: { accept: 'application/msgpack' } });
+ * const batch = decodeMsgpackBatch(new Uint8Array(await res.arrayBuffer()));
+ */
 export function decodeMsgpackBatch(body: Uint8Array): ClientBatch {
   const w = unpack(body) as Wire;
   const lengths = typed(Int32Array, w.sparse.lengths.data);
