@@ -265,6 +265,7 @@ function* batchesOf(p: Preset, rows: number, seed: number, slab: number): Genera
   }
 }
 
+/** What {@link generateDataset} writes: which preset, how many rows, where, and how. */
 export interface GenerateOptions {
   /** Preset name (see `presetNames()`) or a Preset object. */
   preset: string | Preset;
@@ -285,6 +286,7 @@ export interface GenerateOptions {
   onProgress?: (rowsDone: number, totalRows: number) => void;
 }
 
+/** What {@link generateDataset} wrote. */
 export interface GenerateResult {
   rows: number;
   /** File size in bytes. */
@@ -294,7 +296,12 @@ export interface GenerateResult {
   rowGroups: number;
 }
 
-/** Generates `rows` rows of a preset's synthetic data into one ZSTD Parquet file, streaming slab by slab. */
+/**
+ * Generates `rows` rows of a preset's synthetic data into one ZSTD Parquet file, streaming slab by slab.
+ *
+ * @example
+ * const { path, bytes } = await generateDataset({ preset: 'rm1', rows: 100_000, out: 'data/rm1.parquet', seed: 7 });
+ */
 export async function generateDataset(opts: GenerateOptions): Promise<GenerateResult> {
   const t0 = performance.now();
   const p = typeof opts.preset === 'string' ? getPreset(opts.preset) : opts.preset;

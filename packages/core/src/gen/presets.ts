@@ -10,6 +10,7 @@ import { hash32, normalQuantile, Rng } from '../util/rng.js';
 import { randomRapPlan } from './rap-plans.js';
 import { basePlan, denseOf, op, sparseOf, type ColumnSpec, type DenseColumnSpec, type HexColumnSpec, type IdListColumnSpec, type LabelColumnSpec } from './spec.js';
 
+/** A workload: the columns of its synthetic data and the plans that preprocess them. */
 export interface Preset {
   readonly name: string;
   readonly description: string;
@@ -318,7 +319,7 @@ function buildPresets(): Readonly<Record<string, Preset>> {
   return Object.freeze(Object.fromEntries(list.map((p) => [p.name, p])));
 }
 
-/** All presets by name. */
+/** All presets by name, in registry order. */
 export const PRESETS: Readonly<Record<string, Preset>> = buildPresets();
 
 /** The preset names, in registry order. */
@@ -326,7 +327,13 @@ export function presetNames(): string[] {
   return Object.keys(PRESETS);
 }
 
-/** The preset called `name`; throws an Error listing the valid names when there is none. */
+/**
+ * The preset called `name`; throws an Error listing the valid names when there is none.
+ *
+ * @example
+ * const rm1 = getPreset('rm1');
+ * for await (const b of pipeline(rm1.defaultPlan(), { input: 'rm1.parquet' })) console.log(b.rows);
+ */
 export function getPreset(name: string): Preset {
   const p = Object.prototype.hasOwnProperty.call(PRESETS, name) ? PRESETS[name] : undefined;
   if (!p) throw new Error(`unknown preset "${name}"; valid presets: ${presetNames().join(', ')}`);

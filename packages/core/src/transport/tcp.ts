@@ -74,7 +74,12 @@ class TcpWire implements Wire {
   }
 }
 
-/** A queue pair over an already connected socket. */
+/**
+ * A queue pair over an already connected socket.
+ *
+ * @example
+ * net.createServer((socket) => serveOn(tcpQueuePair(socket))).listen(7000);
+ */
 export function tcpQueuePair(socket: Socket): Endpoint {
   return new Endpoint(new TcpWire(socket));
 }
@@ -137,6 +142,9 @@ export interface ConnectOptions {
  * Connects to a `listenTcp` peer, retrying while it is not up yet (refused, reset, unreachable),
  * with exponential back-off. A connection that later drops flushes the queue pair like any lost
  * peer; connect again and resume from the last batch received.
+ *
+ * @example
+ * const qp = await connectTcp({ host: 'loader', port: 7000 });
  */
 export async function connectTcp(options: ConnectOptions): Promise<Endpoint> {
   const host = options.host ?? '127.0.0.1';
