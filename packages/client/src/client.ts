@@ -1,3 +1,8 @@
+/**
+ * The HTTP client of `sluice serve`: `createClient` (retries, resumable iteration, reuse of released
+ * batches' memory) and the msgpack batch decoder. Arrow bodies are decoded by arrow-ipc.ts, which
+ * is loaded on the first `arrow()` call.
+ */
 import type { Table } from 'apache-arrow';
 import { unpack } from 'msgpackr';
 import type { Agent, Dispatcher } from 'undici';
@@ -151,7 +156,7 @@ export function decodeMsgpackBatch(body: Uint8Array): ClientBatch {
   const B = w.rows;
   const offsets = new Int32Array(K + 1);
   for (let k = 0; k < K; k++) {
-    // Four running sums: half the time of one on 26 x 8192 lengths (the loop is the decode's main cost).
+    // Four independent running sums, so the adds do not wait on each other (this loop is most of the decode's time).
     const l = lengths.subarray(k * B, (k + 1) * B);
     let s0 = 0, s1 = 0, s2 = 0, s3 = 0, r = 0;
     for (; r + 3 < B; r += 4) { s0 += l[r]!; s1 += l[r + 1]!; s2 += l[r + 2]!; s3 += l[r + 3]!; }
@@ -247,7 +252,7 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
   }
   const base: URL = parsed;
   // undici is loaded on the first request that needs it (most batch reads do not): it is the
-  // largest module core would otherwise load (~5 MB of JS heap), into every training script.
+  // largest module the client would otherwise load into every training script.
   let agentP: Promise<Agent> | null = null;
   const agent = (): Promise<Agent> => (agentP ??= import('undici').then(({ Agent: A }) => new A({ connections: 8, keepAliveTimeout: 30_000 })));
   // The Arrow reader (and apache-arrow with it) is loaded on the first `arrow()` call, so a trainer

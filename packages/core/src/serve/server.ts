@@ -1,3 +1,7 @@
+/**
+ * `sluice serve`: the HTTP server over a `BatchStore` (batches by seq, as Arrow or msgpack), with
+ * bearer-token auth, `/v1/info`, `/healthz` and Prometheus metrics.
+ */
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -44,7 +48,7 @@ export async function createBatchServer(planSpec: PlanSpec | Plan | string, pipe
   const maxUrl = options.maxUrlBytes ?? 256;
   const token = options.token === undefined ? null : Buffer.from(`Bearer ${options.token}`);
 
-  // prom-client is loaded only by a process that serves (it is ~2 MB of JS heap in every other one).
+  // prom-client is loaded only by a process that serves, so no other process pays for its heap.
   const { Counter, Gauge, Histogram, Registry } = await import('prom-client');
   const registry = new Registry();
   const served = new Counter({ name: 'sluice_batches_served_total', help: 'Batch responses sent', labelNames: ['format'], registers: [registry] });

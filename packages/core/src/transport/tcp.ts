@@ -8,11 +8,10 @@ const READ_BUFFER_BYTES = 1 << 20;
 
 /**
  * A socket's reads into one reused buffer (net's `onread`), for the end that connects: by default
- * each read is a fresh 64 KiB Buffer, and at 4 MB batches their allocation and collection held a
- * receiving thread to ~1.3-1.5 GB/s on loopback, against 4.4-4.8 GB/s this way (measured
- * 2026-11-23, RM1 batches, one receiver thread over six runs). The frame parser copies what it
- * needs before the next read. A socket accepted by a server has no `onread`, so the listening
- * end reads Node's chunks as before.
+ * each read is a fresh 64 KiB Buffer, and at 4 MB batches their allocation and collection slow a
+ * long-running receiving thread down (bench/README.md, transport.ts, "Settling"). The frame
+ * parser copies what it needs before the next read. A socket accepted by a server has no
+ * `onread`, so the listening end reads Node's chunks as before.
  */
 class Reads {
   readonly buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
