@@ -5,9 +5,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PlanError, SluiceError } from '@sluice/ops';
-import { loadPlan, type Plan } from '@sluice/ops';
-import type { PlanSpec } from '@sluice/ops';
+import { PlanError, SluiceError, loadPlan, type Plan, type PlanSpec } from '@sluice/ops';
 import { pipeline, type PipelineOptions } from '../pipeline/pipeline.js';
 import { ARROW_STREAM, MSGPACK, batchToArrowStream, batchToMsgpack, negotiate, type BodyFormat } from './encode.js';
 import { BatchStore, type BatchStoreOptions } from './store.js';

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { ColumnType, PrimitiveType } from '../column.js';
-import { isIntegerType, isNumericType, typeName } from '../column.js';
+import { isIntegerType, isNumericType, typeName, type ColumnType, type PrimitiveType } from '../column.js';
 import { PlanError } from '../errors.js';
 import { OPS } from '../ops/index.js';
 import { OpPlanError, type OpDef } from '../ops/types.js';
