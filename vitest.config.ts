@@ -10,6 +10,7 @@ const ENTRIES: Record<string, string> = {
   '@sluice/ops/errors': 'ops/src/errors.ts',
   '@sluice/ops/release': 'ops/src/util/release.ts',
   '@sluice/client': 'client/src/index.ts',
+  '@sluice/client/arrow': 'client/src/arrow-ipc.ts',
   '@sluice/core': 'core/src/index.ts',
   '@sluice/core/internal': 'core/src/internal.ts',
   '@sluice/core/gen': 'core/src/gen/index.ts',

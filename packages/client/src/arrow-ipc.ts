@@ -1,17 +1,30 @@
+/**
+ * `@sluice/client/arrow`: the client's reader for the Arrow IPC bodies `sluice serve` sends. A
+ * subpath of its own, so that `@sluice/client` loads apache-arrow only when a batch is read as Arrow.
+ *
+ * @example
+ * import { tableFromArrowStream } from '@sluice/client/arrow';
+ * const table = tableFromArrowStream(new Uint8Array(await (await fetch(url)).arrayBuffer()));
+ */
 import { Data, Message, MessageHeader, RecordBatch, Schema, Struct, Table, Type, makeData, tableFromIPC, type DataType, type Field } from 'apache-arrow';
 
 /**
- * Arrow IPC stream → apache-arrow Table, for the bodies `sluice serve` sends: one schema message,
- * then uncompressed record batches of fixed-width numbers, lists and structs (no dictionaries),
- * every buffer aligned to its element size. Columns are views into `body` (no copy), and the
- * schema is decoded once and reused while the server sends the same schema bytes.
+ * Decodes an Arrow IPC stream into an apache-arrow Table, as `tableFromIPC` does, faster for the
+ * bodies `sluice serve` sends: one schema message, then uncompressed record batches of
+ * fixed-width numbers, lists and structs (no dictionaries), every buffer aligned to its element
+ * size. Columns are views into `body` (no copy), and the schema is decoded once and reused while
+ * the server sends the same schema bytes.
  *
  * The result is the Table `tableFromIPC(body)` returns, built the same way (the same Data, the
- * same RecordBatch and Table constructors): only the IPC reading around it is narrower. apache-arrow's
- * generic reader spends several milliseconds per 4 MB batch in a fresh worker (a third of the
- * time an HTTP client takes for it) before its many small functions are optimised; this path has
- * a few short loops. Anything else (dictionaries, compression, other types, a misaligned buffer,
- * a malformed stream) goes to `tableFromIPC` itself, so every valid stream decodes.
+ * same RecordBatch and Table constructors): only the IPC reading around it is narrower.
+ * apache-arrow's generic reader is slow in a fresh thread until its many small functions are
+ * optimised (bench/README.md, transport.ts, "Warm-up"); this path has a few short loops. Anything
+ * else (dictionaries, compression, other types, a misaligned buffer, a malformed stream) goes to
+ * `tableFromIPC` itself, so every valid stream decodes.
+ *
+ * @example
+ * const body = new Uint8Array(await (await fetch(`${url}/v1/batches/0`)).arrayBuffer());
+ * console.log(tableFromArrowStream(body).numRows);
  */
 export function tableFromArrowStream(body: Uint8Array): Table {
   let t: Table | null;

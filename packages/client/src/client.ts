@@ -1,12 +1,23 @@
+/**
+ * The HTTP client of `sluice serve`: `createClient` (retries, resumable iteration, reuse of released
+ * batches' memory) and the msgpack batch decoder. Arrow bodies are decoded by arrow-ipc.ts, which
+ * is loaded on the first `arrow()` call.
+ */
 import type { Table } from 'apache-arrow';
 import { unpack } from 'msgpackr';
 import type { Agent, Dispatcher } from 'undici';
 import { SluiceError } from '@sluice/ops/errors';
-import { tableFromArrowStream } from './arrow-ipc.js';
 import { defineRelease } from '@sluice/ops/release';
 import { BodyPool, DirectPool, MAX_BODY_BYTES, Unsupported, tooLarge } from './direct.js';
 
-/** A batch as the HTTP client decodes it (the msgpack layout, with offsets worked out). */
+/**
+ * A batch as the HTTP client decodes it (the msgpack layout, with offsets worked out).
+ *
+ * @example
+ * const b = (await client.batch(0))!;
+ * const row0Dense = b.dense.data.subarray(0, b.dense.dim);
+ * const key0Ids = b.sparse.values.subarray(b.sparse.offsets[0], b.sparse.offsets[1]);
+ */
 export interface ClientBatch {
   readonly seq: number;
   readonly epoch: number;
@@ -22,13 +33,26 @@ export interface ClientBatch {
   readonly release?: () => void;
 }
 
-/** An Arrow table from `BatchClient.arrow`: its columns view the response body. */
+/**
+ * An Arrow table from `BatchClient.arrow`: its columns view the response body.
+ *
+ * @example
+ * const t = (await client.arrow(0))!;
+ * console.log(t.numRows, t.getChild('I1')!.toArray());
+ * t.release?.();
+ */
 export type ClientTable = Table & {
   /** As `ClientBatch.release`: the client may read a later body into this table's memory; nothing may read the table after. */
   readonly release?: () => void;
 };
 
-/** What `GET /v1/info` says about the served plan. */
+/**
+ * What `GET /v1/info` says about the served plan.
+ *
+ * @example
+ * const info: ServerInfo = await client.info();
+ * console.log(info.batches, info.dense.dim, info.sparse.keys);
+ */
 export interface ServerInfo {
   batchSize: number;
   batches: number;
@@ -41,7 +65,12 @@ export interface ServerInfo {
   sparse: { keys: string[] };
 }
 
-/** An HTTP error from the batch server (4xx are not retried). */
+/**
+ * An HTTP error from the batch server (4xx are not retried).
+ *
+ * @example
+ * try { await client.batch(0); } catch (e) { if (e instanceof HttpError && e.status === 401) console.error('wrong token'); }
+ */
 export class HttpError extends SluiceError {
   override name = 'HttpError';
   constructor(readonly status: number, message: string) {
@@ -49,6 +78,12 @@ export class HttpError extends SluiceError {
   }
 }
 
+/**
+ * Options of {@link createClient}: the server's token and how transient failures are retried.
+ *
+ * @example
+ * const client = createClient(url, { token: process.env.SLUICE_TOKEN, retries: 3, retryDelayMs: 200 });
+ */
 export interface ClientOptions {
   token?: string;
   /** Attempts after a transient failure (connection error, 5xx) before giving up (default 5). */
@@ -57,6 +92,12 @@ export interface ClientOptions {
   retryDelayMs?: number;
 }
 
+/**
+ * Options of `BatchClient.batches`: where to start, this rank's stride, and how far to read ahead.
+ *
+ * @example
+ * for await (const b of client.batches({ start: savedCursor, step: worldSize, prefetch: 4 })) train(b);
+ */
 export interface BatchesOptions {
   /** First seq (a saved cursor; default 0). */
   start?: number;
@@ -67,6 +108,14 @@ export interface BatchesOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * A connection to one `sluice serve`: its plan's info, single batches (msgpack or Arrow) and
+ * resumable iteration.
+ *
+ * @example
+ * const client: BatchClient = createClient('http://127.0.0.1:8080');
+ * try { for await (const b of client.batches()) { train(b); b.release?.(); } } finally { await client.close(); }
+ */
 export interface BatchClient {
   info(): Promise<ServerInfo>;
   /** Batch `seq`, or null past the end of the sequence. */
@@ -93,7 +142,13 @@ function typed<T>(C: { new(b: ArrayBufferLike, o: number, n: number): T; BYTES_P
   return new C(own.buffer, 0, n);
 }
 
-/** Decodes a msgpack batch body. */
+/**
+ * Decodes a msgpack batch body (`Accept: application/msgpack`) into typed arrays that view it.
+ *
+ * @example
+ * const res = await fetch(`${url}/v1/batches/0`, { headers: { accept: 'application/msgpack' } });
+ * const batch = decodeMsgpackBatch(new Uint8Array(await res.arrayBuffer()));
+ */
 export function decodeMsgpackBatch(body: Uint8Array): ClientBatch {
   const w = unpack(body) as Wire;
   const lengths = typed(Int32Array, w.sparse.lengths.data);
@@ -101,7 +156,7 @@ export function decodeMsgpackBatch(body: Uint8Array): ClientBatch {
   const B = w.rows;
   const offsets = new Int32Array(K + 1);
   for (let k = 0; k < K; k++) {
-    // Four running sums: half the time of one on 26 x 8192 lengths (the loop is the decode's main cost).
+    // Four independent running sums, so the adds do not wait on each other (this loop is most of the decode's time).
     const l = lengths.subarray(k * B, (k + 1) * B);
     let s0 = 0, s1 = 0, s2 = 0, s3 = 0, r = 0;
     for (; r + 3 < B; r += 4) { s0 += l[r]!; s1 += l[r + 1]!; s2 += l[r + 2]!; s3 += l[r + 3]!; }
@@ -197,9 +252,13 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
   }
   const base: URL = parsed;
   // undici is loaded on the first request that needs it (most batch reads do not): it is the
-  // largest module core would otherwise load (~5 MB of JS heap), into every training script.
+  // largest module the client would otherwise load into every training script.
   let agentP: Promise<Agent> | null = null;
   const agent = (): Promise<Agent> => (agentP ??= import('undici').then(({ Agent: A }) => new A({ connections: 8, keepAliveTimeout: 30_000 })));
+  // The Arrow reader (and apache-arrow with it) is loaded on the first `arrow()` call, so a trainer
+  // that reads msgpack batches never loads Arrow.
+  let arrowIpcP: Promise<typeof import('./arrow-ipc.js')> | null = null;
+  const arrowIpc = (): Promise<typeof import('./arrow-ipc.js')> => (arrowIpcP ??= import('./arrow-ipc.js'));
   const retries = options.retries ?? 5;
   const headers: Record<string, string> = options.token === undefined ? {} : { authorization: `Bearer ${options.token}` };
   const bodies = new BodyPool();
@@ -271,8 +330,12 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
     },
     async arrow(seq, signal) {
       // Arrow IPC aligns its buffers to 8 bytes and the body is a buffer of its own: columns are views.
+      const ipc = arrowIpc(); // loads while the request is in flight
+      ipc.catch(() => undefined); // a failed load is reported where it is awaited, not as an unhandled rejection
       const body = await batchBody(seq, 'application/vnd.apache.arrow.stream', signal);
-      return body === null ? null : defineRelease(tableFromArrowStream(body) as ClientTable, () => bodies.give(body.buffer));
+      if (body === null) return null;
+      const { tableFromArrowStream } = await ipc;
+      return defineRelease(tableFromArrowStream(body) as ClientTable, () => bodies.give(body.buffer));
     },
     batches(o = {}) {
       const step = o.step ?? 1;

@@ -1,3 +1,9 @@
+/**
+ * The client's own read path for batch bodies over plain HTTP: keep-alive sockets that read each
+ * response body straight into one buffer (`DirectPool`), and the buffers released batches give
+ * back for reuse (`BodyPool`). Responses it does not take (chunked, no content-length) go
+ * through undici instead.
+ */
 import { connect, type Socket } from 'node:net';
 
 /** A response as the client uses it: the status and the whole body in one buffer of its own. */
@@ -20,9 +26,8 @@ const socketError = (message: string): Error => Object.assign(new Error(message)
 /**
  * Memory for response bodies, with the buffers of released batches to reuse (`ClientBatch.release`).
  * A body is a fresh 4 MB buffer per RM1 batch otherwise, and in a thread that fetches for long
- * those stop dying young: only full GCs free them, one every ~9 batches, and a client thread's
- * msgpack rate fell from ~3.5 to ~1.8 GB/s after its first ~300 batches (bench/README.md,
- * "Settling"). Keeps at most `max` free buffers.
+ * those stop dying young: only full GCs free them, and a long-running client thread slows down
+ * (bench/README.md, transport.ts, "Settling"). Keeps at most `max` free buffers.
  */
 export class BodyPool {
   private readonly free: ArrayBuffer[] = [];

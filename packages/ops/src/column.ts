@@ -3,7 +3,7 @@
  *
  * Why bytes and not Arrow's bit-packed bitmaps: kernels test one slot at a time and chunks are
  * sliced at arbitrary row offsets; a byte mask makes both free. Conversion from and to Arrow
- * happens once at the edges (io/arrow.ts).
+ * happens once at the edges (core's reader/arrow.ts and output/batch-arrow.ts).
  */
 
 /** 1 = valid, 0 = null; `null` means every slot is valid. */
@@ -89,7 +89,7 @@ export function nullCount(valid: ValidMask): number {
 /**
  * Little-endian 32-bit words of an int64 array: word 2i is the low half of value i, 2i+1 the high.
  * Kernels read and write int64 through this view: indexing a BigInt64Array allocates a BigInt per
- * value, which is ~20x slower than two u32 loads.
+ * value, where two u32 loads allocate nothing.
  */
 export function int64Words(values: BigInt64Array): Uint32Array {
   return new Uint32Array(values.buffer, values.byteOffset, values.length * 2);

@@ -2,8 +2,7 @@
  * Test helpers for the op kernels: a seeded PRNG, column builders and readers, random inputs with
  * extremes, and slow obvious reference implementations (BigInt for all int64 maths).
  */
-import type { Column, ColumnType, ListColumn, PrimitiveColumn, PrimitiveType } from '../src/column.js';
-import { columnType, int64Column, listColumn, utf8FromStrings } from '../src/column.js';
+import { columnType, int64Column, listColumn, utf8FromStrings, type Column, type ColumnType, type ListColumn, type PrimitiveColumn, type PrimitiveType } from '../src/column.js';
 import { OPS } from '../src/ops/index.js';
 import { Rng as SeededRng } from '../../core/src/util/rng.js';
 import type { OpContext, OpDef } from '../src/ops/types.js';

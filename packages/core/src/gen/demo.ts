@@ -1,3 +1,7 @@
+/**
+ * The data `sluice demo` and the examples run on: an RM1 data set generated once into the cache
+ * folder and reused.
+ */
 import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { SluiceError } from '@sluice/ops';

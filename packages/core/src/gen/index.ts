@@ -1,8 +1,10 @@
 /**
- * `@sluice/core/gen`: the seeded, Criteo-shaped data generator and its workload presets (RM1-RM5).
+ * `@sluice/core/gen`: the seeded, Criteo-shaped data generator and its workload presets (PreSto RM1-RM5, PIPER, RAP).
  *
  * @example
- * import { generateDataset } from '@sluice/core/gen';
+ * import { generateDataset, getPreset } from '@sluice/core/gen';
+ * await generateDataset({ preset: 'rm1', rows: 100_000, out: 'rm1.parquet' });
+ * const plan = getPreset('rm1').defaultPlan();
  */
 export { PRESETS, getPreset, presetNames, type Preset } from './presets.js';
 export { generateDataset, generateBatches, type GenerateOptions, type GenerateResult } from './generate.js';

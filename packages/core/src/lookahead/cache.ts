@@ -1,7 +1,7 @@
 /**
  * BAGPIPE lookahead cache hints (Agarwal et al., "BAGPIPE: Accelerating Deep Recommendation Model
  * Training", SOSP'23; /work/shared/papers/bagpipe-sosp23.txt), §3.2 and Algorithm 1, over plain
- * arrays of embedding ids per batch and per table. No RxJS here: `stream/lookahead.ts` wraps this
+ * arrays of embedding ids per batch and per table. No RxJS here: `operator.ts` wraps this
  * class as a pipeline operator and `sluice lookahead` drives it directly.
  *
  * Definitions (batch numbers are 0-based steps in push order; L is the window):
@@ -139,13 +139,13 @@ const HI_MUL = Math.imul(-1, 0x85ebca6b);
  * first-insertion order, so they are dense: the ring buffer holds each batch's distinct ids as
  * entry numbers, and popping a batch reads ~8 bytes per id from a compact array (RM1's largest
  * table: ~100K entries, under 1 MB) instead of one cache line per id scattered over a sparse hash
- * table several times larger — popping was half the time with slot lists. The hash index `idx`
- * (open addressing, linear probing, load between 1/2 after a rehash and 5/8) maps an id to its
- * entry: slot s = e + 1, 0 = empty, 4 bytes, so RM1's largest index is 1 MB where 8-byte slots
- * at load ≤ 1/4 took 4 MB; the key compare reads the entry, which a hit needs anyway. On the
- * 2-core development VM random loads past ~3 MB of tables cost ~100 ns, and the ingest loop's
- * time is mostly these two loads (index slot, then entry); 8-byte [low half, meta] slots (one
- * load, no entries) measured ~10% slower overall, their pops reading scattered slots.
+ * table several times larger. The hash index `idx` (open addressing, linear probing, load between
+ * 1/2 after a rehash and 5/8) maps an id to its entry: slot s = e + 1, 0 = empty, 4 bytes, so
+ * RM1's largest index is 1 MB where 8-byte slots at load ≤ 1/4 took 4 MB; the key compare reads
+ * the entry, which a hit needs anyway. The ingest loop's time is mostly these two random loads
+ * (index slot, then entry), so the tables are kept small enough to stay in cache; 8-byte
+ * [low half, meta] slots (one load, no entries) were slower overall, their pops reading scattered
+ * slots (docs/lookahead.md, "How it is fast").
  *
  * While every id's high half is 0 or −1 (int32 ids, hex2int of Criteo's 8-digit hex) HI_NEG holds
  * it. The first other id switches the table to `his`, a parallel array of high halves per entry
@@ -219,7 +219,8 @@ class TableState {
     // steady state (as many ids leave the window as come in) the sizes stay the same, and then
     // the index, the entries and the map are reused rather than allocated: entry k moves only
     // down (k <= e), so compacting in place is safe, and RM1's big tables rehash every few
-    // batches (fresh arrays were ~1.5 GB of allocations per 10M rows, and the GCs they started).
+    // batches (fresh arrays each time were most of the hint thread's allocations, and its GCs;
+    // docs/lookahead.md, "Performance").
     let remap: Int32Array | null = null;
     if (this.tombstones > 0) {
       if (this.remapScratch.length < count) this.remapScratch = new Int32Array(Math.max(count, 2 * this.remapScratch.length));
@@ -424,9 +425,8 @@ class TableState {
    * returns its hints in one buffer from `pool` (transferable): ids as int64 when `wide` (the
    * batch's input was a BigInt64Array), else as int32; `cachedBefore` = inCache before the step.
    * One pass over the entries sorts the ids into the `scratch` lists and updates the entries;
-   * the lists are then copied into place. (The former counting pass, which let the lists be
-   * written in place, read every entry twice; those reads are scattered and the copies are not,
-   * and popping was ~25% of the time of RM1's largest tables.)
+   * the lists are then copied into place. (A counting pass, which would let the lists be written
+   * in place, reads every entry twice; those reads are scattered and the copies are not.)
    */
   pop(list: Int32Array, u: number, step: number, wide: boolean, scratch: PopScratch, pool: HintPool): TableHints {
     const ent = this.ent;
@@ -572,9 +572,9 @@ const HINT_POOL_BYTES = 64 << 20;
  * Memory for the hints' arrays (one ArrayBuffer per table and step), reused once the consumer
  * releases steps (`StepHints.release`).
  *
- * Why: RM1 at 10M rows pops ~1 GB of hint arrays (26 tables x 610 steps). Each ~64 MB of new
- * ArrayBuffers starts a major GC, and V8's helper threads then spent ~12% of the hint thread's
- * CPU time marking and sweeping (10M RM1 rows, groups of 32; see docs/lookahead.md). Until the
+ * Why: RM1 at 10M rows pops ~1 GB of hint arrays (26 tables x 610 steps), and every 64 MB or so
+ * of new ArrayBuffers starts a major GC, whose marking and sweeping on V8's helper threads takes
+ * CPU time from the hint thread (docs/lookahead.md, "Performance"). Until the
  * first release every buffer is exact-size and fresh, as before, so a consumer that keeps its
  * hints pays nothing; from then on sizes are rounded up to a power of two so that a released
  * buffer fits later steps of about the same size.
@@ -692,7 +692,8 @@ export class LookaheadCache {
    * Adds several batches at once; returns the hints of every batch that has now seen its whole
    * window, in order. Same hints as pushing them one by one, but computed table by table: tables
    * are independent, and going through one table's hash table for several batches in a row keeps
-   * its hot ids in the CPU caches, which 26 tables taking turns per batch do not (about 2× on RM1).
+   * its hot ids in the CPU caches, which 26 tables taking turns per batch do not
+   * (docs/lookahead.md, "Performance").
    */
   pushAll(batches: readonly (readonly IdArray[])[]): StepHints[] {
     if (this.ended) throw new Error('push after end()');

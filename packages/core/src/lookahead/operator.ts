@@ -1,3 +1,7 @@
+/**
+ * The lookahead cache as an RxJS stage: `lookahead` hints a pipeline's batches by their sparse
+ * keys, `lookaheadBy` any stream of items by the ids a function picks out.
+ */
 import { Observable, type OperatorFunction } from 'rxjs';
 import { LookaheadCache, type IdArray, type LookaheadOptions, type StepHints } from './cache.js';
 import type { Batch } from '../batch/index.js';

@@ -14,8 +14,7 @@
  *  - Its promise only settles once the first batch has been pulled, and the Rust side ignores the
  *    result of `writer.write` (a rejected batch is silently dropped), so batches are checked against
  *    the first schema here and the footer's row count is verified on close.
- *  - Encoding is the bottleneck of data generation (~2.5–3 µs per RM1 row with ZSTD + dictionary),
- *    hence the worker.
+ *  - Encoding (ZSTD + dictionary) is the bottleneck of data generation, hence the worker.
  */
 import { openAsBlob } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';

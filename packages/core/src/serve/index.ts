@@ -3,6 +3,8 @@
  *
  * @example
  * import { createBatchServer } from '@sluice/core/serve';
+ * const server = await createBatchServer('plan.json', { input: 'train.parquet' });
+ * console.log(await server.listen(8080));
  */
 export { createBatchServer, type BatchServer, type ServeOptions } from './server.js';
 export { BatchStore, type BatchStoreOptions } from './store.js';

@@ -1,9 +1,11 @@
+/**
+ * `sluice serve`: the HTTP server over a `BatchStore` (batches by seq, as Arrow or msgpack), with
+ * bearer-token auth, `/v1/info`, `/healthz` and Prometheus metrics.
+ */
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PlanError, SluiceError } from '@sluice/ops';
-import { loadPlan, type Plan } from '@sluice/ops';
-import type { PlanSpec } from '@sluice/ops';
+import { PlanError, SluiceError, loadPlan, type Plan, type PlanSpec } from '@sluice/ops';
 import { pipeline, type PipelineOptions } from '../pipeline/pipeline.js';
 import { ARROW_STREAM, MSGPACK, batchToArrowStream, batchToMsgpack, negotiate, type BodyFormat } from './encode.js';
 import { BatchStore, type BatchStoreOptions } from './store.js';
@@ -44,7 +46,7 @@ export async function createBatchServer(planSpec: PlanSpec | Plan | string, pipe
   const maxUrl = options.maxUrlBytes ?? 256;
   const token = options.token === undefined ? null : Buffer.from(`Bearer ${options.token}`);
 
-  // prom-client is loaded only by a process that serves (it is ~2 MB of JS heap in every other one).
+  // prom-client is loaded only by a process that serves, so no other process pays for its heap.
   const { Counter, Gauge, Histogram, Registry } = await import('prom-client');
   const registry = new Registry();
   const served = new Counter({ name: 'sluice_batches_served_total', help: 'Batch responses sent', labelNames: ['format'], registers: [registry] });

@@ -59,8 +59,8 @@ const layoutJson = (l: Layout): Uint8Array => utf8.encode(JSON.stringify({ names
 /**
  * The header fields that stay the same across a pipeline's batches (names, features, keys: about
  * 1 KB of JSON for RM1), as UTF-8, for the last layout seen. A pipeline's batches share these
- * arrays, so their identity finds the text; writing it anew cost ~4.5 of the ~5.5 µs a batch's
- * header took, on a path that runs at ~170 µs a batch (shared memory, 4 MB batches).
+ * arrays, so their identity finds the text; writing it anew was most of the time a batch's header
+ * took, on the shared-memory path where per-batch overhead counts.
  */
 let layoutText: (Layout & { readonly bytes: Uint8Array }) | null = null;
 
@@ -185,7 +185,7 @@ function parseJson(bytes: Uint8Array): unknown {
  * text, which ends the header, and the arrays it parsed to). A header that ends with the same
  * bytes after a comma is the batch's own fields plus that layout, so only the ~150 bytes of its
  * own fields are parsed, and every batch of a stream shares one `names`, `features` and `keys`,
- * as a pipeline's own batches do. Parsing the whole ~1 KB header made ~4 KB of garbage a batch,
+ * as a pipeline's own batches do. Parsing the whole ~1 KB header made garbage on every batch,
  * and a receiver's scavenges stall the sender waiting for its credits.
  */
 let layoutSeen: (Layout & { readonly bytes: Uint8Array }) | null = null;

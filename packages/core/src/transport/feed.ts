@@ -1,3 +1,8 @@
+/**
+ * A batch feed that survives dropped connections: `serveFeed` (the loader's end) resumes the
+ * pipeline where the trainer's hello says it left off; `connectFeed` (the trainer's end) dials
+ * again and asks for that.
+ */
 import type { IteratorState } from '../pipeline/pipeline.js';
 import type { Batch } from '../batch/index.js';
 import { decodeHello, encodeHello } from './batch-codec.js';

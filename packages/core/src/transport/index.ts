@@ -1,3 +1,13 @@
+/**
+ * `@sluice/core/transport`: move batches from a loader to a trainer over queue pairs (RDMA-style
+ * verbs: posted receives into registered memory, sends, completions) in one process, between
+ * threads over shared memory, or over TCP; `serveFeed` and `connectFeed` are the resumable
+ * loader and trainer ends of a batch stream.
+ *
+ * @example
+ * import { connectFeed, connectTcp } from '@sluice/core/transport';
+ * for await (const b of connectFeed(() => connectTcp({ host: 'loader', port: 7000 }))) train(b);
+ */
 export * from './types.js';
 export { Endpoint } from './engine.js';
 export { inProcessPair } from './inproc.js';

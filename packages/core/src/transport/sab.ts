@@ -282,7 +282,13 @@ class SabWire implements Wire {
   }
 }
 
-/** Opens one end of a `sabChannel` (in this thread). */
+/**
+ * Opens one end of a `sabChannel` (in this thread).
+ *
+ * @example
+ * // in the worker that was given `theirs`:
+ * const qp = sabQueuePair(workerData as SabPort);
+ */
 export function sabQueuePair(port: SabPort): Endpoint {
   return new Endpoint(new SabWire(port));
 }

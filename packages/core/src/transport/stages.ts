@@ -1,3 +1,7 @@
+/**
+ * Batches over a queue pair: `toTransport` sends a pipeline's batches with flow control, and
+ * `fromTransport` is the trainer's end that yields them. One connection; feed.ts adds reconnects.
+ */
 import type { IteratorState } from '../pipeline/pipeline.js';
 import type { Batch } from '../batch/index.js';
 import { decodeBatchMessage, encodeBatch, encodeEnd, encodeError } from './batch-codec.js';

@@ -8,11 +8,10 @@ const READ_BUFFER_BYTES = 1 << 20;
 
 /**
  * A socket's reads into one reused buffer (net's `onread`), for the end that connects: by default
- * each read is a fresh 64 KiB Buffer, and at 4 MB batches their allocation and collection held a
- * receiving thread to ~1.3-1.5 GB/s on loopback, against 4.4-4.8 GB/s this way (measured
- * 2026-11-23, RM1 batches, one receiver thread over six runs). The frame parser copies what it
- * needs before the next read. A socket accepted by a server has no `onread`, so the listening
- * end reads Node's chunks as before.
+ * each read is a fresh 64 KiB Buffer, and at 4 MB batches their allocation and collection slow a
+ * long-running receiving thread down (bench/README.md, transport.ts, "Settling"). The frame
+ * parser copies what it needs before the next read. A socket accepted by a server has no
+ * `onread`, so the listening end reads Node's chunks as before.
  */
 class Reads {
   readonly buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
@@ -74,7 +73,12 @@ class TcpWire implements Wire {
   }
 }
 
-/** A queue pair over an already connected socket. */
+/**
+ * A queue pair over an already connected socket.
+ *
+ * @example
+ * net.createServer((socket) => serveOn(tcpQueuePair(socket))).listen(7000);
+ */
 export function tcpQueuePair(socket: Socket): Endpoint {
   return new Endpoint(new TcpWire(socket));
 }
@@ -137,6 +141,9 @@ export interface ConnectOptions {
  * Connects to a `listenTcp` peer, retrying while it is not up yet (refused, reset, unreachable),
  * with exponential back-off. A connection that later drops flushes the queue pair like any lost
  * peer; connect again and resume from the last batch received.
+ *
+ * @example
+ * const qp = await connectTcp({ host: 'loader', port: 7000 });
  */
 export async function connectTcp(options: ConnectOptions): Promise<Endpoint> {
   const host = options.host ?? '127.0.0.1';

@@ -1,3 +1,8 @@
+/**
+ * The transport contract: a queue pair (RDMA-style verbs: registered memory, posted receives,
+ * sends and one-sided writes, a completion queue) and its errors. Every wire (in-process, shared
+ * memory, TCP) gives the same guarantees through `Endpoint` (engine.ts).
+ */
 import { SluiceError } from '@sluice/ops';
 
 /** A transport misuse or failure: bad region, closed queue pair, protocol violation, lost peer. */

@@ -2,12 +2,12 @@
  * Copies `src` into `dst` at `at`, as one native memcpy.
  *
  * TypedArray.prototype.set (and Buffer#copy, which uses it on Node 20) copies word by word with
- * relaxed atomics whenever either side is a SharedArrayBuffer — about half the speed of memcpy
- * (measured: ~21 vs ~40 GB/s for 4 MB). Buffer#fill with a buffer exactly as long as the range is
+ * relaxed atomics whenever either side is a SharedArrayBuffer, far slower than a memcpy of the
+ * same bytes. Buffer#fill with a buffer exactly as long as the range is
  * a plain memcpy in Node's C++ binding, whatever backs the memory. The shared-memory transport
  * only writes bytes the peer is not reading (a posted receive, or ring space it has released),
  * and publishes them afterwards with an Atomics store, so a non-atomic copy is safe there; a
- * batch merged into a lent slot (stream/batch.ts) is written before any other thread sees it.
+ * batch merged into a lent slot (batch/) is written before any other thread sees it.
  *
  * @example
  * copyBytes(ring, 4096, payload); // ring[4096 .. 4096 + payload.length) = payload

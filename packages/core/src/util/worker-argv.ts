@@ -4,9 +4,9 @@
  * A worker inherits its parent's `execArgv`, module hooks included: under tsx (`--require
  * …/preflight.cjs --import …/loader.mjs`) every thread loads the hooks and sends each of its module
  * loads through them. Sluice's workers run only Sluice's built JavaScript, which needs no hooks,
- * and paid for them: a cpu backend's start and first chunk took 240–254 ms under tsx against
- * 54–61 ms under plain node on the development VM, once per pool and once per backend that
- * `backend: "auto"` starts while it calibrates.
+ * and paid for them: a cpu backend's start and first chunk took several times as long under tsx
+ * as under plain node, once per pool and once per backend that `backend: "auto"` starts while it
+ * calibrates.
  *
  * So when the parent has hooks (`--import`, `--require`/`-r`, `--loader`, `--experimental-loader`),
  * the workers get its flags without them; the same for `node --input-type=module -e …`, whose

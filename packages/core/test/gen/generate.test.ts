@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import * as arrow from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultSlabRows, generateBatches, generateDataset, presetArrowSchema, type GenerateResult } from '../../src/gen/generate.js';
-import { getPreset, rawIdOfRank, type HexColumnSpec } from '../../src/gen/presets.js';
+import { getPreset } from '../../src/gen/presets.js';
+import { rawIdOfRank, type HexColumnSpec } from '../../src/gen/spec.js';
 import { numericStats, readBack, tempDir, type ReadBack } from './util.js';
 
 const dir = tempDir();

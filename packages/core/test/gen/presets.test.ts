@@ -1,11 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { Column, ColumnType } from '@sluice/ops';
+import { executePlan, loadPlan, typeCheckPlan, type Column, type ColumnType, type OpSpec, type PlanSpec } from '@sluice/ops';
 import { generateBatches, presetArrowSchema } from '../../src/gen/generate.js';
 import { CRITEO_KAGGLE_CARDINALITIES, CRITEO_TERABYTE_CARDINALITIES, getPreset, PRESETS, presetNames, type Preset } from '../../src/gen/presets.js';
 import { arrowColumnType, columnFromVector } from '../../src/reader/arrow.js';
-import { executePlan } from '@sluice/ops';
-import { loadPlan, typeCheckPlan } from '@sluice/ops';
-import type { OpSpec, PlanSpec } from '@sluice/ops';
 
 /** Every op of OPS.md. */
 const OPS_MD = new Set(['fillNull', 'cast', 'neg2zero', 'clamp', 'log', 'logit', 'boxCox', 'oneHot', 'bucketize', 'sigridHash', 'firstX', 'ngram', 'cross', 'mapId', 'hex2int', 'modulus', 'vocab']);

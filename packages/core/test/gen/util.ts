@@ -1,5 +1,4 @@
-import { openAsBlob } from 'node:fs';
-import { mkdtempSync } from 'node:fs';
+import { openAsBlob, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as arrow from 'apache-arrow';

@@ -6,7 +6,7 @@ import { Data, Field, Int32, List, Table, Utf8, makeData, makeVector, tableFromA
 import { describe, expect, it } from 'vitest';
 import { generateDataset, getPreset } from '@sluice/core/gen';
 import { pipeline, type Batch } from '@sluice/core';
-import { tableFromArrowStream } from '@sluice/client';
+import { tableFromArrowStream } from '@sluice/client/arrow';
 import { batchToArrowStream } from '../../src/serve/encode.js';
 import { join } from 'node:path';
 import { tempDir } from '../helpers.js';

@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { tableFromIPC } from 'apache-arrow';
 import { parquetMetadata } from 'hyparquet';
 import { unpack } from 'msgpackr';
@@ -39,6 +39,38 @@ beforeAll(async () => {
 });
 
 afterAll(async () => { await srv?.close(); });
+
+/**
+ * Fetches batch 0 as msgpack, then as Arrow, and says whether apache-arrow was loaded after each.
+ * A `load` hook (it runs on a thread of its own) posts every module URL; a marker module loaded
+ * last tells when all earlier URLs have arrived.
+ */
+const CLIENT_MODULES_CHILD = `
+import { register } from 'node:module';
+import { MessageChannel } from 'node:worker_threads';
+const [clientUrl, url, token] = process.argv.slice(2);
+const { port1, port2 } = new MessageChannel();
+const loaded = [];
+port1.on('message', (u) => loaded.push(u));
+port1.unref();
+const hooks = 'let port; export function initialize(d) { port = d.port; } export async function load(u, c, next) { port.postMessage(u); return next(u, c); }';
+register('data:text/javascript,' + encodeURIComponent(hooks), import.meta.url, { data: { port: port2 }, transferList: [port2] });
+let marks = 0;
+async function arrowLoaded() {
+  const mark = 'data:text/javascript,export default ' + marks++;
+  await import(mark);
+  while (!loaded.includes(mark)) await new Promise((r) => setTimeout(r, 5));
+  return loaded.some((u) => u.includes('/apache-arrow/'));
+}
+const { createClient } = await import(clientUrl);
+const c = createClient(url, { token });
+const b = await c.batch(0);
+const arrowAfterMsgpack = await arrowLoaded();
+const t = await c.arrow(0);
+const arrowAfterArrow = await arrowLoaded();
+await c.close();
+console.log(JSON.stringify({ rows: b.rows, arrowRows: t.numRows, arrowAfterMsgpack, arrowAfterArrow }));
+`;
 
 const get = (path: string, headers: Record<string, string> = { authorization: `Bearer ${TOKEN}` }): Promise<Response> => fetch(url + path, { headers });
 
@@ -159,6 +191,17 @@ describe('sluice serve (HTTP)', () => {
     } finally {
       await c.close();
     }
+  });
+
+  it('a client that reads msgpack loads no Arrow; its first Arrow read loads it', async () => {
+    // A child process on the built client, with a module hook that reports every module loaded.
+    const script = join(dir, 'client-modules.mjs');
+    writeFileSync(script, CLIENT_MODULES_CHILD);
+    const client = pathToFileURL(join(ROOT, 'packages/client/dist/index.js')).href;
+    const out = await new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, [script, client, url, TOKEN], (err, stdout, stderr) => (err ? reject(new Error(stderr || err.message)) : resolve(stdout)));
+    });
+    expect(JSON.parse(out)).toEqual({ rows: 128, arrowRows: 128, arrowAfterMsgpack: false, arrowAfterArrow: true });
   });
 
   it('decodeMsgpackBatch copies arrays that are not aligned into memory of their own, from a Node Buffer too', () => {

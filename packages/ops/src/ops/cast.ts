@@ -1,5 +1,4 @@
-import type { Column, ColumnType, NumericColumn } from '../column.js';
-import { int64Words } from '../column.js';
+import { int64Words, type Column, type ColumnType, type NumericColumn } from '../column.js';
 import { type NumberArray, asNumeric, compactValid, int64FromWords, mapElements, zeroNulls } from './elementwise.js';
 import { int64WordsToFloat64 } from './int64.js';
 import { checkKeys, numericElement, withElement } from './params.js';

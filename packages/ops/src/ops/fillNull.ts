@@ -1,5 +1,4 @@
-import type { Column, ColumnType } from '../column.js';
-import { typeName } from '../column.js';
+import { typeName, type Column, type ColumnType } from '../column.js';
 import { type NumberArray, asNumeric, mapElements, mapSameType } from './elementwise.js';
 import { type Int64Value, bigToWords, int64Value, parseInt64 } from './int64.js';
 import { checkKeys, numericElement } from './params.js';

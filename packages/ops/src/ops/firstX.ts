@@ -1,5 +1,4 @@
-import type { Column, ColumnType } from '../column.js';
-import { gatherColumn, typeName } from '../column.js';
+import { gatherColumn, typeName, type Column, type ColumnType } from '../column.js';
 import { asList } from './elementwise.js';
 import { checkKeys, numberParam } from './params.js';
 import { type OpDef, OpPlanError } from './types.js';

@@ -1,5 +1,4 @@
-import type { Column, ColumnType } from '../column.js';
-import { typeName } from '../column.js';
+import { typeName, type Column, type ColumnType } from '../column.js';
 import { compactValid, int64FromWords, mapElements } from './elementwise.js';
 import { badColumn, checkKeys } from './params.js';
 import { type OpDef, OpDataError, OpPlanError } from './types.js';

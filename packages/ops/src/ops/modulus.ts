@@ -1,5 +1,4 @@
-import type { Column, ColumnType } from '../column.js';
-import { int64Words } from '../column.js';
+import { int64Words, type Column, type ColumnType } from '../column.js';
 import { asInteger, int64FromWords, mapElements } from './elementwise.js';
 import { FloorMod64, type Int64Value, int64Value } from './int64.js';
 import { checkKeys, int64Param, integerElement } from './params.js';

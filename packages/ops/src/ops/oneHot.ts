@@ -1,5 +1,4 @@
-import type { Column, ColumnType } from '../column.js';
-import { typeName } from '../column.js';
+import { typeName, type Column, type ColumnType } from '../column.js';
 import { wordsOf } from './elementwise.js';
 import { badColumn, checkKeys, numberParam } from './params.js';
 import { type OpDef, OpPlanError } from './types.js';

@@ -3,8 +3,7 @@
  * whose message is the reason alone, naming the param or the expected and actual type.
  */
 
-import type { ColumnType, NumericType, PrimitiveType } from '../column.js';
-import { isIntegerType, typeName } from '../column.js';
+import { isIntegerType, typeName, type ColumnType, type NumericType, type PrimitiveType } from '../column.js';
 import { parseInt64 } from './int64.js';
 import { OpPlanError } from './types.js';
 import { show } from '../util/show.js';

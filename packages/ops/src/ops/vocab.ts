@@ -1,5 +1,4 @@
-import type { Column, ColumnType } from '../column.js';
-import { int64ToNumber, int64Words } from '../column.js';
+import { int64ToNumber, int64Words, type Column, type ColumnType } from '../column.js';
 import { asInteger, int64FromWords, mapElements, wordsOf } from './elementwise.js';
 import { type Int64Value, bigToWords, int64Value, parseInt64, wordsToBig } from './int64.js';
 import { Int64Index } from './int64map.js';

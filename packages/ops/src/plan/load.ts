@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { ColumnType, PrimitiveType } from '../column.js';
-import { isIntegerType, isNumericType, typeName } from '../column.js';
+import { isIntegerType, isNumericType, typeName, type ColumnType, type PrimitiveType } from '../column.js';
 import { PlanError } from '../errors.js';
 import { OPS } from '../ops/index.js';
 import { OpPlanError, type OpDef } from '../ops/types.js';
@@ -23,7 +22,13 @@ export interface PlanFeature {
   readonly ops: readonly PlanOp[];
 }
 
-/** A plan after load-time validation, with defaults filled in. */
+/**
+ * A plan after load-time validation, with defaults filled in (what {@link loadPlan} returns).
+ *
+ * @example
+ * const plan: Plan = loadPlan('plan.json');
+ * console.log(plan.batchSize, plan.features.map((f) => f.name));
+ */
 export interface Plan {
   readonly batchSize: number;
   readonly dropLast: boolean;
@@ -175,6 +180,13 @@ export interface TypedFeature extends PlanFeature {
   readonly width: number;
 }
 
+/**
+ * A plan checked against an input schema: each feature's type after every op, and the columns to read.
+ *
+ * @example
+ * const typed: TypedPlan = typeCheckPlan(loadPlan('plan.json'), new Map([['I1', { kind: 'int32' }], ['label', { kind: 'float32' }]]));
+ * console.log(typed.columns, typed.features[0]!.outputType);
+ */
 export interface TypedPlan extends Plan {
   readonly features: readonly TypedFeature[];
   /** Input columns to read (features' inputs and the label), in first-use order. */
@@ -185,6 +197,10 @@ export interface TypedPlan extends Plan {
 /**
  * Checks a plan against the input schema: every input exists, every op accepts the type it gets,
  * dense features end numeric, sparse features end integer. Errors name the feature, op and why.
+ *
+ * @example
+ * const schema = new Map([['I1', { kind: 'int32' as const }], ['label', { kind: 'float32' as const }]]);
+ * const typed = typeCheckPlan(loadPlan({ label: 'label', features: [{ name: 'I1', input: 'I1', kind: 'dense', ops: [{ op: 'log', offset: 1 }] }] }), schema);
  */
 export function typeCheckPlan(
   plan: Plan,
