@@ -3,7 +3,7 @@ import { int64ToNumber, int64Words } from '@sluice/ops';
 import { DataError } from '@sluice/ops';
 import type { RowLocator } from '@sluice/ops';
 import type { TypedPlan } from '@sluice/ops';
-import type { Cursor } from '../stream/source.js';
+import type { Cursor } from './cursor.js';
 import { copyElements } from '../util/copy.js';
 import { defineRelease } from '@sluice/ops';
 

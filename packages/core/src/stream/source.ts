@@ -1,29 +1,16 @@
 import { tableFromIPC } from 'apache-arrow';
-import type { Column, ColumnType } from '@sluice/ops';
+import { columnLength, concatColumns, gatherColumn, sliceColumn, InputError, SluiceError, type Column, type ColumnType, type RowLocator } from '@sluice/ops';
 import type { RowRange } from '../reader/fast-parquet.js';
-import { columnLength, concatColumns, gatherColumn, sliceColumn } from '@sluice/ops';
-import { InputError, SluiceError } from '@sluice/ops';
 import { columnFromVector } from '../reader/arrow.js';
 import type { Dataset, Unit } from '../reader/dataset.js';
 import type { DecoderPool } from '../reader/decoder-pool.js';
-import type { RowLocator } from '@sluice/ops';
 import type { DerivedColumn } from '../plan/pushdown.js';
-import type { BatchLayout, Pack } from '../batch/index.js';
-import type { PackArena } from '../batch/index.js';
+import { START, type BatchLayout, type Cursor, type Pack, type PackArena } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
 import { newDictShare } from '../reader/dict-share.js';
 
-/**
- * Where the next row comes from: epoch, window (a run of row groups in this epoch's order), and
- * row offset within the window. This is all a resumed run needs besides the plan and the files.
- */
-export interface Cursor {
-  readonly epoch: number;
-  readonly window: number;
-  readonly offset: number;
-}
-
-export const START: Cursor = { epoch: 0, window: 0, offset: 0 };
+// The cursor lives in the batch layer (a batch's `end` is one); re-exported for the stream's importers.
+export { START, type Cursor } from '../batch/index.js';
 
 /** A slice of rows of the projected input columns, in output order. */
 export interface Chunk {
