@@ -1,4 +1,5 @@
-import { align8, type BatchLayout } from './batch.js';
+import type { BatchLayout } from './layout.js';
+import { align8 } from './pack.js';
 
 /**
  * Shared memory that decode workers lay batches out in, reused once the consumer releases a batch
