@@ -6,7 +6,7 @@ import type { BatchLayout } from './layout.js';
 import { mergePacks, packBytes, packInSlot, packRows, type Pack } from './pack.js';
 import type { Batch, Segment } from './types.js';
 
-/** Slots of shared memory to lay batches out in, and where they go back (io/pack-arena.ts). */
+/** Slots of shared memory to lay batches out in, and where they go back (batch/arena.ts). */
 export interface SlotLender {
   lend(n: number): Array<[number, SharedArrayBuffer]>;
   give(id: number): void;
@@ -38,8 +38,8 @@ export function assembleBatch(layout: BatchLayout, segments: readonly Segment[],
       // A batch across a row-group boundary, or a mix of packed and unpacked chunks: copied into
       // a slot of the arena when it lends one (after the first release), as the packs are.
       const [slot] = arena?.lend(1) ?? [];
-      // A loop, not segments.map (see the note above packRows): in traces of warm runs,
-      // mergePacks deoptimized ("wrong map") on the mapped array at its first use.
+      // A loop, not segments.map (see the note above packRows): mergePacks deoptimized ("wrong
+      // map") on a mapped array at its first use.
       const parts: Array<{ pack: Pack; from: number; to: number }> = [];
       for (const s of segments) parts.push(s.chunk.packed !== undefined ? { pack: s.chunk.packed, from: s.from, to: s.to } : { pack: packRows(layout, [s]), from: 0, to: s.to - s.from });
       const merged = mergePacks(layout, parts, slot?.[1]);

@@ -20,7 +20,7 @@ export interface Pack {
   readonly values: BigInt64Array;
   readonly labels: Float32Array | null;
   /**
-   * Set when the arrays are in a slot of a PackArena (io/pack-arena.ts): gives the slot back,
+   * Set when the arrays are in a slot of a PackArena (batch/arena.ts): gives the slot back,
    * `byConsumer` when a batch's consumer released it (which turns pooling on). Idempotent.
    */
   readonly release?: (byConsumer: boolean) => void;
@@ -45,7 +45,7 @@ export interface PackSource {
   readonly label: Column | null;
   readonly locate: RowLocator;
   /**
-   * Outputs not gathered yet (a decode worker's derived columns, io/fast-parquet.ts): row r of the
+   * Outputs not gathered yet (a decode worker's derived columns, reader/fast-parquet.ts): row r of the
    * feature is dict[idx[r]]. Scalar numeric dicts only; a name here takes precedence over `outputs`.
    */
   readonly indexed?: ReadonlyMap<string, { readonly dict: Column; readonly idx: Int32Array }>;
@@ -54,7 +54,7 @@ export interface PackSource {
 }
 
 /**
- * A list feature as a decode worker computes it (io/fast-parquet.ts IndexedList): valid row r
+ * A list feature as a decode worker computes it (reader/fast-parquet.ts IndexedList): valid row r
  * holds dict[idx[j]] for its first `keep` elements j from offsets[r]; a null dict entry is a null
  * element. Laid out straight into a pack, it skips the cut list and the gathered ids array.
  */
@@ -70,13 +70,11 @@ export interface IndexedListSource {
  * Lays out rows [from, to) of several sources (in order) as batch arrays. Pure, and free of
  * anything that needs the main thread: decode workers call it too.
  *
- * Hot paths here, in io/fast-parquet.ts and in the decode worker use plain loops and module-level
- * functions, not callbacks made per call (forEach arrows, arrow-function class fields). Each call
- * makes new closures, and in the decode workers V8 compiled such closures again and again:
- * `--trace-opt` over 12 back-to-back RM1 runs with 2 decoders showed the per-key callback that
- * was here compiled with TurboFan 8 times in runs 4-11, for a new closure each time (5-15 ms of a
- * helper thread each, which on 2 cores is taken from a decoder). In the same traces,
- * eachOnDictionary was compiled 3 times (~90 ms each) after "wrong map" deoptimizations.
+ * Hot paths here, in reader/fast-parquet.ts and in the decode worker use plain loops and
+ * module-level functions, not callbacks made per call (forEach arrows, arrow-function class
+ * fields): each call makes new closures, and V8 compiles each new closure again, on helper
+ * threads that take CPU from the decoders (see bench/README.md, "A noisy host", the TurboFan
+ * item).
  */
 export function packRows(
   layout: BatchLayout, segments: ReadonlyArray<{ readonly chunk: PackSource; readonly from: number; readonly to: number }>, slot?: SharedArrayBuffer,
@@ -84,7 +82,7 @@ export function packRows(
   const rows = segments.reduce((a, s) => a + s.to - s.from, 0);
   const dim = layout.dim;
   const K = layout.sparseKeys.length;
-  // With a slot (io/pack-arena.ts), the arrays are laid out in it in this order as long as they
+  // With a slot (batch/arena.ts), the arrays are laid out in it in this order as long as they
   // fit, else each gets fresh memory. A reused slot holds an older batch, and some writers count
   // on zeroed memory as a fresh array has it: offsets are summed into, and a null row of a vector
   // feature is skipped. Those arrays are zeroed first; every other one is written in full (both
@@ -176,8 +174,8 @@ class SlotLayout {
 /**
  * Where row `row` (0 to pack.rows) of sparse key `k` starts in `pack.values`: the key's offset plus
  * the lengths of the rows before it, summed from whichever end of the key's rows is nearer. A
- * merge mostly takes a pack's head or tail (a batch across two row groups), so one end is free;
- * summing from the start cost ~7 ms of main-thread time per 1M RM1 rows.
+ * merge mostly takes a pack's head or tail (a batch across two row groups), so one end is free
+ * (see bench/README.md, "Where the CPU goes, and why the loop releases its batches").
  */
 function rowStart(pack: Pack, k: number, row: number): number {
   const n = pack.rows;

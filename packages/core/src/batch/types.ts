@@ -5,9 +5,19 @@ import type { Cursor } from './cursor.js';
 import type { Pack } from './pack.js';
 
 /**
- * One mini-batch, laid out as ARCHITECTURE.md says: a row-major float32 dense matrix, a keyed
- * jagged sparse tensor (key-major lengths, concatenated int64 values), and float32 labels.
- * Every array is a plain typed array with its own buffer, so a batch can be transferred.
+ * One mini-batch of training rows, as a trainer receives it.
+ *
+ * Laid out as ARCHITECTURE.md says: a row-major float32 dense matrix, a keyed jagged sparse
+ * tensor (key-major lengths, concatenated int64 values), and float32 labels. Every array is a
+ * plain typed array, so a batch can be transferred.
+ *
+ * @example
+ * for await (const b of pipeline('plan.json', { input: 'train.parquet' })) {
+ *   const x = b.dense.data; // b.rows × b.dense.dim, row-major
+ *   const ids = b.sparse.values.subarray(b.sparse.offsets[0], b.sparse.offsets[1]); // first key's ids
+ *   train(x, ids, b.labels);
+ *   b.release?.(); // its memory may now hold a later batch
+ * }
  */
 export interface Batch {
   /** 0-based position in the run's batch sequence (continues across epochs and resumes). */
@@ -38,11 +48,12 @@ export interface Batch {
   /**
    * Says you are done with this batch, so that its memory may hold a later batch. Optional: a
    * batch never released is collected as usual. Once one batch is released, a pipeline whose
-   * decode threads lay batches out lays them in reused shared memory, which saves allocating
-   * ~0.5 GB per 1M RM1 rows and the garbage collections that causes (io/pack-arena.ts). After
-   * `release()` nothing may read the batch's arrays (nor views of their buffers): they may be
-   * overwritten. Repeated calls do nothing. Batches of pipelines only (not enumerable); absent
-   * on batches decoded from a transport or HTTP.
+   * decode threads lay batches out lays them in reused shared memory (batch/arena.ts), which
+   * spares allocating every batch and the garbage collections that causes (see bench/README.md,
+   * "Where the CPU goes, and why the loop releases its batches"). After `release()` nothing may
+   * read the batch's arrays (nor views of their buffers): they may be overwritten. Repeated calls
+   * do nothing. Batches of pipelines only (not enumerable); absent on batches decoded from a
+   * transport or HTTP.
    */
   readonly release?: () => void;
 }

@@ -287,7 +287,7 @@ export function writeSparseIndexedList(l: IndexedListSource, from: number, to: n
  * advances only when it is not null, so a null row's write is overwritten by the next id, or lands
  * on a later key's first slot (written after this key), or past the array's end (ignored).
  * Both words are written (the high one is 0: every compact id is below 2^31), so a reused slot
- * needs no zeroing first: that was a second pass over ~1.7 MB per RM1 batch.
+ * needs no zeroing first (which would be a second pass over the values).
  */
 function sparseIdxCompact(cd: Int32Array, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
   for (let r = from; r < to; r++) {
