@@ -37,7 +37,7 @@ import { parquetMetadata } from 'hyparquet';
 import { readOffsetIndex } from 'hyparquet/src/indexes.js';
 import { decodeDerivedIndexed, decodeFlatRowGroup, decodeListDerivedIndexed, gatherIndexed, gatherIndexedList, releaseIndexed } from '../dist/reader/fast-parquet.js';
 import { OPS } from '@sluice/ops';
-import { packRows } from '../dist/batch/batch.js';
+import { packRows } from '../dist/batch/index.js';
 import { pageZstd } from '../dist/reader/zstd.js';
 import { isUrl } from '../dist/util/url.js';
 

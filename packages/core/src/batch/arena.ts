@@ -1,39 +1,31 @@
-import { align8, type BatchLayout } from './batch.js';
+import type { BatchLayout } from './layout.js';
+import { align8 } from './pack.js';
 
 /**
  * Shared memory that decode workers lay batches out in, reused once the consumer releases a batch
  * (`Batch.release`).
  *
- * Why: every ArrayBuffer a thread allocates or receives by transfer counts against V8's
- * external-memory budget, and each ~64 MB of it starts a major GC in that thread's isolate. A
- * packed RM1 run moves ~513 MB of batch arrays per 1M rows from the decode worker to the main
- * thread, so both isolates ran ~10 major GCs per 1M rows, and V8's helper threads spent ~300 ms
- * of CPU per 1M rows marking and sweeping beside ~800 ms of decoding (measured per thread from
- * /proc on the 2-core development VM). SharedArrayBuffer memory is not counted, and memory that is
- * reused is not allocated at all: a slot goes to a worker with a read, comes back as the arrays of
- * a batch, and returns to the free list when the consumer calls `release()`.
+ * Why: a thread's ArrayBuffers (allocated, or received by transfer) count against V8's
+ * external-memory budget and start major GCs in its isolate; SharedArrayBuffer memory does not,
+ * and reused memory is not allocated at all (see bench/README.md, "Where the CPU goes, and why the
+ * loop releases its batches"). A slot goes to a worker with a read, comes back as the arrays of a
+ * batch, and returns to the free list when the consumer calls `release()`.
  *
  * Nothing is pooled until the consumer has released a batch: a consumer that keeps its batches (or
  * never calls `release`) gets fresh arrays as before and pays for no idle slots. Slots are made on
  * demand up to `maxSlots`; past that, and for a pack that does not fit a slot, the worker
  * allocates fresh memory as before.
  *
- * A slot first holds one sparse value per key and row (`packSlotBytes`), which a list feature
- * outgrows: RM5's id lists hold ~820 values per row, so each of its 8,192-row batches put ~53 MB
- * of ids in fresh memory, in the decoders and again when the main thread joined two packs at a
- * row-group boundary. The first-touch page faults of that memory cost the main thread ~300 ms of
- * `Buffer#fill` per 50k-row run (CPU profile, 2 decoders). So a pack that did not fit its slot
- * makes the arena `grow`: later slots are that big (with 1/8 to spare), and outgrown ones are let
- * go as they come back. Measured on that run (3 rounds of 7): main-thread CPU 153-209 -> 122-140
- * ms, the other threads' 1,780-1,846 -> 1,726-1,745 ms, wall median 1,073-1,188 -> 1,055-1,068 ms.
+ * Growing: a slot first holds one sparse value per key and row (`packSlotBytes`), which list
+ * features outgrow. A pack that did not fit makes the arena `grow`: later slots are that big (with
+ * 1/8 to spare), so the ids stop going to fresh memory whose first-touch page faults the main
+ * thread pays for; outgrown slots are let go as they come back (RM5 figures: commit d5ac9cd).
  *
- * A pipeline that ends parks its arena (`park`) for the next pipeline of the same slot size in
- * this process (`PackArena.take`), as the decoder pool parks its warm workers: a pipeline per
- * epoch, or a benchmark's repeated runs, then lays its first batches out in the slots the last
- * one released instead of in ~26 fresh 4 MB packs per RM1 run (the prefetch before the first
- * release). A taken arena lends its free slots from the first read, but makes no new ones until
- * its new consumer releases a batch, so a consumer that keeps its batches holds no more slot
- * memory than was parked.
+ * Parking: a pipeline that ends parks its arena (`park`) for the next pipeline of the same slot
+ * size in this process (`PackArena.take`), as the decoder pool parks its warm workers, so that
+ * pipeline lays its first batches out in released slots rather than fresh memory. A taken arena
+ * lends its free slots from the first read but makes no new ones until its new consumer releases a
+ * batch, so a consumer that keeps its batches holds no more slot memory than was parked.
  *
  * @example
  * const arena = new PackArena(packSlotBytes(layout, 8192));
@@ -184,8 +176,8 @@ const MAX_PARKED = 2;
 
 /**
  * Slot memory an arena makes at most by default, but never fewer than 4 slots. A consumer that
- * releases every batch needs the packs in flight: the row groups being decoded plus the prefetched
- * batches, ~30-45 slots for RM1 batches of 8,192 rows (~4.3 MB each) with 1-2 decoders.
+ * releases every batch needs a slot per pack in flight: the row groups being decoded plus the
+ * prefetched batches, a few dozen RM1-sized batches of 8,192 rows with 1-2 decoders.
  */
 export const DEFAULT_ARENA_BYTES = 256 << 20;
 

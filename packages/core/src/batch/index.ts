@@ -2,6 +2,14 @@
  * The batch memory layout: the `Batch` a trainer receives, how a plan's features map onto it, the
  * shared-memory pack format the decode threads write, and the arena that recycles that memory.
  * It sits below both the reader (which writes packs) and the stream stages (which finish batches).
+ *
+ * Files, bottom up: cursor.ts (where a row is), types.ts (Batch and the chunk shapes), layout.ts,
+ * writers.ts (column → typed-array copies, internal to this folder), pack.ts (the pack format),
+ * arena.ts (shared memory for packs), assemble.ts (segments → Batch).
  */
-export * from './batch.js';
+export * from './cursor.js';
+export * from './types.js';
+export * from './layout.js';
+export * from './pack.js';
 export * from './arena.js';
+export * from './assemble.js';

@@ -4,15 +4,19 @@ import { assembleBatch, type Batch, type BatchLayout, type ProcessedChunk, type 
 import type { Chunk, Cursor } from './source.js';
 
 /**
- * The demand channel between the end of a pipeline and its source. RxJS pushes; a data loader
- * must not read faster than its trainer eats. The source asks the flow before reading each chunk;
- * the batch stage reports the batches each chunk produced; the consumer reports each batch it
- * takes. The source reads only while (chunks in flight + batches waiting) < limit, and since a
- * chunk holds at most one batch's rows, no more than `limit` batches ever wait.
+ * The demand channel between the end of a pipeline and its source.
+ *
+ * RxJS pushes; a data loader must not read faster than its trainer eats. The source asks the
+ * flow before reading each chunk; the batch stage reports the batches each chunk produced; the
+ * consumer reports each batch it takes. The source reads only while (chunks in flight + batches
+ * waiting) < limit, and since a chunk holds at most one batch's rows, no more than `limit`
+ * batches ever wait.
  *
  * @example
  * const flow = new Flow(4);
- * source(() => readChunks(ds, pool, opts), flow).pipe(preprocess(run), batch(cfg, flow), prefetch(flow));
+ * source(() => readChunks(ds, pool, opts), flow)
+ *   .pipe(preprocess(run), batch({ layout, batchSize: 8192, dropLast: false }, flow), prefetch(flow))
+ *   .subscribe((b) => train(b));
  */
 export class Flow {
   private inFlight = 0;
@@ -71,7 +75,9 @@ const isPromise = <T>(x: unknown): x is Promise<T> => typeof (x as { then?: unkn
 
 /**
  * A cold Observable over a (sync or async) iterator of chunks that reads the next chunk only when
- * the flow is open. Unsubscribing stops reading at once and closes the iterator (releasing files).
+ * the flow is open.
+ *
+ * Unsubscribing stops reading at once and closes the iterator (releasing files).
  *
  * @example
  * source(() => readChunks(ds, pool, opts), flow).subscribe((chunk) => console.log(chunk.rows));
@@ -129,11 +135,13 @@ export function source<T extends { lastInEpoch: boolean }>(open: () => Iterator<
 }
 
 /**
- * Runs each chunk through `run` (a backend) one at a time, in order. Errors that are not already
- * Sluice errors are wrapped with the chunk's file and row group.
+ * Runs each chunk through `run` (a backend), `concurrency` at a time, delivering results in order.
+ *
+ * Errors that are not already Sluice errors are wrapped with the chunk's file and row group.
  *
  * @example
- * chunks$.pipe(preprocess((c) => backend.run(c.columns, c.locate).then(...)))
+ * const processed$ = chunks$.pipe(preprocess((c) => backend.run(c.columns, c.locate), 2));
+ * processed$.subscribe(({ columns }) => console.log([...columns.keys()]));
  */
 export function preprocess<I extends { locate: Chunk['locate'] }, O>(run: (chunk: I) => ObservableInput<O>, concurrency = 1): OperatorFunction<I, O> {
   const one = (chunk: I): Observable<O> => {
@@ -179,6 +187,13 @@ function wrap(e: unknown, chunk: { locate: Chunk['locate'] }): unknown {
   return new SluiceError(`preprocessing failed: ${(e as Error)?.message ?? String(e)}`, chunk.locate(0), { cause: e });
 }
 
+/**
+ * How the `batch` stage cuts processed chunks into batches: their layout and size.
+ *
+ * @example
+ * const opts: BatchOptions = { layout: batchLayout(plan), batchSize: 8192, dropLast: true };
+ * processed$.pipe(batch(opts, flow)).subscribe((b) => console.log(b.seq, b.rows));
+ */
 export interface BatchOptions {
   readonly layout: BatchLayout;
   readonly batchSize: number;
@@ -200,8 +215,10 @@ export function cursorAfter(c: ProcessedChunk, to: number): Cursor {
 }
 
 /**
- * Cuts processed chunks into batches of `batchSize` rows, in order. Batches never span epochs:
- * an epoch's last rows form a short batch, or are dropped with `dropLast`.
+ * Cuts processed chunks into batches of `batchSize` rows, in order.
+ *
+ * Batches never span epochs: an epoch's last rows form a short batch, or are dropped with
+ * `dropLast`.
  *
  * @example
  * processed$.pipe(batch({ layout, batchSize: 8192, dropLast: false }, flow))
@@ -265,9 +282,10 @@ export function batch(opts: BatchOptions, flow?: Flow): OperatorFunction<Process
 }
 
 /**
- * The consumer end of a flow: each batch delivered downstream counts as taken, which lets the
- * source read on. Use it when the subscriber itself is the trainer; `Pipeline`'s async iterator
- * reports consumption itself, when the loop body asks for the next batch.
+ * The consumer end of a flow: each batch delivered downstream counts as taken.
+ *
+ * That lets the source read on. Use it when the subscriber itself is the trainer; `Pipeline`'s
+ * async iterator reports consumption itself, when the loop body asks for the next batch.
  *
  * @example
  * batches$.pipe(prefetch(flow)).subscribe((b) => train(b));

@@ -1,31 +1,26 @@
 import { tableFromIPC } from 'apache-arrow';
-import type { Column, ColumnType } from '@sluice/ops';
+import { columnLength, concatColumns, gatherColumn, sliceColumn, InputError, SluiceError, type Column, type ColumnType, type RowLocator } from '@sluice/ops';
 import type { RowRange } from '../reader/fast-parquet.js';
-import { columnLength, concatColumns, gatherColumn, sliceColumn } from '@sluice/ops';
-import { InputError, SluiceError } from '@sluice/ops';
 import { columnFromVector } from '../reader/arrow.js';
 import type { Dataset, Unit } from '../reader/dataset.js';
 import type { DecoderPool } from '../reader/decoder-pool.js';
-import type { RowLocator } from '@sluice/ops';
 import type { DerivedColumn } from '../plan/pushdown.js';
-import type { BatchLayout, Pack } from '../batch/index.js';
-import type { PackArena } from '../batch/index.js';
+import { START, type BatchLayout, type Cursor, type Pack, type PackArena } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
 import { newDictShare } from '../reader/dict-share.js';
 
+// The cursor lives in the batch layer (a batch's `end` is one); re-exported for the stream's importers.
+export { START, type Cursor } from '../batch/index.js';
+
 /**
- * Where the next row comes from: epoch, window (a run of row groups in this epoch's order), and
- * row offset within the window. This is all a resumed run needs besides the plan and the files.
+ * A slice of rows of the projected input columns, in output order.
+ *
+ * @example
+ * for await (const chunk of readChunks(ds, pool, opts)) {
+ *   const clicks = chunk.columns.get('clicks'); // rows chunk.at.offset … + chunk.rows of its window
+ *   console.log(chunk.rows, chunk.lastInEpoch, clicks?.type);
+ * }
  */
-export interface Cursor {
-  readonly epoch: number;
-  readonly window: number;
-  readonly offset: number;
-}
-
-export const START: Cursor = { epoch: 0, window: 0, offset: 0 };
-
-/** A slice of rows of the projected input columns, in output order. */
 export interface Chunk {
   readonly columns: ReadonlyMap<string, Column>;
   readonly rows: number;
@@ -59,6 +54,16 @@ export interface PackRequest {
   readonly arena?: PackArena;
 }
 
+/**
+ * What `readChunks` reads and how: columns, chunk size, shuffle, shard, epochs and start cursor.
+ *
+ * @example
+ * const opts: SourceOptions = {
+ *   columns: new Map([['clicks', { kind: 'int64' }], ['tags', { kind: 'list', child: 'int64' }]]),
+ *   chunkRows: 8192, shuffle: { seed: 7, bufferRows: 1 << 20 }, shard: { rank: 0, worldSize: 1 }, epochs: 2,
+ * };
+ * for await (const chunk of readChunks(ds, pool, opts)) console.log(chunk.rows);
+ */
 export interface SourceOptions {
   /** Columns to read and the types the plan expects for them. */
   readonly columns: ReadonlyMap<string, ColumnType>;
@@ -333,13 +338,11 @@ function shareColumns(names: readonly string[], derived: readonly DerivedColumn[
  * (`DecoderPool.pageStarts`) nearest to even shares of the rows the read emits. Each part keeps the
  * batch cuts inside it, so the chunks and batches stay the same. A read without such a page start
  * stays whole. The parts of a read share their derived columns' results per dictionary entry
- * (io/dict-share.ts), so the dictionary work is done about once, not once per part.
+ * (reader/dict-share.ts), so the dictionary work is done about once, not once per part.
  *
- * Measured on RM1 row groups of 100k rows with 2 decoders (medians of 14 runs each, one process):
- * 3 row groups took 175 ms unsplit, 165 ms with the last in 2 parts that each did its own
- * dictionary work, 150 ms with those 2 parts sharing it and 137 ms with 4 sharing parts. Row groups
- * that deal out evenly are not split: on 10 of them, 4 parts of the last gave no gain (median
- * 420-430 against 406-415 ms): what is left of the tail there is smaller than a part's cost.
+ * Row groups that deal out evenly are not split: their tail is shorter than what a part costs
+ * (see bench/README.md, "Where the CPU goes, and why the loop releases its batches", on splitting
+ * row groups by rows).
  */
 async function splitTail(plan: PlanEntry[], unitOf: (e: PlanEntry) => Unit, ds: Dataset, pool: DecoderPool, derived: number): Promise<void> {
   const leftover = plan.length % pool.size;

@@ -2,7 +2,7 @@ import { map } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { LookaheadCache } from '../../src/lookahead/cache.js';
-import type { Batch } from '../../src/batch/batch.js';
+import type { Batch } from '../../src/batch/index.js';
 import { lookahead, lookaheadBy, type HintedBatch } from '../../src/lookahead/operator.js';
 import { Flow } from '../../src/stream/operators.js';
 

@@ -3,7 +3,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { int32Column, int64Column, type Column } from '@sluice/ops';
 import { DataError } from '@sluice/ops';
-import { mergePacks, packRows, type BatchLayout, type ProcessedChunk } from '../../src/batch/batch.js';
+import { mergePacks, packRows, type BatchLayout, type ProcessedChunk } from '../../src/batch/index.js';
 import { chunkCuts } from '../../src/stream/source.js';
 import { Flow, batch, cursorAfter, preprocess, source } from '../../src/stream/operators.js';
 

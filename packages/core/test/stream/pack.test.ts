@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Column } from '@sluice/ops';
-import { packRows, type BatchLayout, type PackSource } from '../../src/batch/batch.js';
+import { packRows, type BatchLayout, type PackSource } from '../../src/batch/index.js';
 
 /** A seeded LCG in [0, 1). */
 function rng(seed: number): () => number {

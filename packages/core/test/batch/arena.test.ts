@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Column } from '@sluice/ops';
 import { DEFAULT_ARENA_BYTES, MAX_SLOT_BYTES, PackArena, packSlotBytes } from '../../src/batch/arena.js';
-import { mergePacks, packRows, type BatchLayout, type PackSource } from '../../src/batch/batch.js';
+import { mergePacks, packRows, type BatchLayout, type PackSource } from '../../src/batch/index.js';
 
 describe('PackArena', () => {
   it('lends nothing until a consumer has released a batch', () => {

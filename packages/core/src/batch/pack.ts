@@ -1,0 +1,249 @@
+// The pack: a run of rows laid out as batch arrays, possibly in a slot of shared memory
+// (batch/arena.ts). `packRows` builds one from columns, `mergePacks` joins rows of several.
+import { DataError, int64Words, type Column, type RowLocator } from '@sluice/ops';
+import { copyElements } from '../util/copy.js';
+import type { BatchLayout } from './layout.js';
+import {
+  numberReader, writeDense, writeDenseIndexed, writeLengths, writeLengthsIndexed, writeLengthsIndexedList, writeSparse, writeSparseIndexed, writeSparseIndexedList,
+} from './writers.js';
+
+/**
+ * The arrays of a batch for a run of rows: what `assembleBatch` builds, and what a decode worker
+ * builds for a chunk when it computes every feature itself (then the main thread only hands the
+ * arrays on, or concatenates two at a row-group boundary). Same layout as `Batch`.
+ */
+export interface Pack {
+  readonly rows: number;
+  readonly dense: Float32Array;
+  readonly lengths: Int32Array;
+  readonly offsets: Int32Array;
+  readonly values: BigInt64Array;
+  readonly labels: Float32Array | null;
+  /**
+   * Set when the arrays are in a slot of a PackArena (batch/arena.ts): gives the slot back,
+   * `byConsumer` when a batch's consumer released it (which turns pooling on). Idempotent.
+   */
+  readonly release?: (byConsumer: boolean) => void;
+}
+
+/** `n` rounded up to a multiple of 8: where `packRows` starts each array of a pack in a slot. */
+export const align8 = (n: number): number => (n + 7) & ~7;
+
+/** Bytes a pack's arrays take in a slot (laid out as `packRows` does), for `PackArena.grow`. */
+export function packBytes(p: Pack): number {
+  return align8(p.dense.byteLength) + align8(p.lengths.byteLength) + align8(p.offsets.byteLength) + (p.labels !== null ? align8(p.labels.byteLength) : 0) + p.values.byteLength;
+}
+
+/** Whether every array of a pack lies in `slot`. */
+export function packInSlot(p: Pack, slot: SharedArrayBuffer): boolean {
+  return [p.dense, p.lengths, p.offsets, p.values, p.labels].every((a) => a === null || a.buffer === slot);
+}
+
+/** Where a chunk's output columns are, for `packRows`. */
+export interface PackSource {
+  readonly outputs: ReadonlyMap<string, Column>;
+  readonly label: Column | null;
+  readonly locate: RowLocator;
+  /**
+   * Outputs not gathered yet (a decode worker's derived columns, reader/fast-parquet.ts): row r of the
+   * feature is dict[idx[r]]. Scalar numeric dicts only; a name here takes precedence over `outputs`.
+   */
+  readonly indexed?: ReadonlyMap<string, { readonly dict: Column; readonly idx: Int32Array }>;
+  /** List outputs not cut or gathered yet (a decode worker's list features): sparse keys only; precedence over `outputs`. */
+  readonly indexedLists?: ReadonlyMap<string, IndexedListSource>;
+}
+
+/**
+ * A list feature as a decode worker computes it (reader/fast-parquet.ts IndexedList): valid row r
+ * holds dict[idx[j]] for its first `keep` elements j from offsets[r]; a null dict entry is a null
+ * element. Laid out straight into a pack, it skips the cut list and the gathered ids array.
+ */
+export interface IndexedListSource {
+  readonly dict: Column;
+  readonly idx: Int32Array;
+  readonly offsets: Int32Array;
+  readonly valid: Uint8Array | null;
+  readonly keep: number;
+}
+
+/**
+ * Lays out rows [from, to) of several sources (in order) as batch arrays. Pure, and free of
+ * anything that needs the main thread: decode workers call it too.
+ *
+ * Hot paths here, in reader/fast-parquet.ts and in the decode worker use plain loops and
+ * module-level functions, not callbacks made per call (forEach arrows, arrow-function class
+ * fields): each call makes new closures, and V8 compiles each new closure again, on helper
+ * threads that take CPU from the decoders (see bench/README.md, "A noisy host", the TurboFan
+ * item).
+ */
+export function packRows(
+  layout: BatchLayout, segments: ReadonlyArray<{ readonly chunk: PackSource; readonly from: number; readonly to: number }>, slot?: SharedArrayBuffer,
+): Pack & { readonly inSlot: boolean } {
+  const rows = segments.reduce((a, s) => a + s.to - s.from, 0);
+  const dim = layout.dim;
+  const K = layout.sparseKeys.length;
+  // With a slot (batch/arena.ts), the arrays are laid out in it in this order as long as they
+  // fit, else each gets fresh memory. A reused slot holds an older batch, and some writers count
+  // on zeroed memory as a fresh array has it: offsets are summed into, and a null row of a vector
+  // feature is skipped. Those arrays are zeroed first; every other one is written in full (both
+  // words of every sparse id included).
+  const mem = new SlotLayout(slot);
+  const data = mem.f32(rows * dim);
+  if (data.buffer === slot && layout.dense.some((f) => f.vector)) data.fill(0);
+  const lengths = mem.i32(K * rows);
+  const offsets = mem.i32(K + 1).fill(0);
+  const labels = layout.label ? mem.f32(rows) : null;
+
+  let row0 = 0;
+  for (const seg of segments) {
+    const ixs = seg.chunk.indexed;
+    for (const f of layout.dense) {
+      const ix = ixs?.get(f.name);
+      if (ix !== undefined) writeDenseIndexed(ix.dict, ix.idx, seg.from, seg.to, data, row0 * dim + f.offset, dim);
+      else writeDense(seg.chunk.outputs.get(f.name)!, seg, data, row0, dim, f.offset, f.width);
+    }
+    // offsets[k + 1] collects key k's value count here; the prefix sum below makes them offsets.
+    // Plain loops, not forEach callbacks: see the note on closures above `packRows`.
+    const lists = seg.chunk.indexedLists;
+    for (let k = 0; k < K; k++) {
+      const key = layout.sparseKeys[k]!;
+      const ix = ixs?.get(key);
+      const il = lists?.get(key);
+      offsets[k + 1] += ix !== undefined
+        ? writeLengthsIndexed(ix.dict, ix.idx, seg.from, seg.to, lengths, k * rows + row0)
+        : il !== undefined
+          ? writeLengthsIndexedList(il, seg.from, seg.to, lengths, k * rows + row0)
+          : writeLengths(seg.chunk.outputs.get(key)!, seg.from, seg.to, lengths, k * rows + row0);
+    }
+    row0 += seg.to - seg.from;
+  }
+  for (let k = 0; k < K; k++) offsets[k + 1] += offsets[k]!;
+  const values = mem.i64(offsets[K]!);
+  const words = int64Words(values);
+  for (let k = 0; k < K; k++) {
+    const key = layout.sparseKeys[k]!;
+    let at = offsets[k]!;
+    for (const seg of segments) {
+      const ix = seg.chunk.indexed?.get(key);
+      const il = seg.chunk.indexedLists?.get(key);
+      at = ix !== undefined
+        ? writeSparseIndexed(ix.dict, ix.idx, seg.from, seg.to, words, at)
+        : il !== undefined ? writeSparseIndexedList(il, seg.from, seg.to, words, at) : writeSparse(seg.chunk.outputs.get(key)!, seg.from, seg.to, words, at);
+    }
+  }
+
+  if (labels !== null) {
+    let o = 0;
+    for (const seg of segments) {
+      const c = seg.chunk.label!;
+      const read = numberReader(c);
+      for (let r = seg.from; r < seg.to; r++, o++) {
+        if (c.valid !== null && c.valid[r] === 0) throw new DataError('label is null (filter or fill these rows before training)', seg.chunk.locate(r));
+        labels[o] = read(r);
+      }
+    }
+  }
+  return { rows, dense: data, lengths, offsets, values, labels, inSlot: mem.inSlot };
+}
+
+/**
+ * Typed arrays laid out one after another in a slot of shared memory (8-byte aligned) while they
+ * fit, else each in fresh memory: how `packRows` and `mergePacks` place a pack's arrays.
+ */
+class SlotLayout {
+  private at = 0;
+  /** Whether any array went in the slot. */
+  inSlot = false;
+  constructor(private readonly slot: SharedArrayBuffer | undefined) {}
+  private take(bytes: number): { buffer: ArrayBufferLike; offset: number } {
+    const slot = this.slot;
+    if (slot !== undefined && this.at + bytes <= slot.byteLength) {
+      const offset = this.at;
+      this.at = align8(this.at + bytes);
+      this.inSlot = true;
+      return { buffer: slot, offset };
+    }
+    return { buffer: new ArrayBuffer(bytes), offset: 0 };
+  }
+  // Methods, not arrow-function fields: a field makes new closures per instance (see `packRows`).
+  f32(n: number): Float32Array { const m = this.take(4 * n); return new Float32Array(m.buffer, m.offset, n); }
+  i32(n: number): Int32Array { const m = this.take(4 * n); return new Int32Array(m.buffer, m.offset, n); }
+  i64(n: number): BigInt64Array { const m = this.take(8 * n); return new BigInt64Array(m.buffer, m.offset, n); }
+}
+
+/**
+ * Where row `row` (0 to pack.rows) of sparse key `k` starts in `pack.values`: the key's offset plus
+ * the lengths of the rows before it, summed from whichever end of the key's rows is nearer. A
+ * merge mostly takes a pack's head or tail (a batch across two row groups), so one end is free
+ * (see bench/README.md, "Where the CPU goes, and why the loop releases its batches").
+ */
+function rowStart(pack: Pack, k: number, row: number): number {
+  const n = pack.rows;
+  const l = k * n;
+  let at: number;
+  if (row <= n - row) {
+    at = pack.offsets[k]!;
+    for (let j = 0; j < row; j++) at += pack.lengths[l + j]!;
+  } else {
+    at = pack.offsets[k + 1]!;
+    for (let j = row; j < n; j++) at -= pack.lengths[l + j]!;
+  }
+  return at;
+}
+
+/**
+ * Concatenates rows [from, to) of packs (in order) into one pack: in `slot` when it is given (as
+ * `packRows` lays a pack out, each array in the slot while it fits, else in fresh memory).
+ * Every array is written in full, so a used slot needs no zeroing.
+ */
+export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly pack: Pack; readonly from: number; readonly to: number }>, slot?: SharedArrayBuffer): Pack & { readonly inSlot: boolean } {
+  // Plain loops, not callbacks: see the note above `packRows`.
+  let rows = 0;
+  for (let i = 0; i < parts.length; i++) rows += parts[i]!.to - parts[i]!.from;
+  const dim = layout.dim;
+  const K = layout.sparseKeys.length;
+  const mem = new SlotLayout(slot);
+  const dense = mem.f32(rows * dim);
+  const lengths = mem.i32(K * rows);
+  const offsets = mem.i32(K + 1);
+  offsets[0] = 0;
+  const labels = layout.label ? mem.f32(rows) : null;
+  // Part i's values per key k in its pack: [ranges[r], ranges[r + 1]) with r = 2(iK + k), where
+  // rows `from` and `to` start.
+  const ranges = new Int32Array(2 * K * parts.length);
+  for (let i = 0; i < parts.length; i++) {
+    const { pack, from, to } = parts[i]!;
+    for (let k = 0; k < K; k++) {
+      const r = 2 * (i * K + k);
+      ranges[r] = rowStart(pack, k, from);
+      ranges[r + 1] = rowStart(pack, k, to);
+    }
+  }
+  for (let k = 0; k < K; k++) {
+    let n = 0;
+    for (let i = 0; i < parts.length; i++) {
+      const r = 2 * (i * K + k);
+      n += ranges[r + 1]! - ranges[r]!;
+    }
+    offsets[k + 1] = offsets[k]! + n;
+  }
+  const values = mem.i64(offsets[K]!);
+  let row0 = 0;
+  const at = offsets.slice(0, K);
+  for (let i = 0; i < parts.length; i++) {
+    const { pack, from, to } = parts[i]!;
+    // memcpy: TypedArray#set between shared buffers (slots) copies word by word (util/copy.ts).
+    copyElements(dense, row0 * dim, pack.dense.subarray(from * dim, to * dim));
+    for (let k = 0; k < K; k++) {
+      copyElements(lengths, k * rows + row0, pack.lengths.subarray(k * pack.rows + from, k * pack.rows + to));
+      const r = 2 * (i * K + k);
+      const s = ranges[r]!;
+      const e = ranges[r + 1]!;
+      copyElements(values, at[k]!, pack.values.subarray(s, e));
+      at[k] = at[k]! + e - s;
+    }
+    if (labels !== null) copyElements(labels, row0, pack.labels!.subarray(from, to));
+    row0 += to - from;
+  }
+  return { rows, dense, lengths, offsets, values, labels, inSlot: mem.inSlot };
+}

@@ -1,0 +1,80 @@
+// The shapes a batch travels in: the `Batch` a trainer receives, and the processed chunks and
+// segments the batch stage cuts batches from.
+import type { Column, RowLocator } from '@sluice/ops';
+import type { Cursor } from './cursor.js';
+import type { Pack } from './pack.js';
+
+/**
+ * One mini-batch of training rows, as a trainer receives it.
+ *
+ * Laid out as ARCHITECTURE.md says: a row-major float32 dense matrix, a keyed jagged sparse
+ * tensor (key-major lengths, concatenated int64 values), and float32 labels. Every array is a
+ * plain typed array, so a batch can be transferred.
+ *
+ * @example
+ * for await (const b of pipeline('plan.json', { input: 'train.parquet' })) {
+ *   const x = b.dense.data; // b.rows × b.dense.dim, row-major
+ *   const ids = b.sparse.values.subarray(b.sparse.offsets[0], b.sparse.offsets[1]); // first key's ids
+ *   train(x, ids, b.labels);
+ *   b.release?.(); // its memory may now hold a later batch
+ * }
+ */
+export interface Batch {
+  /** 0-based position in the run's batch sequence (continues across epochs and resumes). */
+  readonly seq: number;
+  readonly epoch: number;
+  readonly rows: number;
+  readonly dense: {
+    /** Column names of the matrix (a oneHot feature `f` of n classes gives `f:0` … `f:n-1`). */
+    readonly names: readonly string[];
+    /** Features and where their columns start. */
+    readonly features: ReadonlyArray<{ readonly name: string; readonly offset: number; readonly width: number; readonly vector: boolean }>;
+    /** Columns per row (D). */
+    readonly dim: number;
+    /** rows × dim values, row-major. */
+    readonly data: Float32Array;
+  };
+  readonly sparse: {
+    readonly keys: readonly string[];
+    /** keys.length × rows list lengths, key-major: lengths[k*rows + r]. */
+    readonly lengths: Int32Array;
+    /** Start of each key's values in `values` (keys.length + 1 entries). */
+    readonly offsets: Int32Array;
+    readonly values: BigInt64Array;
+  };
+  readonly labels: Float32Array | null;
+  /** Cursor of the row after this batch: where a resumed run starts. */
+  readonly end: Cursor;
+  /**
+   * Says you are done with this batch, so that its memory may hold a later batch. Optional: a
+   * batch never released is collected as usual. Once one batch is released, a pipeline whose
+   * decode threads lay batches out lays them in reused shared memory (batch/arena.ts), which
+   * spares allocating every batch and the garbage collections that causes (see bench/README.md,
+   * "Where the CPU goes, and why the loop releases its batches"). After `release()` nothing may
+   * read the batch's arrays (nor views of their buffers): they may be overwritten. Repeated calls
+   * do nothing. Batches of pipelines only (not enumerable); absent on batches decoded from a
+   * transport or HTTP.
+   */
+  readonly release?: () => void;
+}
+
+/** A chunk after preprocessing: output columns by feature name, plus the label column. */
+export interface ProcessedChunk {
+  /** Output columns by feature name (empty when the chunk is `packed`). */
+  readonly outputs: ReadonlyMap<string, Column>;
+  readonly label: Column | null;
+  readonly rows: number;
+  readonly at: Cursor;
+  readonly windowRows: number;
+  readonly lastInEpoch: boolean;
+  readonly locate: RowLocator;
+  /** The chunk's rows already laid out as batch arrays (by a decode worker); `outputs` is then empty. */
+  readonly packed?: Pack;
+}
+
+/** A run of rows [from, to) of a processed chunk. */
+export interface Segment {
+  readonly chunk: ProcessedChunk;
+  readonly from: number;
+  readonly to: number;
+}
