@@ -177,6 +177,15 @@ export interface Schedule {
   readonly kernels: number;
 }
 
+/**
+ * A graph and its stage schedule: what a backend launches per chunk (`Backend.stagedPlan`), and
+ * what `sluice explain` reports.
+ */
+export interface StagedPlan {
+  readonly graph: PlanGraph;
+  readonly schedule: Schedule;
+}
+
 /** A backend's per-kernel limit: most nodes, or most bytes of input + output, in one launch. */
 export interface KernelLimit {
   readonly maxNodes?: number;
