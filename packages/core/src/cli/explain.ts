@@ -13,6 +13,9 @@ import { eliminateRedundant } from '../plan/optimize.js';
 import { readColumnStats, type ColumnStats } from '../plan/stats.js';
 import type { BackendSpec } from '@sluice/ops';
 import { formatTable } from './progress.js';
+// Core's own backends (`reference`, in-process `cpu`, `auto`), for createBackend and calibration.
+import '../backend/inline.js';
+import '../placement/register.js';
 
 export interface ExplainCommandOptions {
   readonly plan: string;

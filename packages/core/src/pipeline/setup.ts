@@ -22,6 +22,9 @@ import { epochRows, readChunks, type Chunk, type PackRequest } from '../stream/s
 import { openInput } from './fit.js';
 import { addReport, emptyMetrics, timedSource, type PipelineMetrics } from './metrics.js';
 import { fingerprint, resumeStart, type IteratorState } from './resume.js';
+// Core's own backends, registered for `createBackend`: `reference` and `cpu` (in-process), `auto`.
+import '../backend/inline.js';
+import '../placement/register.js';
 
 /**
  * Options of `pipeline()`: where the data is, resuming, fitted state, and overrides of the plan's
