@@ -1,3 +1,7 @@
+/**
+ * What a backend is to the pipeline: a factory compiles a plan into a `Backend`, which runs one
+ * chunk's columns at a time and reports what it cost. Backend packages implement these types.
+ */
 import type { BackendSpec, Column, PlanState, RowLocator, TypedPlan } from '@sluice/ops';
 import type { StagedPlan } from '../plan/graph.js';
 
