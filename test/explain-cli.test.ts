@@ -5,9 +5,9 @@ import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { getPreset } from '@sluice/core/gen';
+import { getPreset, typedForExplain } from '@sluice/core/gen';
 import { loadPlan } from '@sluice/core';
-import { typedForExplain, writeMeasurements } from '@sluice/core/internal';
+import { writeMeasurements } from '@sluice/core/internal';
 import { tempDir } from '../packages/core/test/helpers.js';
 
 const BIN = join(import.meta.dirname, '..', 'packages', 'core', 'bin', 'sluice.js');

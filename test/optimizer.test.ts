@@ -8,9 +8,9 @@ import { Float64 } from 'apache-arrow';
 import { beforeAll, describe, expect, it } from 'vitest';
 import '@sluice/backend-cpu';
 import { webgpuUnavailable } from '@sluice/backend-webgpu';
-import { buildGraph, eliminateRedundant, executeGraph, executePlan, explainPlan, readColumnStats, scheduleStages, typedForExplain, type Column, type ColumnType } from '@sluice/core/internal';
+import { buildGraph, eliminateRedundant, executeGraph, executePlan, explainPlan, readColumnStats, scheduleStages, type Column, type ColumnType } from '@sluice/core/internal';
 import { fit, loadPlan, typeCheckPlan, type Batch, type BackendSpec, type PlanSpec } from '@sluice/core';
-import { generateDataset, getPreset, presetNames } from '@sluice/core/gen';
+import { generateDataset, getPreset, presetNames, typedForExplain } from '@sluice/core/gen';
 import { i32, i64, listI64, str, tempDir, vec, writeParquet } from '../packages/core/test/helpers.js';
 import { collect, expectSameBatches } from './batches.js';
 

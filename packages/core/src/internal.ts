@@ -5,8 +5,8 @@
 export * from '@sluice/ops';
 export { eliminateRedundant, countOps, type Removal, type RewriteResult } from './plan/optimize.js';
 export { readColumnStats, type ColumnStats } from './plan/stats.js';
-export { buildGraph, scheduleStages, executeGraph, graphContext, nodeOps, FUSIBLE_OPS, type GraphNode, type PlanGraph, type DeviceOf, type Stage, type Schedule, type KernelLimit, type ScheduleOptions, type GraphRun } from './plan/graph.js';
-export { explainPlan, explainStaged, presetSchemaFor, typedForExplain, type Explain, type ExplainStage, type ExplainOptions, type StagedPlan } from './plan/explain.js';
+export { buildGraph, scheduleStages, executeGraph, graphContext, nodeOps, FUSIBLE_OPS, type GraphNode, type PlanGraph, type DeviceOf, type Stage, type Schedule, type StagedPlan, type KernelLimit, type ScheduleOptions, type GraphRun } from './plan/graph.js';
+export { explainPlan, explainStaged, type Explain, type ExplainStage, type ExplainOptions } from './plan/explain.js';
 export { calibrate, predictOps, placeFeatures, provision, autoCandidates, costModelCachePath, type CostModel, type OpCost, type Placement, type Provision } from './placement/cost.js';
 export { autoBackend, autoPlacement } from './placement/auto.js';
 export { candidatePlacements, chooseMeasured, measureCandidates, PROBE_HOPELESS, predictRun, readMeasurements, writeMeasurements, calibrationCachePath, type Candidate, type Measurement } from './placement/calibration.js';

@@ -1,10 +1,6 @@
-import type { Column } from '@sluice/ops';
-import { columnBytes } from '@sluice/ops';
-import { PlanError } from '@sluice/ops';
-import { executePlan, type PlanState, type RowLocator } from '@sluice/ops';
+import { columnBytes, executePlan, PlanError, type BackendSpec, type Column, type PlanState, type RowLocator, type TypedPlan } from '@sluice/ops';
 import { buildGraph, executeGraph, scheduleStages } from '../plan/graph.js';
-import type { TypedPlan } from '@sluice/ops';
-import type { BackendSpec } from '@sluice/ops';
+import { registerBuiltinBackend } from './registry.js';
 import type { Backend } from './types.js';
 
 /**
@@ -37,3 +33,8 @@ export function inlineCpuBackend(plan: TypedPlan, options: BackendSpec, state: P
     async dispose() {},
   };
 }
+
+// `reference` is always core's kernels in-process (the oracle conformance tests compare against);
+// `cpu` means the same until @sluice/backend-cpu registers its worker pool over it.
+registerBuiltinBackend('reference', inlineCpuBackend);
+registerBuiltinBackend('cpu', inlineCpuBackend);

@@ -1,19 +1,25 @@
+/**
+ * The backend registry: backend names mapped to factories, plus the lookup that loads a backend's
+ * package on first use. It imports none of the backends it holds: core's own register themselves
+ * (backend/inline.ts: `reference` and `cpu`; placement/register.ts: `auto`), and whoever needs
+ * them (the pipeline, the CLI) imports those modules for their side effect.
+ */
 import { readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { PlanError } from '@sluice/ops';
-import type { PlanState } from '@sluice/ops';
-import type { TypedPlan } from '@sluice/ops';
-import type { BackendSpec } from '@sluice/ops';
-import { inlineCpuBackend } from './inline.js';
-import { autoBackend } from '../placement/auto.js';
+import { PlanError, type BackendSpec, type PlanState, type TypedPlan } from '@sluice/ops';
 import type { Backend, BackendFactory } from './types.js';
 
-// `reference` is always core's kernels in-process (the oracle conformance tests compare against);
-// `cpu` means the same until @sluice/backend-cpu registers its worker pool over it.
-// `auto` places features on other backends by the cost model (backend/auto.ts).
-const registry = new Map<string, BackendFactory>([['reference', inlineCpuBackend], ['cpu', inlineCpuBackend], ['auto', autoBackend]]);
+const registry = new Map<string, BackendFactory>();
+/** Core's own factories, by name: what a list of names (`auto`) runs with, whatever a user registers. */
+const builtins = new Map<string, BackendFactory>();
 
+/**
+ * Options of a backend registration.
+ *
+ * @example
+ * registerBackend('cpu', createCpuBackend, { readerKernels: cpuReaderKernels });
+ */
 export interface BackendRegistration {
   /**
    * Kernels for the ops the reader computes on dictionary entries (plan/pushdown.ts), in place of
@@ -25,6 +31,12 @@ export interface BackendRegistration {
   readonly readerKernels?: (spec: BackendSpec) => string | null | Promise<string | null>;
 }
 const registrations = new Map<string, BackendRegistration>();
+
+/**
+ * Names given to `registerBackend` (by a backend package as it loads, or by the user). Such a name
+ * is used as registered: its package is not imported over it.
+ */
+const registered = new Set<string>();
 
 /**
  * Makes a backend available to plans under `name`. Backend packages call this on import; core
@@ -40,12 +52,21 @@ export function registerBackend(name: string, factory: BackendFactory, options: 
 }
 
 /**
- * Names given to `registerBackend` (by a backend package as it loads, or by the user). Such a name
- * is used as registered: its package is not imported over it.
+ * Registers one of core's own backends. Unlike `registerBackend`, the name stays open: an
+ * installed `@sluice/backend-NAME` still loads over it (core's in-process `cpu` is the fallback
+ * for the worker-pool package), and a name the user registered first is kept.
  */
-const registered = new Set<string>();
+export function registerBuiltinBackend(name: string, factory: BackendFactory): void {
+  builtins.set(name, factory);
+  if (!registered.has(name)) registry.set(name, factory);
+}
 
-/** Names of the registered backends. */
+/**
+ * Names of the registered backends.
+ *
+ * @example
+ * backendNames(); // ['reference', 'cpu', 'auto', ...]
+ */
 export function backendNames(): string[] {
   return [...registry.keys()];
 }
@@ -103,8 +124,9 @@ export async function readerKernels(spec: BackendSpec): Promise<string | null> {
 
 /** Builds the backend a plan names (loading its package if needed), or fails with the list of known ones. */
 export async function createBackend(plan: TypedPlan, spec: BackendSpec, state: PlanState): Promise<Backend> {
-  // A list "cpu,webgpu" is `auto` over those backends.
-  if (spec.name.includes(',')) return autoBackend(plan, spec, state);
+  // A list "cpu,webgpu" is core's `auto` over those backends.
+  const list = spec.name.includes(',') ? builtins.get('auto') : undefined;
+  if (list !== undefined) return list(plan, spec, state);
   await loadUnlessRegistered(spec.name);
   const factory = registry.get(spec.name);
   if (factory === undefined) {

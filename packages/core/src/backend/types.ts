@@ -1,10 +1,17 @@
-import type { Column } from '@sluice/ops';
-import type { PlanState, RowLocator } from '@sluice/ops';
-import type { TypedPlan } from '@sluice/ops';
-import type { BackendSpec } from '@sluice/ops';
-import type { StagedPlan } from '../plan/explain.js';
+/**
+ * What a backend is to the pipeline: a factory compiles a plan into a `Backend`, which runs one
+ * chunk's columns at a time and reports what it cost. Backend packages implement these types.
+ */
+import type { BackendSpec, Column, PlanState, RowLocator, TypedPlan } from '@sluice/ops';
+import type { StagedPlan } from '../plan/graph.js';
 
-/** What running a chunk cost. Real backends measure; simulators add modelled figures. */
+/**
+ * What running a chunk cost. Real backends measure; simulators add modelled figures.
+ *
+ * @example
+ * const { report } = await backend.run(columns, locate);
+ * console.log(report.wallMs, report.bytesIn, report.modelledMs); // modelledMs: a simulator's extra
+ */
 export interface CostReport {
   /** Measured wall time of the run call, milliseconds. */
   readonly wallMs: number;
@@ -13,7 +20,12 @@ export interface CostReport {
   readonly [extra: string]: unknown;
 }
 
-/** What a backend can do, for placement and for skipping tests with a reason. */
+/**
+ * What a backend can do, for placement and for skipping tests with a reason.
+ *
+ * @example
+ * const capabilities: Capabilities = { ops: new Set(['fillNull', 'log', 'bucketize']), timing: 'modelled' };
+ */
 export interface Capabilities {
   /** Op names it runs; others make `compile` fail with a PlanError. */
   readonly ops: ReadonlySet<string> | 'all';
@@ -21,7 +33,16 @@ export interface Capabilities {
   readonly timing: 'measured' | 'modelled';
 }
 
-/** A backend ready to run one compiled plan (what its factory's compile step returns). */
+/**
+ * A backend ready to run one compiled plan (what its factory's compile step returns).
+ *
+ * @example
+ * const echo: Backend = {
+ *   name: 'echo', capabilities: { ops: 'all', timing: 'measured' }, concurrency: 1,
+ *   async run(columns) { return { columns: new Map(columns), report: { wallMs: 0, bytesIn: 0, bytesOut: 0 } }; },
+ *   async dispose() {},
+ * };
+ */
 export interface Backend {
   readonly name: string;
   readonly capabilities: Capabilities;
@@ -51,5 +72,12 @@ export interface Backend {
 /**
  * Compiles a plan for a backend: validates the options, checks every op is supported, and
  * returns the runnable backend. Registered under a name with `registerBackend`.
+ *
+ * @example
+ * const traced: BackendFactory = async (plan, options, state) => {
+ *   const inner = await createBackend(plan, { name: 'reference' }, state);
+ *   return { ...inner, name: options.name };
+ * };
+ * registerBackend('traced', traced);
  */
 export type BackendFactory = (plan: TypedPlan, options: BackendSpec, state: PlanState) => Backend | Promise<Backend>;

@@ -1,7 +1,4 @@
-import type { Column } from '@sluice/ops';
-import { columnLength } from '@sluice/ops';
-import { executePlan, type KernelOverride, type PlanState, type RowLocator } from '@sluice/ops';
-import type { TypedFeature, TypedPlan } from '@sluice/ops';
+import { columnLength, executePlan, type Column, type KernelOverride, type PlanState, type RowLocator, type TypedFeature, type TypedPlan } from '@sluice/ops';
 
 /** One op application seen while tracing a chunk: which feature and op, and the column it read. */
 export interface OpVisit {

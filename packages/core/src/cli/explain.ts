@@ -6,12 +6,16 @@ import { DecoderPool } from '../reader/decoder-pool.js';
 import { openInput } from '../pipeline/fit.js';
 import { autoCandidates, calibrate, provision, type Provision } from '../placement/cost.js';
 import { calibrationCachePath, chooseMeasured, predictRun, readMeasurements, runCandidates } from '../placement/calibration.js';
-import { explainPlan, typedForExplain, type Explain } from '../plan/explain.js';
+import { explainPlan, type Explain } from '../plan/explain.js';
+import { typedForExplain } from '../gen/schema.js';
 import { loadPlan, type TypedPlan } from '@sluice/ops';
 import { eliminateRedundant } from '../plan/optimize.js';
 import { readColumnStats, type ColumnStats } from '../plan/stats.js';
 import type { BackendSpec } from '@sluice/ops';
 import { formatTable } from './progress.js';
+// Core's own backends (`reference`, in-process `cpu`, `auto`), for createBackend and calibration.
+import '../backend/inline.js';
+import '../placement/register.js';
 
 export interface ExplainCommandOptions {
   readonly plan: string;

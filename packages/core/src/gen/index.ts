@@ -10,3 +10,4 @@ export { PRESETS, getPreset, presetNames, type Preset } from './presets.js';
 export { generateDataset, generateBatches, type GenerateOptions, type GenerateResult } from './generate.js';
 export { demoDataset, cacheDir, DEMO_ROWS } from './demo.js';
 export { ParquetFileWriter, writeParquetTable, type ParquetWriteOptions } from '../output/parquet-write.js';
+export { presetSchemaFor, typedForExplain } from './schema.js';

@@ -1,9 +1,7 @@
-import { PlanError } from '@sluice/ops';
+/** Opening a plan's input (checked against the plan) and fitting its stateful ops: `sluice fit`. */
+import { fitPlan, loadPlan, PlanError, typeCheckPlan, type Plan, type PlanSpec, type TypedPlan } from '@sluice/ops';
 import { checkColumns, openDataset, type Dataset } from '../reader/dataset.js';
 import { DecoderPool } from '../reader/decoder-pool.js';
-import { fitPlan } from '@sluice/ops';
-import { loadPlan, typeCheckPlan, type Plan, type TypedPlan } from '@sluice/ops';
-import type { PlanSpec } from '@sluice/ops';
 import { readChunks, type Chunk } from '../stream/source.js';
 
 /**

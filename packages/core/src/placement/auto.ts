@@ -1,20 +1,15 @@
 /**
- * The `auto` backend: runs each feature on the backend the cost model places it on (plan/cost.ts),
- * all backends at once on the same chunk (RECom co-running), and merges their outputs in plan
- * order. The pipeline chooses the placement (the cost model proposes, measurements of the
- * candidates on the real data decide: plan/calibration.ts) and resolves one that puts everything
- * on one backend to that backend itself, so e.g. an all-cpu placement keeps the cpu reader
- * pushdown; this backend runs the mixed ones.
+ * The `auto` backend: runs each feature on the backend the cost model places it on
+ * (placement/cost.ts), all backends at once on the same chunk (RECom co-running), and merges their
+ * outputs in plan order. A run chooses the placement first (placement/resolve.ts: the cost model
+ * proposes, measurements of the candidates on the real data decide) and resolves one that puts
+ * everything on one backend to that backend itself, so e.g. an all-cpu placement keeps the cpu
+ * reader pushdown; this backend runs the mixed ones. placement/register.ts registers it.
  */
-import type { Column, ColumnType } from '@sluice/ops';
-import { columnBytes } from '@sluice/ops';
-import { PlanError } from '@sluice/ops';
-import type { PlanState, RowLocator } from '@sluice/ops';
-import { loadPlan, typeCheckPlan, type TypedPlan } from '@sluice/ops';
-import { autoCandidates, calibrate, placeFeatures, type CostModel, type Placement } from './cost.js';
-import type { BackendSpec } from '@sluice/ops';
+import { columnBytes, loadPlan, PlanError, typeCheckPlan, type BackendSpec, type Column, type ColumnType, type PlanState, type RowLocator, type TypedPlan } from '@sluice/ops';
 import { createBackend } from '../backend/registry.js';
 import type { Backend } from '../backend/types.js';
+import { autoCandidates, calibrate, placeFeatures, type CostModel, type Placement } from './cost.js';
 
 /**
  * Calibrates the candidate backends of an `auto` (or list) spec and places the plan's features.

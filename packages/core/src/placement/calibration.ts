@@ -1,8 +1,8 @@
 /**
- * Measured calibration of `backend: "auto"` (issue 7): what each candidate placement really costs
- * on this plan, this machine and the real pipeline path.
+ * Measured calibration of `backend: "auto"`: what each candidate placement really costs on this
+ * plan, this machine and the real pipeline path (see docs/optimizer.md, "Measured calibration").
  *
- * The op cost model (plan/cost.ts) predicts one op at a time on synthetic columns; it cannot see
+ * The op cost model (placement/cost.ts) predicts one op at a time on synthetic columns; it cannot see
  * what the real path does around the ops: the cpu path's pushdown into the Parquet decoder (op
  * chains run once per dictionary entry in the decode workers), the webgpu backend's optimizer
  * (shared sub-chains, fused stages, one upload and dispatch per stage), decode time, or that a
@@ -22,13 +22,11 @@
 import { createHash, type Hash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ColumnType } from '@sluice/ops';
-import type { TypedPlan } from '@sluice/ops';
-import type { Placement } from './cost.js';
-import type { BackendSpec } from '@sluice/ops';
+import type { BackendSpec, ColumnType, TypedPlan } from '@sluice/ops';
 import { pushdownExtent, readerCanCompute } from '../plan/pushdown.js';
 import type { Dataset } from '../reader/dataset.js';
 import { cacheRoot, machineKey } from '../util/cache.js';
+import type { Placement } from './cost.js';
 
 /** A placement auto can run: a label (cache key, report) and the backend spec that runs it. */
 export interface Candidate {
@@ -52,7 +50,7 @@ const typeKey = (t: ColumnType): string => (t.kind === 'list' ? `list<${t.child}
 
 /**
  * Feeds a JSON-like value to a hash. Arrays of numbers (bucketize borders: RM5 has 42 × 4096) go
- * in as float64 bytes, which is an order of magnitude cheaper than stringifying them.
+ * in as float64 bytes, which is much cheaper than stringifying them.
  */
 function hashValue(h: Hash, v: unknown): void {
   if (Array.isArray(v)) {
@@ -183,11 +181,8 @@ export const PROBE_BUDGET_MS = 20_000;
  * After the first round, a candidate whose steady part alone (per-batch time × batches) is this
  * many times the best candidate's whole predicted run is not probed again. Its fixed part is left
  * out, so the one-off costs of a first run (GPU device, shader compiles) cannot drop it; only a
- * candidate that loses by a wide margin on every batch does. On an H100 (Dawn, NVIDIA Vulkan) the
- * RM1 plan measured cpu 1.0 ms per batch, webgpu 18.9 and mixed 22.8, and both were probed a
- * second time, for an answer already clear; with this rule and the lighter cpu workers
- * (`@sluice/core/exec`), a first auto run over 200k rows in examples/bench-backends.ts went from
- * 15.8–19 s to 10.2–10.5 s there.
+ * candidate that loses by a wide margin on every batch does, which spares a first `auto` run a
+ * second probe of an answer already clear (docs/optimizer.md, "Measured calibration").
  */
 export const PROBE_HOPELESS = 3;
 /** After two rounds, a candidate predicted this much slower than the best drops out… */
@@ -250,4 +245,37 @@ export async function measureCandidates(candidates: readonly Candidate[], batche
     live = next;
   }
   return Object.fromEntries([...samples].map(([k, xs]) => [k, estimate(xs)]));
+}
+
+/** A probe stops once it has run this long past its first batch (ms). */
+export const PROBE_STEADY_MS = 1500;
+
+/**
+ * The prefix of `dataset` a probe reads: its first row groups, at least two and at least four
+ * batches' worth, so that reading, decoding, ops and batch assembly overlap as in a real run.
+ */
+export function probePrefix(dataset: Dataset, batchSize: number): Dataset {
+  const { units } = dataset;
+  let n = 0;
+  let rows = 0;
+  while (n < units.length && (n < 2 || rows < 4 * batchSize)) rows += units[n++]!.rows;
+  return { ...dataset, units: units.slice(0, n), totalRows: rows };
+}
+
+/** When, in ms since a probe started, it had finished how many rows. */
+export interface ProbePoint {
+  readonly ms: number;
+  readonly rows: number;
+}
+
+/**
+ * A probe's time as fixed + per row: the per-row part from the first batch to the last (rows
+ * counted as the preprocess stage finished them: a packed reader hands over whole row groups),
+ * the fixed part (setup, worker start, pipeline fill) what is left of the first batch's time.
+ * `setupMs` is the probe run's own setup time, for a probe whose rows all arrived at once.
+ */
+export function fitProbe(first: ProbePoint, last: ProbePoint, setupMs: number, batchSize: number): Measurement {
+  // One arrival only (the whole prefix at once): no slope to fit; all but the setup is per row.
+  const perRow = last.rows > first.rows ? (last.ms - first.ms) / (last.rows - first.rows) : Math.max(0, last.ms - setupMs) / last.rows;
+  return { fixedMs: Math.max(0, first.ms - perRow * first.rows), perBatchMs: perRow * batchSize };
 }

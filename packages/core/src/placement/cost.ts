@@ -19,11 +19,8 @@
  */
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Column, ColumnType } from '@sluice/ops';
-import { utf8FromStrings } from '@sluice/ops';
+import { loadPlan, PlanError, typeCheckPlan, utf8FromStrings, type Column, type ColumnType, type PlanOp, type TypedFeature, type TypedPlan } from '@sluice/ops';
 import { createBackend } from '../backend/registry.js';
-import { PlanError } from '@sluice/ops';
-import { loadPlan, typeCheckPlan, type PlanOp, type TypedFeature, type TypedPlan } from '@sluice/ops';
 import { cacheRoot, machineKey } from '../util/cache.js';
 
 /** Predicted ms per chunk for one op on one backend: fixed + perElement × elements. */

@@ -1,23 +1,12 @@
 /**
  * `sluice explain`: what the optimizer does to a plan on a backend — op steps before and after,
  * the stages, and kernel launches per batch — without reading any data beyond Parquet footers.
+ * Typing a plan without data (from a preset's schema) is gen/schema.ts's `typedForExplain`.
  */
-import type { ColumnType } from '@sluice/ops';
-import { PlanError } from '@sluice/ops';
-import { PRESETS } from '../gen/presets.js';
-import { presetArrowSchema } from '../gen/generate.js';
-import { arrowColumnType } from '../reader/arrow.js';
-import type { Backend } from '../backend/types.js';
-import { buildGraph, scheduleStages, type PlanGraph, type Schedule } from './graph.js';
-import { loadPlan, typeCheckPlan, type Plan, type TypedPlan } from '@sluice/ops';
+import type { TypedPlan } from '@sluice/ops';
+import { buildGraph, scheduleStages, type Schedule, type StagedPlan } from './graph.js';
 import { countOps, eliminateRedundant, type Removal } from './optimize.js';
 import type { ColumnStats } from './stats.js';
-
-/** A backend's own graph and schedule: what it really launches per chunk. */
-export interface StagedPlan {
-  readonly graph: PlanGraph;
-  readonly schedule: Schedule;
-}
 
 /** One stage as explain reports it. */
 export interface ExplainStage {
@@ -88,36 +77,15 @@ export function explainStaged(original: TypedPlan, staged: StagedPlan, backend: 
   };
 }
 
-/**
- * The input schema a plan needs when no data is given: the schema of the first preset whose
- * columns cover every input the plan reads (plans printed by `sluice plan --preset`).
- */
-export function presetSchemaFor(plan: Plan): Map<string, ColumnType> | null {
-  const need = [...new Set([...plan.features.map((f) => f.input), ...(plan.label ? [plan.label] : [])])];
-  for (const p of Object.values(PRESETS)) {
-    const schema = new Map<string, ColumnType>();
-    for (const f of presetArrowSchema(p).fields) { const t = arrowColumnType(f.type); if (t) schema.set(f.name, t); }
-    if (need.every((c) => schema.has(c))) return schema;
-  }
-  return null;
-}
-
 export interface ExplainOptions {
-  /** Input schema (from data or a preset); required when the plan is not typed yet. */
-  readonly schema?: ReadonlyMap<string, ColumnType>;
   /** Footer statistics of the input columns, for redundancy elimination. */
   readonly stats?: ReadonlyMap<string, ColumnStats>;
-  /** A backend created for the rewritten plan: its own staged plan is reported when it has one. */
-  readonly backend?: Backend;
+  /**
+   * A backend created for the rewritten plan (any `Backend`): its own staged plan is reported
+   * when it has one.
+   */
+  readonly backend?: { readonly name: string; stagedPlan?(): StagedPlan };
   readonly backendName?: string;
-}
-
-/** Type-checks a plan for explain, from given or preset schema. */
-export function typedForExplain(plan: Plan | TypedPlan, schema?: ReadonlyMap<string, ColumnType>): TypedPlan {
-  if ('columns' in plan) return plan;
-  const s = schema ?? presetSchemaFor(plan);
-  if (s === null) throw new PlanError('explain needs the input types: pass --input (a Parquet file with the plan\'s columns), or use a plan of a preset (`sluice plan --preset NAME`)');
-  return typeCheckPlan(loadPlan(plan), s);
 }
 
 /**

@@ -20,9 +20,7 @@
  * `executePlan` (tested on every preset).
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { Column, ColumnType } from '@sluice/ops';
-import { runOps, type PlanState, type RowLocator } from '@sluice/ops';
-import type { PlanOp, TypedFeature, TypedPlan } from '@sluice/ops';
+import { runOps, type Column, type ColumnType, type PlanOp, type PlanState, type RowLocator, type TypedFeature, type TypedPlan } from '@sluice/ops';
 
 /** Ops that map one value to one value and keep no state: a run of them fuses vertically. */
 export const FUSIBLE_OPS: ReadonlySet<string> = new Set(['fillNull', 'cast', 'neg2zero', 'clamp', 'log', 'logit', 'boxCox', 'bucketize', 'hex2int', 'sigridHash', 'modulus', 'mapId']);
@@ -175,6 +173,15 @@ export interface Schedule {
   readonly lowerBound: number;
   /** Kernel launches per chunk: the shards of all stages. */
   readonly kernels: number;
+}
+
+/**
+ * A graph and its stage schedule: what a backend launches per chunk (`Backend.stagedPlan`), and
+ * what `sluice explain` reports.
+ */
+export interface StagedPlan {
+  readonly graph: PlanGraph;
+  readonly schedule: Schedule;
 }
 
 /** A backend's per-kernel limit: most nodes, or most bytes of input + output, in one launch. */

@@ -14,8 +14,7 @@
  * fitted state still name the op as the user wrote it. Features with stateful ops are left as they
  * are (their fitted state is keyed by position).
  */
-import type { ColumnType, PrimitiveType } from '@sluice/ops';
-import type { PlanOp, TypedFeature, TypedPlan } from '@sluice/ops';
+import type { ColumnType, PlanOp, PrimitiveType, TypedFeature, TypedPlan } from '@sluice/ops';
 import type { ColumnStats } from './stats.js';
 
 /** One removed op step and why. */

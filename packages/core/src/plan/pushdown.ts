@@ -23,10 +23,8 @@
  * exactly as without pushdown.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { ColumnType } from '@sluice/ops';
-import { loadPlan, typeCheckPlan, type TypedFeature, type TypedPlan } from '@sluice/ops';
-import type { FeatureSpec } from '@sluice/ops';
-import { isUrl, type Dataset } from '../reader/dataset.js';
+import { loadPlan, typeCheckPlan, type ColumnType, type FeatureSpec, type TypedFeature, type TypedPlan } from '@sluice/ops';
+import { isUrl } from '../util/url.js';
 
 /** Ops whose output for a row depends only on that row's input value (and that keep no state). */
 export const PER_VALUE_OPS: ReadonlySet<string> = new Set(['fillNull', 'cast', 'neg2zero', 'clamp', 'log', 'logit', 'boxCox', 'bucketize', 'hex2int', 'sigridHash', 'modulus']);
@@ -51,14 +49,18 @@ export interface Pushdown {
   readonly plan: TypedPlan | null;
 }
 
-/** Whether the reader can compute op chains for a read of `dataset` (pushdown): unshuffled, and local files only. */
-export const readerCanCompute = (dataset: Pick<Dataset, 'files'>, plan: TypedPlan): boolean => plan.shuffle === null && !dataset.files.some((f) => isUrl(f.source));
+/**
+ * Whether the reader can compute op chains for a read of `dataset` (pushdown): unshuffled, and
+ * local files only. Takes any object with the files' sources (a reader `Dataset`), so that plan/
+ * does not depend on the reader.
+ */
+export const readerCanCompute = (dataset: { readonly files: ReadonlyArray<{ readonly source: string }> }, plan: TypedPlan): boolean => plan.shuffle === null && !dataset.files.some((f) => isUrl(f.source));
 
 /** True when the reader computes every feature, so no backend work is left (the plan runs in the decoders). */
 export const allInReader = (pd: Pushdown | null): pd is Pushdown & { readonly plan: null } => pd !== null && pd.plan === null;
 
 const isScalar = (t: ColumnType): boolean => t.kind !== 'list' && t.kind !== 'fixed';
-/** A list of numbers: what the reader decodes itself (io/fast-parquet.ts). */
+/** A list of numbers: what the reader's own Parquet decoder reads (reader/). */
 const isNumericList = (t: ColumnType): boolean => t.kind === 'list' && t.child !== 'utf8';
 
 /** Features that a cross op reads by name: they stay with the backend, which computes them in order. */
@@ -103,8 +105,8 @@ export function planPushdown(plan: TypedPlan): Pushdown | null {
       continue;
     }
     // Features with the same input and the same op chain share a derived column. Params are
-    // compared as values (isDeepStrictEqual: -0 is not 0), not by a JSON key, which took ~1.5 ms
-    // per pipeline for RM1's bucketize borders and made fillNull(-0) share fillNull(0)'s column.
+    // compared as values (isDeepStrictEqual: -0 is not 0), not by a JSON key, which is slow for
+    // long bucketize borders and would make fillNull(-0) share fillNull(0)'s column.
     const same = byInput.get(f.input) ?? [];
     let d = same.find((c) => c.ops.length === f.ops.length && c.ops.every((o, k) => o.op === f.ops[k]!.op && isDeepStrictEqual(o.params, f.ops[k]!.params)));
     if (d === undefined) {

@@ -4,7 +4,7 @@
  * min / max the writer recorded. A statistic that any row group lacks is unknown for the column.
  */
 import { asyncBufferFromFile, parquetMetadataAsync } from 'hyparquet';
-import { isUrl } from '../reader/dataset.js';
+import { isUrl } from '../util/url.js';
 
 /** What the footers of all files say about one top-level column. */
 export interface ColumnStats {
