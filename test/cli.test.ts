@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { Float32, Int32, Vector, tableFromIPC, type Table } from 'apache-arrow';
 import * as pw from 'parquet-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadPlan } from '@sluice/ops';
-import type { PlanSpec } from '@sluice/ops';
+import { loadPlan, type PlanSpec } from '@sluice/ops';
+import { DEMO_ROWS } from '../packages/core/src/gen/demo.js';
 import { i32, str, tempDir, vec, writeParquet } from '../packages/core/test/helpers.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -196,6 +196,23 @@ describe('sluice usage', () => {
     const sub = await sluice(['run', '--help']);
     expect(sub.status).toBe(0);
     expect(sub.stdout).toContain('usage: sluice');
+  });
+
+  it('each command has its own --help page, and --version prints the package version', async () => {
+    const commands = ['demo', 'plan', 'gen', 'fit', 'run', 'bench', 'reproduce', 'serve', 'lookahead', 'explain'];
+    const pages = await Promise.all(commands.map((c) => sluice([c, '--help'])));
+    pages.forEach((r, k) => {
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(new RegExp(`^usage: sluice ${commands[k]}\\b`));
+      expect(r.stdout).toContain('-h, --help');
+    });
+    expect(pages[commands.indexOf('run')]!.stdout).toMatch(/^\s+-o, --output O\.parquet\s/m);
+    expect(pages[0]!.stdout).toContain(`default ${DEMO_ROWS.toLocaleString('en-US')}`);
+    expect((await sluice(['help', 'gen'])).stdout).toBe((await sluice(['gen', '--help'])).stdout);
+    const version = (JSON.parse(readFileSync(join(ROOT, 'packages', 'core', 'package.json'), 'utf8')) as { version: string }).version;
+    const v = await sluice(['--version']);
+    expect(v.status).toBe(0);
+    expect(v.stdout).toBe(`sluice ${version}\n`);
   });
 
   it('no arguments: usage, exit 2', async () => {

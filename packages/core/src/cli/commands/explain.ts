@@ -1,17 +1,33 @@
 /** `sluice explain`: the optimizer's rewrite, stages, kernels per batch, placement and provisioning. */
-import { autoPlacement } from '../placement/auto.js';
-import { createBackend } from '../backend/registry.js';
-import type { Dataset } from '../reader/dataset.js';
-import { DecoderPool } from '../reader/decoder-pool.js';
-import { openInput } from '../pipeline/fit.js';
-import { autoCandidates, calibrate, provision, type Provision } from '../placement/cost.js';
-import { calibrationCachePath, chooseMeasured, predictRun, readMeasurements, runCandidates } from '../placement/calibration.js';
-import { explainPlan, typedForExplain, type Explain } from '../plan/explain.js';
-import { loadPlan, type TypedPlan } from '@sluice/ops';
-import { eliminateRedundant } from '../plan/optimize.js';
-import { readColumnStats, type ColumnStats } from '../plan/stats.js';
-import type { BackendSpec } from '@sluice/ops';
-import { formatTable } from './progress.js';
+import { loadPlan, type BackendSpec, type TypedPlan } from '@sluice/ops';
+import { createBackend } from '../../backend/registry.js';
+import { openInput } from '../../pipeline/fit.js';
+import { autoPlacement } from '../../placement/auto.js';
+import { calibrationCachePath, chooseMeasured, predictRun, readMeasurements, runCandidates } from '../../placement/calibration.js';
+import { autoCandidates, calibrate, provision, type Provision } from '../../placement/cost.js';
+import { explainPlan, typedForExplain, type Explain } from '../../plan/explain.js';
+import { eliminateRedundant } from '../../plan/optimize.js';
+import { readColumnStats, type ColumnStats } from '../../plan/stats.js';
+import type { Dataset } from '../../reader/dataset.js';
+import { DecoderPool } from '../../reader/decoder-pool.js';
+import { need, UsageError, type Values } from '../args.js';
+import { formatTable } from '../progress.js';
+
+/** `sluice explain` from parsed options: prints the report. */
+export async function cmdExplain(values: Values): Promise<number> {
+  const target = values['target-rows-per-sec'];
+  const rate = target === undefined ? undefined : Number(target);
+  if (rate !== undefined && !(Number.isFinite(rate) && rate > 0)) throw new UsageError(`--target-rows-per-sec must be a positive number, got "${String(target)}"`);
+  const r = await explainCommand({
+    plan: need(values, 'plan'),
+    input: (values.input as string[] | undefined) ?? [],
+    ...(typeof values.backend === 'string' ? { backend: values.backend } : {}),
+    ...(rate !== undefined ? { targetRowsPerSec: rate } : {}),
+    json: !!values.json,
+  });
+  process.stdout.write(r + '\n');
+  return 0;
+}
 
 export interface ExplainCommandOptions {
   readonly plan: string;
@@ -34,7 +50,7 @@ export interface ExplainReport extends Explain {
     readonly basis: 'measured' | 'model';
     /** Batches of the run the choice is for (from --input, else 100). */
     readonly batches: number;
-    /** Cached measurements of the candidates on this machine (plan/calibration.ts); a run measures the missing ones. */
+    /** Cached measurements of the candidates on this machine (placement/calibration.ts); a run measures the missing ones. */
     readonly measured: Record<string, { fixedMs: number; perBatchMs: number; runMs: number } | null>;
     readonly cache: string;
   };
