@@ -12,7 +12,16 @@
  */
 
 /** Core's layers, bottom up; folders on one line share a level. */
-const CORE_LEVELS = [['util'], ['batch'], ['reader'], ['output', 'plan', 'backend'], ['stream'], ['placement'], ['pipeline'], ['lookahead', 'serve', 'transport', 'gen', 'cli']];
+const CORE_LEVELS = [
+  ['util'],
+  ['batch'],
+  ['reader'],
+  ['output', 'plan', 'backend'],
+  ['stream'],
+  ['placement'],
+  ['pipeline'],
+  ['lookahead', 'serve', 'transport', 'gen', 'cli'],
+];
 
 const CORE = '^packages/core/src/';
 const folders = (names) => `${CORE}(${names.join('|')})/`;
@@ -86,6 +95,10 @@ module.exports = {
     doNotFollow: { path: 'node_modules' },
     // Build outputs of the packages (not npm packages' own dist/ folders, which the rules must see).
     exclude: { path: '^packages/[^/]+/(dist|build|assembly)/' },
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'], extensions: ['.ts', '.cts', '.js', '.cjs', '.mjs'] },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      extensions: ['.ts', '.cts', '.js', '.cjs', '.mjs'],
+    },
   },
 };

@@ -63,20 +63,26 @@ const p90 = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Mat
 /** The recorder: hooks that append each loaded module's URL to a file, and a preload that registers them. */
 function importRecorder(dir: string): { preload: string; out: string } {
   const out = join(dir, 'loaded.txt');
-  writeFileSync(join(dir, 'hooks.mjs'), `import { appendFileSync } from 'node:fs';
+  writeFileSync(
+    join(dir, 'hooks.mjs'),
+    `import { appendFileSync } from 'node:fs';
 let out = '';
 export function initialize(data) { out = data.out; }
 export async function load(url, context, next) { appendFileSync(out, url + '\\n'); return next(url, context); }
-`);
+`,
+  );
   // CommonJS modules required by other CommonJS modules bypass the ESM hooks: list require.cache at exit.
-  writeFileSync(join(dir, 'preload.mjs'), `import { appendFileSync } from 'node:fs';
+  writeFileSync(
+    join(dir, 'preload.mjs'),
+    `import { appendFileSync } from 'node:fs';
 import { createRequire, register } from 'node:module';
 import { pathToFileURL } from 'node:url';
 const out = ${JSON.stringify(out)};
 register(new URL('./hooks.mjs', import.meta.url), { data: { out } });
 const cache = createRequire(import.meta.url).cache;
 process.on('exit', () => appendFileSync(out, Object.keys(cache).map((f) => pathToFileURL(f).href + '\\n').join('')));
-`);
+`,
+  );
   return { preload: pathToFileURL(join(dir, 'preload.mjs')).href, out };
 }
 
@@ -85,7 +91,13 @@ function loaded(c: Case, dir: string): { modules: number; heavy: string[] } {
   const { preload, out } = importRecorder(dir);
   writeFileSync(out, '');
   wallMs({ name: c.name, args: ['--import', preload, ...c.args] });
-  const urls = [...new Set(readFileSync(out, 'utf8').split('\n').filter((u) => u !== '' && !u.startsWith('node:') && !u.includes(dir)))];
+  const urls = [
+    ...new Set(
+      readFileSync(out, 'utf8')
+        .split('\n')
+        .filter((u) => u !== '' && !u.startsWith('node:') && !u.includes(dir)),
+    ),
+  ];
   return { modules: urls.length, heavy: HEAVY.filter(([, re]) => urls.some((u) => re.test(u))).map(([name]) => name) };
 }
 
@@ -110,7 +122,14 @@ if (values.json) {
   printTable(
     `CLI start-up, ${RUNS} runs each (wall ms of a fresh process; bare node is the peer)`,
     ['command', 'median ms', 'p90 ms', 'median / node', 'modules loaded', 'heavy modules loaded'],
-    rows.map((r) => [r.command, r.medianMs.toFixed(0), r.p90Ms.toFixed(0), fmtRatio(r.vsNode), r === rows[0] ? '-' : String(r.modules), r === rows[0] ? '-' : r.heavy.join(', ') || 'none']),
+    rows.map((r) => [
+      r.command,
+      r.medianMs.toFixed(0),
+      r.p90Ms.toFixed(0),
+      fmtRatio(r.vsNode),
+      r === rows[0] ? '-' : String(r.modules),
+      r === rows[0] ? '-' : r.heavy.join(', ') || 'none',
+    ]),
     'lrrrrl',
   );
 }

@@ -28,11 +28,14 @@ const FORBIDDEN: ReadonlyArray<readonly [string, RegExp]> = [
   ['@sluice/core', /\/(packages\/core|node_modules\/@sluice\/core)\//],
 ];
 
-writeFileSync(join(dir, 'hooks.mjs'), `import { appendFileSync } from 'node:fs';
+writeFileSync(
+  join(dir, 'hooks.mjs'),
+  `import { appendFileSync } from 'node:fs';
 let out = '';
 export function initialize(data) { out = data.out; }
 export async function load(url, context, next) { appendFileSync(out, url + '\\n'); return next(url, context); }
-`);
+`,
+);
 
 let runs = 0;
 
@@ -60,7 +63,14 @@ if (typeof client.batches !== 'function') throw new Error('createClient returned
   return new Promise((resolve, reject) => {
     execFile(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' }, (err, _stdout, stderr) => {
       if (err) reject(new Error(`child failed: ${stderr || err.message}`));
-      else resolve([...new Set(readFileSync(out, 'utf8').split('\n').filter((u) => u !== ''))]);
+      else
+        resolve([
+          ...new Set(
+            readFileSync(out, 'utf8')
+              .split('\n')
+              .filter((u) => u !== ''),
+          ),
+        ]);
     });
   });
 }

@@ -65,7 +65,12 @@ function brokenTree(): Files {
   const files: Files = { ...CLEAN };
   for (const [, from, to] of BROKEN) {
     // A package by name, else a relative import from `from`'s folder: up to the root, then down to `to`.
-    const rel = SPECIFIER[to] ?? `${dirname(from).split('/').map(() => '..').join('/')}/${to.replace(/\.ts$/, '.js')}`;
+    const rel =
+      SPECIFIER[to] ??
+      `${dirname(from)
+        .split('/')
+        .map(() => '..')
+        .join('/')}/${to.replace(/\.ts$/, '.js')}`;
     files[from] = `import * as m from '${rel}';\nexport const bad = m;\n`;
   }
   // The client must not load server-side npm packages either.
@@ -104,7 +109,8 @@ function cruise(files: Files): Promise<{ status: number; violations: Violation[]
   return new Promise((resolve, reject) => {
     execFile(process.execPath, [DEPCRUISE, 'packages', '--config', CONFIG], { cwd: dir, encoding: 'utf8' }, (err, stdout, stderr) => {
       const status = err === null ? 0 : (err as { code?: unknown }).code;
-      if (typeof status !== 'number' || !/dependency violations|no dependency violations/.test(stdout)) reject(new Error(`depcruise did not run: ${stderr || String(err)}`));
+      if (typeof status !== 'number' || !/dependency violations|no dependency violations/.test(stdout))
+        reject(new Error(`depcruise did not run: ${stderr || String(err)}`));
       else resolve({ status, violations: parse(stdout) });
     });
   });
@@ -125,7 +131,11 @@ describe('layer lint (.dependency-cruiser.cjs)', () => {
     expect(cycle.status).toBe(cycle.violations.length);
 
     for (const [rule, from, to] of BROKEN) expect(broken.violations, rule).toContainEqual({ rule, from, to });
-    expect(broken.violations).toContainEqual({ rule: 'client-stays-light', from: 'packages/client/src/rx.ts', to: expect.stringMatching(/node_modules\/rxjs\//) });
+    expect(broken.violations).toContainEqual({
+      rule: 'client-stays-light',
+      from: 'packages/client/src/rx.ts',
+      to: expect.stringMatching(/node_modules\/rxjs\//),
+    });
     expect(names(broken.violations)).not.toContain('no-circular');
     expect(broken.status).toBe(broken.violations.length);
   });

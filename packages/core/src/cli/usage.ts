@@ -49,11 +49,11 @@ interface CommandHelp {
   readonly options: ReadonlyArray<readonly [string, string]>;
 }
 
-const PLAN: readonly [string, string] = ['-p, --plan P', 'plan JSON file (`sluice plan` prints a preset\'s)'];
+const PLAN: readonly [string, string] = ['-p, --plan P', "plan JSON file (`sluice plan` prints a preset's)"];
 const INPUT: readonly [string, string] = ['-i, --input F', 'Parquet input: a path, glob or http(s) URL; repeat it for several'];
-const BACKEND: readonly [string, string] = ['-b, --backend B', 'run on backend B instead of the plan\'s: cpu, webgpu, fpga-sim, smartssd-sim, auto or B1,B2'];
+const BACKEND: readonly [string, string] = ['-b, --backend B', "run on backend B instead of the plan's: cpu, webgpu, fpga-sim, smartssd-sim, auto or B1,B2"];
 const WORKERS: readonly [string, string] = ['-w, --workers N', 'worker threads of the backend'];
-const STATE: readonly [string, string] = ['--state STATE', 'vocabularies from `sluice fit`, for the plan\'s stateful ops'];
+const STATE: readonly [string, string] = ['--state STATE', "vocabularies from `sluice fit`, for the plan's stateful ops"];
 const QUIET: readonly [string, string] = ['-q, --quiet', 'no progress line on stderr'];
 const JSON_OUT: readonly [string, string] = ['--json', 'print the result as JSON'];
 const PRESET_NAMES = 'rm1..rm5, piper-d1, rap-plan0..3';
@@ -101,11 +101,11 @@ export const COMMAND_HELP = {
   },
   reproduce: {
     args: 'piper-table4|presto [--rows N] [--json]',
-    summary: 'rerun a paper\'s table on the simulated backends (fpga-sim, smartssd-sim)',
+    summary: "rerun a paper's table on the simulated backends (fpga-sim, smartssd-sim)",
     options: [
       ['piper-table4', 'PIPER Table 4 on fpga-sim (needs @sluice/backend-fpga-sim)'],
-      ['presto', 'PreSto\'s CPU-vs-SmartSSD figures on smartssd-sim (needs @sluice/backend-smartssd-sim)'],
-      ['--rows N', 'rows of synthetic data to run (default: the reproduction\'s own)'],
+      ['presto', "PreSto's CPU-vs-SmartSSD figures on smartssd-sim (needs @sluice/backend-smartssd-sim)"],
+      ['--rows N', "rows of synthetic data to run (default: the reproduction's own)"],
       JSON_OUT,
     ],
   },
@@ -125,7 +125,7 @@ export const COMMAND_HELP = {
   },
   lookahead: {
     args: '--input F --columns C1,...,Cn --batch-size B --window L [--cache-budget N|SIZE [--bytes-per-id N]] [--json]',
-    summary: 'BAGPIPE cache hints over those columns\' ids (hex2int on strings): samples/s, cache size, hit ratio',
+    summary: "BAGPIPE cache hints over those columns' ids (hex2int on strings): samples/s, cache size, hit ratio",
     options: [
       INPUT,
       ['--columns C1,...,Cn', 'the id columns (one embedding table each): integers or hex strings, scalars or lists'],
@@ -139,10 +139,10 @@ export const COMMAND_HELP = {
   },
   explain: {
     args: '--plan P [--input F] [--backend B|auto|B1,B2] [--target-rows-per-sec R] [--json]',
-    summary: 'the optimizer\'s work: ops before/after, stages, kernels per batch, placement',
+    summary: "the optimizer's work: ops before/after, stages, kernels per batch, placement",
     options: [
       PLAN,
-      ['-i, --input F', 'data to take column statistics and the run\'s length from (optional)'],
+      ['-i, --input F', "data to take column statistics and the run's length from (optional)"],
       ['-b, --backend B', 'the backend to explain for; auto or B1,B2 adds the placement over those backends'],
       ['--target-rows-per-sec R', 'also say how many units of each backend reach R rows/s'],
       JSON_OUT,

@@ -40,22 +40,27 @@ export async function cmdBench(values: Values): Promise<number> {
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');
     return 0;
   }
-  process.stdout.write(formatTable(['metric', 'value'], [
-    ['backend', info.backend],
-    ['rows', String(rows)],
-    ['batches', String(m.batches)],
-    ['seconds', seconds.toFixed(2)],
-    ['rows/s', Math.round(result.rowsPerSecond).toLocaleString('en-US')],
-    ['batches/s', result.batchesPerSecond.toFixed(1)],
-    ['batch MB/s', result.mbPerSecond.toFixed(1)],
-    ['source wait (decode) ms', m.sourceWaitMs.toFixed(0)],
-    ['preprocess ms', m.preprocessMs.toFixed(0)],
-    ['batch assembly ms', m.batchMs.toFixed(0)],
-    ['peak RSS MB', result.peakRssMB.toFixed(0)],
-    // Backend-specific figures: summed report fields, then the backend's own summary.
-    ...Object.entries(m.reportTotals).map(([k, v]) => [`report: ${k} (sum)`, fmtNumber(v)]),
-    ...Object.entries(m.backendSummary ?? {}).map(([k, v]) => [k, typeof v === 'number' ? fmtNumber(v) : v]),
-  ]) + '\n');
+  process.stdout.write(
+    formatTable(
+      ['metric', 'value'],
+      [
+        ['backend', info.backend],
+        ['rows', String(rows)],
+        ['batches', String(m.batches)],
+        ['seconds', seconds.toFixed(2)],
+        ['rows/s', Math.round(result.rowsPerSecond).toLocaleString('en-US')],
+        ['batches/s', result.batchesPerSecond.toFixed(1)],
+        ['batch MB/s', result.mbPerSecond.toFixed(1)],
+        ['source wait (decode) ms', m.sourceWaitMs.toFixed(0)],
+        ['preprocess ms', m.preprocessMs.toFixed(0)],
+        ['batch assembly ms', m.batchMs.toFixed(0)],
+        ['peak RSS MB', result.peakRssMB.toFixed(0)],
+        // Backend-specific figures: summed report fields, then the backend's own summary.
+        ...Object.entries(m.reportTotals).map(([k, v]) => [`report: ${k} (sum)`, fmtNumber(v)]),
+        ...Object.entries(m.backendSummary ?? {}).map(([k, v]) => [k, typeof v === 'number' ? fmtNumber(v) : v]),
+      ],
+    ) + '\n',
+  );
   return 0;
 }
 

@@ -14,8 +14,12 @@ export async function cmdDemo(values: Values): Promise<number> {
   let generated = false;
   const genProgress = new Progress('gen rm1', rows, 'rows', !!values.quiet);
   const file = await demoDataset({
-    rows, seed,
-    onGenerate: (f) => { generated = true; process.stderr.write(`generating ${rows.toLocaleString('en-US')} RM1 rows (seed ${seed}) -> ${f}\n`); },
+    rows,
+    seed,
+    onGenerate: (f) => {
+      generated = true;
+      process.stderr.write(`generating ${rows.toLocaleString('en-US')} RM1 rows (seed ${seed}) -> ${f}\n`);
+    },
     onProgress: (d) => genProgress.update(d),
   });
   genProgress.done();
@@ -44,26 +48,31 @@ export async function cmdDemo(values: Values): Promise<number> {
   const m = p.metrics();
   const f = first!;
   const denseMean = f.dense.data.reduce((a, x) => a + x, 0) / f.dense.data.length;
-  process.stdout.write([
-    `Sluice demo: RM1 preset, ${plan.features.length} features (${info.layout.dim} dense columns, ${info.layout.sparseKeys.length} sparse keys), backend ${info.backend}`,
-    '',
-    formatTable(['metric', 'value'], [
-      ['input', file],
-      ['rows', n.toLocaleString('en-US')],
-      ['batches (size ' + plan.batchSize + ')', String(m.batches)],
-      ['seconds', seconds.toFixed(2)],
-      ['rows/s', Math.round(n / seconds).toLocaleString('en-US')],
-      ['decode wait / preprocess ms', `${m.sourceWaitMs.toFixed(0)} / ${m.preprocessMs.toFixed(0)}`],
-      ['dense matrix of batch 0', `${f.rows} x ${f.dense.dim} float32, mean ${denseMean.toFixed(3)}`],
-      ['sparse ids per row (all keys)', (ids / n).toFixed(2)],
-      ['sparse id range of batch 0', `[${minMax(f.sparse.values).join(', ')}]`],
-      ['label positive rate', (positives / n).toFixed(3)],
-      ['peak RSS MB', peakRssMB().toFixed(0)],
-    ]),
-    '',
-    'Next: `sluice plan --preset rm1 > plan.json`, then `sluice run --plan plan.json --input ' + file + ' --output out.parquet`.',
-    '',
-  ].join('\n'));
+  process.stdout.write(
+    [
+      `Sluice demo: RM1 preset, ${plan.features.length} features (${info.layout.dim} dense columns, ${info.layout.sparseKeys.length} sparse keys), backend ${info.backend}`,
+      '',
+      formatTable(
+        ['metric', 'value'],
+        [
+          ['input', file],
+          ['rows', n.toLocaleString('en-US')],
+          ['batches (size ' + plan.batchSize + ')', String(m.batches)],
+          ['seconds', seconds.toFixed(2)],
+          ['rows/s', Math.round(n / seconds).toLocaleString('en-US')],
+          ['decode wait / preprocess ms', `${m.sourceWaitMs.toFixed(0)} / ${m.preprocessMs.toFixed(0)}`],
+          ['dense matrix of batch 0', `${f.rows} x ${f.dense.dim} float32, mean ${denseMean.toFixed(3)}`],
+          ['sparse ids per row (all keys)', (ids / n).toFixed(2)],
+          ['sparse id range of batch 0', `[${minMax(f.sparse.values).join(', ')}]`],
+          ['label positive rate', (positives / n).toFixed(3)],
+          ['peak RSS MB', peakRssMB().toFixed(0)],
+        ],
+      ),
+      '',
+      'Next: `sluice plan --preset rm1 > plan.json`, then `sluice run --plan plan.json --input ' + file + ' --output out.parquet`.',
+      '',
+    ].join('\n'),
+  );
   return 0;
 }
 
@@ -71,6 +80,9 @@ function minMax(v: BigInt64Array): [string, string] {
   if (v.length === 0) return ['-', '-'];
   let lo = v[0]!;
   let hi = v[0]!;
-  for (const x of v) { if (x < lo) lo = x; if (x > hi) hi = x; }
+  for (const x of v) {
+    if (x < lo) lo = x;
+    if (x > hi) hi = x;
+  }
   return [String(lo), String(hi)];
 }

@@ -17,7 +17,8 @@ import { formatTable } from '../progress.js';
 export async function cmdExplain(values: Values): Promise<number> {
   const target = values['target-rows-per-sec'];
   const rate = target === undefined ? undefined : Number(target);
-  if (rate !== undefined && !(Number.isFinite(rate) && rate > 0)) throw new UsageError(`--target-rows-per-sec must be a positive number, got "${String(target)}"`);
+  if (rate !== undefined && !(Number.isFinite(rate) && rate > 0))
+    throw new UsageError(`--target-rows-per-sec must be a positive number, got "${String(target)}"`);
   const r = await explainCommand({
     plan: need(values, 'plan'),
     input: (values.input as string[] | undefined) ?? [],
@@ -77,7 +78,10 @@ export async function explainCommand(o: ExplainCommandOptions): Promise<string> 
       typed = t;
       batches = (dataset.totalRows * t.epochs) / t.batchSize;
       input = dataset;
-      stats = await readColumnStats(dataset.files.map((f) => f.source), t.columns);
+      stats = await readColumnStats(
+        dataset.files.map((f) => f.source),
+        t.columns,
+      );
     } finally {
       await pool.close();
     }
@@ -102,15 +106,30 @@ export async function explainCommand(o: ExplainCommandOptions): Promise<string> 
     for (const [f, b] of placement.byFeature) (byBackend[b] ??= []).push(f);
     const base = explainPlan(typed, { stats, backendName: 'auto' });
     // The candidates a run would measure, and what this machine has measured of them so far.
-    const { candidates, modelChoice } = runCandidates(models.map((m) => m.backend), placement, typed, input, spec);
+    const { candidates, modelChoice } = runCandidates(
+      models.map((m) => m.backend),
+      placement,
+      typed,
+      input,
+      spec,
+    );
     const cached = readMeasurements(typed);
     const chosen = chooseMeasured(candidates, cached, batches) ?? modelChoice;
-    const measured = Object.fromEntries(candidates.map((c) => [c.label, cached[c.label] === undefined ? null : { ...cached[c.label]!, runMs: predictRun(cached[c.label]!, batches) }]));
+    const measured = Object.fromEntries(
+      candidates.map((c) => [c.label, cached[c.label] === undefined ? null : { ...cached[c.label]!, runMs: predictRun(cached[c.label]!, batches) }]),
+    );
     report = {
       ...base,
       placement: {
-        byBackend, predictedMs: placement.predictedMs, singleMs: placement.singleMs, skipped,
-        chosen: chosen.label, basis: cached[chosen.label] === undefined ? 'model' : 'measured', batches, measured, cache: calibrationCachePath(typed),
+        byBackend,
+        predictedMs: placement.predictedMs,
+        singleMs: placement.singleMs,
+        skipped,
+        chosen: chosen.label,
+        basis: cached[chosen.label] === undefined ? 'model' : 'measured',
+        batches,
+        measured,
+        cache: calibrationCachePath(typed),
       },
     };
   }
@@ -119,7 +138,11 @@ export async function explainCommand(o: ExplainCommandOptions): Promise<string> 
     const lean = eliminateRedundant(typed, stats).plan;
     const models = [];
     for (const n of names) {
-      try { models.push(await calibrate(n, lean, n === 'cpu' ? { spec: { workers: 1 } } : {})); } catch (e) { if (candidates === null || o.backend?.includes(',')) throw e; }
+      try {
+        models.push(await calibrate(n, lean, n === 'cpu' ? { spec: { workers: 1 } } : {}));
+      } catch (e) {
+        if (candidates === null || o.backend?.includes(',')) throw e;
+      }
     }
     report = { ...report, provisioning: { targetRowsPerSec: o.targetRowsPerSec, units: provision(lean, models, o.targetRowsPerSec) } };
   }
@@ -132,9 +155,26 @@ function formatExplain(r: ExplainReport): string {
   const lines = [
     `plan: ${r.ops} ops of ${r.opTypes} types (${r.opTypeNames.join(', ')}) on backend ${r.backend}`,
     `rewrite: ${r.ops} -> ${r.opsAfterRewrite} ops (${r.removed.length} redundant removed); ${r.opsExecuted} run per batch with shared sub-chains`,
-    `fusion: ${r.nodes} fused nodes -> ${r.stages.length} stages (${r.search} search, lower bound ${r.lowerBound}) -> ${r.kernelsPerBatch} kernels per batch (${Object.entries(r.kernelsByDevice).map(([d, n]) => `${d} ${n}`).join(', ')})`,
+    `fusion: ${r.nodes} fused nodes -> ${r.stages.length} stages (${r.search} search, lower bound ${r.lowerBound}) -> ${r.kernelsPerBatch} kernels per batch (${Object.entries(
+      r.kernelsByDevice,
+    )
+      .map(([d, n]) => `${d} ${n}`)
+      .join(', ')})`,
     '',
-    formatTable(['stage', 'device', 'kind', 'nodes', 'ops', 'kernels', 'op types'], r.stages.map((s) => [String(s.index), s.device, s.kind, String(s.nodes), String(s.ops), String(s.kernels), Object.entries(s.opTypes).map(([k, v]) => `${k}×${v}`).join(' ')])),
+    formatTable(
+      ['stage', 'device', 'kind', 'nodes', 'ops', 'kernels', 'op types'],
+      r.stages.map((s) => [
+        String(s.index),
+        s.device,
+        s.kind,
+        String(s.nodes),
+        String(s.ops),
+        String(s.kernels),
+        Object.entries(s.opTypes)
+          .map(([k, v]) => `${k}×${v}`)
+          .join(' '),
+      ]),
+    ),
   ];
   if (r.removed.length > 0) {
     lines.push('', 'removed:', ...r.removed.slice(0, 20).map((x) => `  ${x.feature} ${x.op} (#${x.index + 1}): ${x.reason}`));
@@ -144,15 +184,23 @@ function formatExplain(r: ExplainReport): string {
     const pl = r.placement;
     lines.push('', 'placement by the cost model (op microbenchmarks, predicted ms per batch):');
     for (const [b, fs] of Object.entries(pl.byBackend)) lines.push(`  ${b}: ${fs.length} features, ${fmt(pl.predictedMs[b] ?? 0)} ms`);
-    lines.push(`  each backend alone: ${Object.entries(pl.singleMs).map(([b, ms]) => `${b} ${fmt(ms)} ms`).join(', ')}`);
+    lines.push(
+      `  each backend alone: ${Object.entries(pl.singleMs)
+        .map(([b, ms]) => `${b} ${fmt(ms)} ms`)
+        .join(', ')}`,
+    );
     for (const [b, why] of Object.entries(pl.skipped)) lines.push(`  skipped ${b}: ${why}`);
     lines.push('', `candidates measured on the real path (cached in ${pl.cache}), for a run of ${fmt(pl.batches)} batches:`);
-    for (const [c, m] of Object.entries(pl.measured)) lines.push(`  ${c}: ${m === null ? 'not measured yet (the first auto run measures it)' : `${fmt(m.runMs)} ms (${fmt(m.fixedMs)} fixed + ${fmt(m.perBatchMs)} per batch)`}`);
+    for (const [c, m] of Object.entries(pl.measured))
+      lines.push(
+        `  ${c}: ${m === null ? 'not measured yet (the first auto run measures it)' : `${fmt(m.runMs)} ms (${fmt(m.fixedMs)} fixed + ${fmt(m.perBatchMs)} per batch)`}`,
+      );
     lines.push(`  chosen: ${pl.chosen} (${pl.basis === 'measured' ? 'fastest measured' : 'cost model; nothing measured yet'})`);
   }
   if (r.provisioning) {
     lines.push('', `provisioning for ${r.provisioning.targetRowsPerSec.toLocaleString('en-US')} rows/s:`);
-    for (const u of r.provisioning.units) lines.push(`  ${u.backend}: ${u.units} unit(s) at ${Math.round(u.rowsPerSecPerUnit).toLocaleString('en-US')} rows/s each`);
+    for (const u of r.provisioning.units)
+      lines.push(`  ${u.backend}: ${u.units} unit(s) at ${Math.round(u.rowsPerSecPerUnit).toLocaleString('en-US')} rows/s each`);
   }
   return lines.join('\n');
 }

@@ -10,12 +10,14 @@ export async function cmdFit(values: Values): Promise<number> {
   let progress: Progress | null = null;
   const { plan, state, rows } = await fit(need(values, 'plan'), {
     input: inputs(values),
-    onProgress: (done, total) => { (progress ??= new Progress('fit', total, 'rows', !!values.quiet)).update(done); },
+    onProgress: (done, total) => {
+      (progress ??= new Progress('fit', total, 'rows', !!values.quiet)).update(done);
+    },
   });
   (progress as Progress | null)?.done();
   const json = stateToJSON(plan, state);
   writeAtomic(out, JSON.stringify(json) + '\n');
-  const sizes = Object.entries(json.ops).map(([k, v]) => `${k}: ${((v as { state: { keys?: unknown[] } }).state.keys?.length ?? '?')} ids`);
+  const sizes = Object.entries(json.ops).map(([k, v]) => `${k}: ${(v as { state: { keys?: unknown[] } }).state.keys?.length ?? '?'} ids`);
   process.stderr.write(`fitted ${Object.keys(json.ops).length} stateful op(s) over ${rows} rows -> ${out}${sizes.length ? '\n  ' + sizes.join('\n  ') : ''}\n`);
   return 0;
 }

@@ -12,7 +12,11 @@ export async function cmdGen(values: Values): Promise<number> {
   const out = need(values, 'out');
   const progress = new Progress(`gen ${name}`, rows, 'rows', !!values.quiet);
   const r = await generateDataset({
-    preset: name, rows, out, seed: int(values, 'seed', 42), rowGroupSize: int(values, 'row-group-size', 100_000),
+    preset: name,
+    rows,
+    out,
+    seed: int(values, 'seed', 42),
+    rowGroupSize: int(values, 'row-group-size', 100_000),
     onProgress: (done: number) => progress.update(done),
   });
   progress.done();

@@ -147,7 +147,10 @@ export async function cmdLookahead(values: Values): Promise<number> {
     const out = la.pushAll(pending);
     hintMs += performance.now() - h0;
     // Counted: each step's hint arrays can hold later steps' hints.
-    for (const h of out) { summary.add(h); h.release?.(); }
+    for (const h of out) {
+      summary.add(h);
+      h.release?.();
+    }
     pending = [];
   };
   const t0 = performance.now();
@@ -159,7 +162,10 @@ export async function cmdLookahead(values: Values): Promise<number> {
   }
   hint();
   const h0 = performance.now();
-  for (const h of la.drain()) { summary.add(h); h.release?.(); }
+  for (const h of la.drain()) {
+    summary.add(h);
+    h.release?.();
+  }
   hintMs += performance.now() - h0;
   const totalMs = performance.now() - t0;
   progress.done();
@@ -191,23 +197,39 @@ export async function cmdLookahead(values: Values): Promise<number> {
   }
   const n = (v: number): string => Math.round(v).toLocaleString('en-US');
   const budgetText = (b: CacheBudget): string => ('ids' in b ? `${n(b.ids)} ids` : `${n(b.bytes)} bytes at ${String(b.bytesPerId)} bytes/id`);
-  process.stdout.write([
-    formatTable(['metric', 'value'], [
-      ['input', input.join(', ')],
-      ['columns (tables)', `${columns.length}: ${columns.length > 6 ? `${columns.slice(0, 3).join(',')},…,${columns[columns.length - 1]}` : columns.join(',')}`],
-      ['rows / batches', `${n(rows)} / ${n(result.batches)} of ${n(batchSize)}`],
-      ['window L', `${result.window}${budget === undefined ? '' : ` (chosen from the cache budget${window === undefined ? '' : `, at most ${window}`})`}`],
-      ['hints: samples/s', `${n(result.samplesPerSecond)} (${(result.samplesPerSecond / BAGPIPE_SAMPLES_PER_SECOND).toFixed(2)}x BAGPIPE's 3.27M; ids in memory, one core)`],
-      ['read + hex2int: samples/s', n(result.inputSamplesPerSecond)],
-      ['end to end: samples/s', n(result.endToEndSamplesPerSecond)],
-      ['hit ratio (distinct ids)', result.hitRatio.toFixed(4)],
-      ['prefetched / evicted ids', `${n(result.prefetched)} / ${n(result.evicted)}`],
-      ['cache size (ids): mean / peak', `${n(result.cacheSize.mean)} / ${n(result.cacheSize.peak)}`],
-      ...(result.budget === null ? [] : [['cache budget: peak use / steps over', `${budgetText(result.budget.limit)}: ${n(result.budget.peakUse)} / ${result.budget.overBudgetSteps}`]]),
-    ]),
-    '',
-    formatTable(['step', 'cache size (ids)', 'hit ratio'], result.cacheSize.series.map((s) => [String(s.step), n(s.cacheSize), s.hitRatio.toFixed(4)])),
-    '',
-  ].join('\n'));
+  process.stdout.write(
+    [
+      formatTable(
+        ['metric', 'value'],
+        [
+          ['input', input.join(', ')],
+          [
+            'columns (tables)',
+            `${columns.length}: ${columns.length > 6 ? `${columns.slice(0, 3).join(',')},…,${columns[columns.length - 1]}` : columns.join(',')}`,
+          ],
+          ['rows / batches', `${n(rows)} / ${n(result.batches)} of ${n(batchSize)}`],
+          ['window L', `${result.window}${budget === undefined ? '' : ` (chosen from the cache budget${window === undefined ? '' : `, at most ${window}`})`}`],
+          [
+            'hints: samples/s',
+            `${n(result.samplesPerSecond)} (${(result.samplesPerSecond / BAGPIPE_SAMPLES_PER_SECOND).toFixed(2)}x BAGPIPE's 3.27M; ids in memory, one core)`,
+          ],
+          ['read + hex2int: samples/s', n(result.inputSamplesPerSecond)],
+          ['end to end: samples/s', n(result.endToEndSamplesPerSecond)],
+          ['hit ratio (distinct ids)', result.hitRatio.toFixed(4)],
+          ['prefetched / evicted ids', `${n(result.prefetched)} / ${n(result.evicted)}`],
+          ['cache size (ids): mean / peak', `${n(result.cacheSize.mean)} / ${n(result.cacheSize.peak)}`],
+          ...(result.budget === null
+            ? []
+            : [['cache budget: peak use / steps over', `${budgetText(result.budget.limit)}: ${n(result.budget.peakUse)} / ${result.budget.overBudgetSteps}`]]),
+        ],
+      ),
+      '',
+      formatTable(
+        ['step', 'cache size (ids)', 'hit ratio'],
+        result.cacheSize.series.map((s) => [String(s.step), n(s.cacheSize), s.hitRatio.toFixed(4)]),
+      ),
+      '',
+    ].join('\n'),
+  );
   return 0;
 }

@@ -6,7 +6,8 @@ const REPRODUCTIONS: Record<string, string> = { 'piper-table4': 'fpga-sim', pres
 
 export async function cmdReproduce(values: Values, target: string | undefined): Promise<number> {
   const backend = target === undefined ? undefined : REPRODUCTIONS[target];
-  if (backend === undefined) throw new UsageError(`reproduce takes one of ${Object.keys(REPRODUCTIONS).join(', ')}${target === undefined ? '' : `, got "${target}"`}`);
+  if (backend === undefined)
+    throw new UsageError(`reproduce takes one of ${Object.keys(REPRODUCTIONS).join(', ')}${target === undefined ? '' : `, got "${target}"`}`);
   // Loaded at run time so that core never imports a backend package.
   let pkg: { reproductions?: Record<string, (o: { rows?: number; json?: boolean }) => Promise<string>> };
   try {

@@ -32,11 +32,17 @@ export async function cmdRun(values: Values): Promise<number> {
     await writer.close();
   } catch (e) {
     await writer.abort?.();
-    try { if (existsSync(tmp)) unlinkSync(tmp); } catch { /* nothing to clean */ }
+    try {
+      if (existsSync(tmp)) unlinkSync(tmp);
+    } catch {
+      /* nothing to clean */
+    }
     throw e;
   }
   renameSync(tmp, output);
   progress.done();
-  process.stderr.write(`wrote ${rows} rows x ${info.plan.features.length} features${plan.label ? ' + label' : ''} to ${output} (${(statSync(output).size / 1e6).toFixed(1)} MB) on backend ${info.backend}\n`);
+  process.stderr.write(
+    `wrote ${rows} rows x ${info.plan.features.length} features${plan.label ? ' + label' : ''} to ${output} (${(statSync(output).size / 1e6).toFixed(1)} MB) on backend ${info.backend}\n`,
+  );
   return 0;
 }

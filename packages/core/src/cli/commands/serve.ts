@@ -12,15 +12,24 @@ export async function cmdServe(values: Values): Promise<number> {
   const host = (values.host as string | undefined) ?? '127.0.0.1';
   // Listening for the stop signals before saying "serving", which a supervisor may answer at once.
   const stopped = new Promise<void>((resolve) => {
-    const stop = (): void => { process.off('SIGINT', stop); process.off('SIGTERM', stop); resolve(); };
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
-  const url = await s.listen(port, host).catch(async (e: unknown) => { await s.close(); throw e; });
+  const url = await s.listen(port, host).catch(async (e: unknown) => {
+    await s.close();
+    throw e;
+  });
   if (token === undefined && !/^(127\.|::1$|localhost$)/.test(host)) {
     process.stderr.write(`warning: serving on ${host} without --token (or SLUICE_TOKEN): anyone who can reach port ${new URL(url).port} can read the data\n`);
   }
-  process.stderr.write(`serving ${s.store.batches} batches of ${plan.batchSize} rows at ${url}/v1/batches/{seq}${token === undefined ? '' : ' (bearer token required)'}\n`);
+  process.stderr.write(
+    `serving ${s.store.batches} batches of ${plan.batchSize} rows at ${url}/v1/batches/{seq}${token === undefined ? '' : ' (bearer token required)'}\n`,
+  );
   await stopped;
   await s.close();
   return 0;
