@@ -14,14 +14,23 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = join(ROOT, 'packages', 'core', 'bin', 'sluice.js');
 const dir = tempDir('sluice-lookahead-cli-');
 
-interface Result { status: number; stdout: string; stderr: string }
+interface Result {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
 
 function sluice(args: readonly string[]): Promise<Result> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, SLUICE_CACHE_DIR: join(dir, 'cache') } }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : (err as { code?: unknown }).code;
-      resolve({ status: typeof code === 'number' ? code : -1, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { cwd: ROOT, encoding: 'utf8', env: { ...process.env, SLUICE_CACHE_DIR: join(dir, 'cache') } },
+      (err, stdout, stderr) => {
+        const code = err === null ? 0 : (err as { code?: unknown }).code;
+        resolve({ status: typeof code === 'number' ? code : -1, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -31,12 +40,19 @@ const r = (i: number, k: number): number => (Math.imul(i + 1, 2654435761 + k) >>
 const hex = Array.from({ length: N }, (_, i) => (i % 7 === 3 ? null : (r(i, 0) * 0x10000001).toString(16)));
 const big = Array.from({ length: N }, (_, i) => BigInt(r(i, 1)) * (1n << 40n) - 3n);
 const small = Array.from({ length: N }, (_, i) => r(i, 2) - 10);
-const file = writeParquet(join(dir, 'ids.parquet'), {
-  C1: str(hex),
-  C2: vec(new Int64(), big),
-  C3: i32(small),
-  F: vec(new Float32(), small.map((x) => x / 2)),
-}, 50);
+const file = writeParquet(
+  join(dir, 'ids.parquet'),
+  {
+    C1: str(hex),
+    C2: vec(new Int64(), big),
+    C3: i32(small),
+    F: vec(
+      new Float32(),
+      small.map((x) => x / 2),
+    ),
+  },
+  50,
+);
 const badHex = writeParquet(join(dir, 'bad.parquet'), { C1: str(['a1', 'zz', 'ff']) });
 
 /** The hints over ids computed here: batches of `size` rows, nulls dropped, hex parsed with BigInt. */
@@ -52,7 +68,10 @@ function expected(size: number, window: number | undefined, budget?: CacheBudget
   }
   const la = new LookaheadCache({ tables: 3, ...(window !== undefined ? { window } : {}), ...(budget ? { cacheBudget: budget } : {}) });
   const summary = new LookaheadSummary(3, budget);
-  for (const b of batches) { const h = la.push(b); if (h) summary.add(h); }
+  for (const b of batches) {
+    const h = la.push(b);
+    if (h) summary.add(h);
+  }
   for (const h of la.drain()) summary.add(h);
   return { summary, window: la.window! };
 }
@@ -63,7 +82,9 @@ describe('sluice lookahead', () => {
   it('--json reports samples/s and the same hits, sizes and counts as LookaheadCache over the ids', async () => {
     const res = await sluice(['lookahead', '--input', file, '--columns', 'C1,C2,C3', '--batch-size', '16', '--window', '3', '--json']);
     expect(res.status, res.stderr).toBe(0);
-    const j = JSON.parse(res.stdout) as Record<string, unknown> & { cacheSize: { mean: number; peak: number; series: Array<{ step: number; cacheSize: number }> } };
+    const j = JSON.parse(res.stdout) as Record<string, unknown> & {
+      cacheSize: { mean: number; peak: number; series: Array<{ step: number; cacheSize: number }> };
+    };
     const { summary } = expected(16, 3);
     expect(j.rows).toBe(N);
     expect(j.batches).toBe(Math.ceil(N / 16));
@@ -95,7 +116,22 @@ describe('sluice lookahead', () => {
     expect(j.hitRatio).toBeCloseTo(want.summary.hitRatio, 12);
     expect(j.budget.overBudgetSteps).toBe(want.summary.overBudgetSteps);
     expect(j.budget.peakUse).toBe(want.summary.peakBudgetUse);
-    const bytes = await sluice(['lookahead', '--input', file, '--columns', 'C1,C2,C3', '--batch-size', '16', '--cache-budget', '3.75KiB', '--bytes-per-id', '64', '--window', '2', '--json']);
+    const bytes = await sluice([
+      'lookahead',
+      '--input',
+      file,
+      '--columns',
+      'C1,C2,C3',
+      '--batch-size',
+      '16',
+      '--cache-budget',
+      '3.75KiB',
+      '--bytes-per-id',
+      '64',
+      '--window',
+      '2',
+      '--json',
+    ]);
     expect(bytes.status, bytes.stderr).toBe(0);
     expect((JSON.parse(bytes.stdout) as { window: number }).window).toBe(expected(16, 2, { bytes: 3840, bytesPerId: 64 }).window);
   });

@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { Float32, Int32, Vector, tableFromIPC, type Table } from 'apache-arrow';
 import * as pw from 'parquet-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadPlan } from '@sluice/ops';
-import type { PlanSpec } from '@sluice/ops';
+import { loadPlan, type PlanSpec } from '@sluice/ops';
+import { DEMO_ROWS } from '../packages/core/src/gen/demo.js';
 import { i32, str, tempDir, vec, writeParquet } from '../packages/core/test/helpers.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -30,18 +30,26 @@ interface Result {
 /** Runs `sluice ...args` from the repository root with its own cache dir; never rejects. */
 function sluice(args: readonly string[], env: Record<string, string> = {}): Promise<Result> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], {
-      cwd: ROOT,
-      env: { ...process.env, SLUICE_CACHE_DIR: cacheDir, ...env },
-      maxBuffer: 256 * 1024 * 1024,
-      encoding: 'utf8',
-    }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : (err as { code?: unknown }).code;
-      // Progress lines appear only when a command runs longer than a few seconds (a loaded
-      // machine): they depend on timing, so the assertions below never see them.
-      const quiet = stderr.split('\n').filter((l) => !/^[a-z]+( \S+)?: [\d,]+\/[\d,]+ \w+( \d+%)?, [\d,]+ \w+\/s$/.test(l)).join('\n');
-      resolve({ status: typeof code === 'number' ? code : -1, stdout, stderr: quiet });
-    });
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      {
+        cwd: ROOT,
+        env: { ...process.env, SLUICE_CACHE_DIR: cacheDir, ...env },
+        maxBuffer: 256 * 1024 * 1024,
+        encoding: 'utf8',
+      },
+      (err, stdout, stderr) => {
+        const code = err === null ? 0 : (err as { code?: unknown }).code;
+        // Progress lines appear only when a command runs longer than a few seconds (a loaded
+        // machine): they depend on timing, so the assertions below never see them.
+        const quiet = stderr
+          .split('\n')
+          .filter((l) => !/^[a-z]+( \S+)?: [\d,]+\/[\d,]+ \w+( \d+%)?, [\d,]+ \w+\/s$/.test(l))
+          .join('\n');
+        resolve({ status: typeof code === 'number' ? code : -1, stdout, stderr: quiet });
+      },
+    );
   });
 }
 
@@ -100,11 +108,15 @@ function values(t: Table, name: string): unknown[] {
 const typesOf = (t: Table): Record<string, string> => Object.fromEntries(t.schema.fields.map((f) => [f.name, String(f.type)]));
 
 /** Every column's values as comparable JSON. */
-const contents = (t: Table): string => JSON.stringify(Object.fromEntries(t.schema.fields.map((f) => [f.name, values(t, f.name)])), (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x));
+const contents = (t: Table): string =>
+  JSON.stringify(Object.fromEntries(t.schema.fields.map((f) => [f.name, values(t, f.name)])), (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x));
 
 async function rowGroupRows(file: string): Promise<number[]> {
   const f = await pw.ParquetFile.fromFile(await openAsBlob(file));
-  return f.metadata().rowGroups().map((g) => g.numRows());
+  return f
+    .metadata()
+    .rowGroups()
+    .map((g) => g.numRows());
 }
 
 /** Files in `dir` left behind by a run writing `name` (the output or its temporary). */
@@ -137,7 +149,15 @@ const mixPlan: PlanSpec = {
     { name: 'id', input: 'id', kind: 'dense' },
     { name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'sigridHash', salt: 0, max: 100 }] },
     { name: 'I1', input: 'I1', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }, { op: 'neg2zero' }, { op: 'log', offset: 1 }] },
-    { name: 'cat', input: 'cat', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }, { op: 'oneHot', numClasses: 4 }] },
+    {
+      name: 'cat',
+      input: 'cat',
+      kind: 'dense',
+      ops: [
+        { op: 'fillNull', value: 0 },
+        { op: 'oneHot', numClasses: 4 },
+      ],
+    },
     { name: 'C1raw', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }] },
   ],
 };
@@ -153,24 +173,39 @@ let rm1PlanFile = '';
 
 beforeAll(async () => {
   mkdirSync(cacheDir, { recursive: true });
-  mixFile = writeParquet(path('mix.parquet'), {
-    label: vec(new Float32(), LABEL),
-    id: i32(rowsIdx),
-    I1: i32(I1),
-    cat: vec(new Int32(), CAT),
-    C1: str(C1),
-  }, 7);
+  mixFile = writeParquet(
+    path('mix.parquet'),
+    {
+      label: vec(new Float32(), LABEL),
+      id: i32(rowsIdx),
+      I1: i32(I1),
+      cat: vec(new Int32(), CAT),
+      C1: str(C1),
+    },
+    7,
+  );
   mixPlanFile = writePlan('mix-plan.json', mixPlan);
   const n = 10;
-  badHexFile = writeParquet(path('badhex.parquet'), {
-    label: vec(new Float32(), Array.from({ length: n }, (_, i) => i % 2)),
-    id: i32(Array.from({ length: n }, (_, i) => i)),
-    I1: i32(Array.from({ length: n }, (_, i) => i)),
-    cat: i32(Array.from({ length: n }, (_, i) => i % 4)),
-    C1: str(Array.from({ length: n }, (_, i) => (i === 7 ? '12g4' : i.toString(16)))),
-  }, 3);
+  badHexFile = writeParquet(
+    path('badhex.parquet'),
+    {
+      label: vec(
+        new Float32(),
+        Array.from({ length: n }, (_, i) => i % 2),
+      ),
+      id: i32(Array.from({ length: n }, (_, i) => i)),
+      I1: i32(Array.from({ length: n }, (_, i) => i)),
+      cat: i32(Array.from({ length: n }, (_, i) => i % 4)),
+      C1: str(Array.from({ length: n }, (_, i) => (i === 7 ? '12g4' : i.toString(16)))),
+    },
+    3,
+  );
   intC1File = writeParquet(path('int-c1.parquet'), {
-    label: vec(new Float32(), [0, 1]), id: i32([0, 1]), I1: i32([1, 2]), cat: i32([0, 1]), C1: i32([5, 6]),
+    label: vec(new Float32(), [0, 1]),
+    id: i32([0, 1]),
+    I1: i32([1, 2]),
+    cat: i32([0, 1]),
+    C1: i32([5, 6]),
   });
   rm1File = path('rm1.parquet');
   const gen = await sluice(['gen', '--preset', 'rm1', '--rows', '3000', '--row-group-size', '1000', '--seed', '5', '--out', rm1File, '--quiet']);
@@ -196,6 +231,23 @@ describe('sluice usage', () => {
     const sub = await sluice(['run', '--help']);
     expect(sub.status).toBe(0);
     expect(sub.stdout).toContain('usage: sluice');
+  });
+
+  it('each command has its own --help page, and --version prints the package version', async () => {
+    const commands = ['demo', 'plan', 'gen', 'fit', 'run', 'bench', 'reproduce', 'serve', 'lookahead', 'explain'];
+    const pages = await Promise.all(commands.map((c) => sluice([c, '--help'])));
+    pages.forEach((r, k) => {
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(new RegExp(`^usage: sluice ${commands[k]}\\b`));
+      expect(r.stdout).toContain('-h, --help');
+    });
+    expect(pages[commands.indexOf('run')]!.stdout).toMatch(/^\s+-o, --output O\.parquet\s/m);
+    expect(pages[0]!.stdout).toContain(`default ${DEMO_ROWS.toLocaleString('en-US')}`);
+    expect((await sluice(['help', 'gen'])).stdout).toBe((await sluice(['gen', '--help'])).stdout);
+    const version = (JSON.parse(readFileSync(join(ROOT, 'packages', 'core', 'package.json'), 'utf8')) as { version: string }).version;
+    const v = await sluice(['--version']);
+    expect(v.status).toBe(0);
+    expect(v.stdout).toBe(`sluice ${version}\n`);
   });
 
   it('no arguments: usage, exit 2', async () => {
@@ -229,7 +281,10 @@ describe('sluice usage', () => {
   });
 
   it('a bad number exits 2 naming the flag', async () => {
-    expectUsageError(await sluice(['gen', '--preset', 'rm1', '--rows', 'many', '--out', path('never.parquet')]), '--rows must be a non-negative integer, got "many"');
+    expectUsageError(
+      await sluice(['gen', '--preset', 'rm1', '--rows', 'many', '--out', path('never.parquet')]),
+      '--rows must be a non-negative integer, got "many"',
+    );
     expectUsageError(await sluice(['gen', '--preset', 'rm1', '--rows', '0', '--out', path('never.parquet')]), '--rows must be at least 1');
     expectUsageError(await sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', path('never.parquet'), '--workers', 'x']), '--workers');
     expect(existsSync(path('never.parquet'))).toBe(false);
@@ -319,11 +374,17 @@ describe('sluice serve', () => {
   });
 
   it('warns when it serves beyond this machine without a token, and stops cleanly on SIGTERM', async () => {
-    const child = spawn(process.execPath, [BIN, 'serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '0', '--host', '0.0.0.0'], { cwd: ROOT, env: Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'SLUICE_TOKEN')) });
+    const child = spawn(process.execPath, [BIN, 'serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '0', '--host', '0.0.0.0'], {
+      cwd: ROOT,
+      env: Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'SLUICE_TOKEN')),
+    });
     let err = '';
     child.stderr.setEncoding('utf8');
     await new Promise<void>((resolve, reject) => {
-      child.stderr.on('data', (d: string) => { err += d; if (/^serving .*\n/m.test(err)) resolve(); });
+      child.stderr.on('data', (d: string) => {
+        err += d;
+        if (/^serving .*\n/m.test(err)) resolve();
+      });
       child.once('exit', (c) => reject(new Error(`exited ${c}: ${err}`)));
     });
     child.kill('SIGTERM');
@@ -426,7 +487,13 @@ describe('sluice run', () => {
   });
 
   it('does not silently drop a feature named like the label column', async () => {
-    const plan: PlanSpec = { label: 'label', features: [{ name: 'label', input: 'I1', kind: 'dense', ops: [{ op: 'fillNull', value: 7 }] }, { name: 'id', input: 'id', kind: 'dense' }] };
+    const plan: PlanSpec = {
+      label: 'label',
+      features: [
+        { name: 'label', input: 'I1', kind: 'dense', ops: [{ op: 'fillNull', value: 7 }] },
+        { name: 'id', input: 'id', kind: 'dense' },
+      ],
+    };
     const out = path('label-clash.parquet');
     const r = await sluice(['run', '--plan', writePlan('label-clash.json', plan), '--input', mixFile, '--output', out]);
     if (r.status === 0) {
@@ -453,11 +520,15 @@ describe('sluice fit and run --state', () => {
   let vocabFile = '';
   let vocabPlanFile = '';
   beforeAll(() => {
-    vocabFile = writeParquet(path('vocab.parquet'), {
-      label: vec(new Float32(), [1, 0, 1, 0, 1, 0, 1, 0]),
-      C1: str(['0c', 'a', null, '0C', 'ff', 'a', '03', 'ff']),
-      n: i32([30, 10, 30, 20, 10, 40, null, 30]),
-    }, 3);
+    vocabFile = writeParquet(
+      path('vocab.parquet'),
+      {
+        label: vec(new Float32(), [1, 0, 1, 0, 1, 0, 1, 0]),
+        C1: str(['0c', 'a', null, '0C', 'ff', 'a', '03', 'ff']),
+        n: i32([30, 10, 30, 20, 10, 40, null, 30]),
+      },
+      3,
+    );
     vocabPlanFile = writePlan('vocab-plan.json', vocabPlan);
   });
 
@@ -504,11 +575,20 @@ describe('sluice errors', () => {
     const bytes = readFileSync(mixFile);
     const truncated = path('truncated.parquet');
     writeFileSync(truncated, bytes.subarray(0, Math.floor(bytes.length / 2)));
-    expectOneLineError(await sluice(['run', '--plan', mixPlanFile, '--input', truncated, '--output', path('t.parquet')]), 'run', `file ${truncated}`, 'Parquet');
+    expectOneLineError(
+      await sluice(['run', '--plan', mixPlanFile, '--input', truncated, '--output', path('t.parquet')]),
+      'run',
+      `file ${truncated}`,
+      'Parquet',
+    );
     const notParquet = path('not-parquet.parquet');
     writeFileSync(notParquet, 'id,I1\n1,2\n');
     expectOneLineError(await sluice(['bench', '--plan', mixPlanFile, '--input', notParquet]), 'bench', `file ${notParquet}`);
-    expectOneLineError(await sluice(['run', '--plan', mixPlanFile, '--input', path('absent.parquet'), '--output', path('t.parquet')]), 'run', path('absent.parquet'));
+    expectOneLineError(
+      await sluice(['run', '--plan', mixPlanFile, '--input', path('absent.parquet'), '--output', path('t.parquet')]),
+      'run',
+      path('absent.parquet'),
+    );
     expect(leftovers('t.parquet')).toEqual([]);
   });
 
@@ -520,11 +600,21 @@ describe('sluice errors', () => {
   });
 
   it('a wrong input type: one line naming feature, op and types', async () => {
-    expectOneLineError(await sluice(['run', '--plan', mixPlanFile, '--input', intC1File, '--output', path('w.parquet')]),
-      'run', 'feature C1, op hex2int (#1)', 'utf8', 'got int32');
+    expectOneLineError(
+      await sluice(['run', '--plan', mixPlanFile, '--input', intC1File, '--output', path('w.parquet')]),
+      'run',
+      'feature C1, op hex2int (#1)',
+      'utf8',
+      'got int32',
+    );
     // Files that disagree on a column's type: names the odd file and the column.
-    expectOneLineError(await sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--input', intC1File, '--output', path('w.parquet')]),
-      'run', `file ${intC1File}`, '"C1"', 'int32');
+    expectOneLineError(
+      await sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--input', intC1File, '--output', path('w.parquet')]),
+      'run',
+      `file ${intC1File}`,
+      '"C1"',
+      'int32',
+    );
     expect(leftovers('w.parquet')).toEqual([]);
   });
 
@@ -547,8 +637,22 @@ describe('sluice errors', () => {
 
   it('invalid plan JSON, an unknown op, a bad param, an unreadable plan: one line each', async () => {
     const badJson = writePlan('bad.json', '{"features": [');
-    const unknownOp = writePlan('unknown-op.json', { features: [{ name: 'I1', input: 'I1', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }, { op: 'log1p' }] }] });
-    const badParam = writePlan('bad-param.json', { features: [{ name: 'B', input: 'I1', kind: 'sparse', ops: [{ op: 'fillNull', value: 0 }, { op: 'bucketize', borders: [5, 1] }] }] });
+    const unknownOp = writePlan('unknown-op.json', {
+      features: [{ name: 'I1', input: 'I1', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }, { op: 'log1p' }] }],
+    });
+    const badParam = writePlan('bad-param.json', {
+      features: [
+        {
+          name: 'B',
+          input: 'I1',
+          kind: 'sparse',
+          ops: [
+            { op: 'fillNull', value: 0 },
+            { op: 'bucketize', borders: [5, 1] },
+          ],
+        },
+      ],
+    });
     const noPlan = path('no-plan.json');
     const run = (plan: string): string[] => ['run', '--plan', plan, '--input', mixFile, '--output', path('p.parquet')];
     const cases: Array<[string[], string, string[]]> = [
@@ -594,7 +698,15 @@ describe('sluice bench', () => {
   it('--json reports rows/s and every row of the file', async () => {
     const r = await sluice(['bench', '--plan', rm1PlanFile, '--input', rm1File, '--json']);
     expect(r.status, r.stderr).toBe(0);
-    const j = JSON.parse(r.stdout) as { backend: string; rows: number; batches: number; seconds: number; rowsPerSecond: number; stages: object; peakRssMB: number };
+    const j = JSON.parse(r.stdout) as {
+      backend: string;
+      rows: number;
+      batches: number;
+      seconds: number;
+      rowsPerSecond: number;
+      stages: object;
+      peakRssMB: number;
+    };
     expect(j.rows).toBe(3000);
     expect(j.rowsPerSecond).toBeGreaterThan(0);
     expect(Number.isFinite(j.rowsPerSecond)).toBe(true);
@@ -614,18 +726,17 @@ describe('sluice bench', () => {
 
   it('the default plans of other presets run on their generated data', async () => {
     const presets = ['rm2', 'piper-d1', 'rap-plan3'];
-    await Promise.all(presets.map(async (p) => {
-      const data = path(`${p}.parquet`);
-      const [gen, plan] = await Promise.all([
-        sluice(['gen', '--preset', p, '--rows', '100', '--out', data, '--quiet']),
-        sluice(['plan', '--preset', p]),
-      ]);
-      expect(gen.status, gen.stderr).toBe(0);
-      expect(plan.status, plan.stderr).toBe(0);
-      const b = await sluice(['bench', '--plan', writePlan(`${p}-plan.json`, plan.stdout), '--input', data, '--json']);
-      expect(b.status, `${p}: ${b.stderr}`).toBe(0);
-      expect((JSON.parse(b.stdout) as { rows: number }).rows, p).toBe(100);
-    }));
+    await Promise.all(
+      presets.map(async (p) => {
+        const data = path(`${p}.parquet`);
+        const [gen, plan] = await Promise.all([sluice(['gen', '--preset', p, '--rows', '100', '--out', data, '--quiet']), sluice(['plan', '--preset', p])]);
+        expect(gen.status, gen.stderr).toBe(0);
+        expect(plan.status, plan.stderr).toBe(0);
+        const b = await sluice(['bench', '--plan', writePlan(`${p}-plan.json`, plan.stdout), '--input', data, '--json']);
+        expect(b.status, `${p}: ${b.stderr}`).toBe(0);
+        expect((JSON.parse(b.stdout) as { rows: number }).rows, p).toBe(100);
+      }),
+    );
   });
 });
 
@@ -634,7 +745,11 @@ describe('sluice demo', () => {
     const inTheWay = path('a-file');
     writeFileSync(inTheWay, 'not a folder');
     const r = await sluice(['demo', '--rows', '5000', '--quiet'], { SLUICE_CACHE_DIR: join(inTheWay, 'cache') });
-    expectOneLineError(r, 'demo', `cannot use ${join(inTheWay, 'cache')} as the cache folder (set SLUICE_CACHE_DIR to another): a file is in the way of the folder`);
+    expectOneLineError(
+      r,
+      'demo',
+      `cannot use ${join(inTheWay, 'cache')} as the cache folder (set SLUICE_CACHE_DIR to another): a file is in the way of the folder`,
+    );
   });
 
   it('generates a cached data set once and prints the summary table', async () => {

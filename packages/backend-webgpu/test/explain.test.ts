@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { generateDataset, getPreset } from '@sluice/core/gen';
 import { pipeline } from '@sluice/core';
-import { explainCommand, type ExplainReport } from '../../core/src/cli/explain.js';
+import { explainCommand, type ExplainReport } from '../../core/src/cli/commands/explain.js';
 import { tempDir } from '../../core/test/helpers.js';
 import { webgpuUnavailable } from '../src/index.js';
 

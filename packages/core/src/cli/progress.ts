@@ -9,7 +9,12 @@ export class Progress {
   private last = 0;
   private readonly tty = process.stderr.isTTY === true;
 
-  constructor(private readonly label: string, private readonly total: number, private readonly unit: string, private readonly quiet = false) {}
+  constructor(
+    private readonly label: string,
+    private readonly total: number,
+    private readonly unit: string,
+    private readonly quiet = false,
+  ) {}
 
   /** Reports `done` units so far (throttled). */
   update(done: number): void {
@@ -38,6 +43,10 @@ export function peakRssMB(): number {
 /** A plain-text table with aligned columns. */
 export function formatTable(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }

@@ -2,35 +2,20 @@
  * `sluice lookahead`: BAGPIPE lookahead cache hints (SOSP'23 §3.2, Algorithm 1) over the ids of
  * some Parquet columns, with the hint computation timed apart from reading and hex2int.
  */
-import type { ParseArgsConfig } from 'node:util';
-import { LookaheadCache, LookaheadSummary, type CacheBudget, type IdArray } from '../lookahead/cache.js';
-import { typeName, type ColumnType } from '@sluice/ops';
-import { InputError } from '@sluice/ops';
-import { checkColumns, openDataset } from '../reader/dataset.js';
-import { DecoderPool } from '../reader/decoder-pool.js';
-import type { FeatureSpec, OpSpec, PlanSpec } from '@sluice/ops';
-import { pipeline } from '../pipeline/pipeline.js';
-import { batchIds } from '../lookahead/operator.js';
-import { Progress, formatTable } from './progress.js';
-
-export const LOOKAHEAD_USAGE = `  lookahead --input F --columns C1,...,Cn --batch-size B --window L [--cache-budget N|SIZE [--bytes-per-id N]] [--json]
-                                         BAGPIPE cache hints over those columns' ids (hex2int on strings): samples/s, cache size, hit ratio`;
-
-export const LOOKAHEAD_OPTIONS = {
-  columns: { type: 'string' },
-  'batch-size': { type: 'string' },
-  window: { type: 'string' },
-  'cache-budget': { type: 'string' },
-  'bytes-per-id': { type: 'string' },
-} as const satisfies ParseArgsConfig['options'];
-
-type Values = Record<string, string | boolean | string[] | undefined>;
+import { InputError, typeName, type ColumnType, type FeatureSpec, type OpSpec, type PlanSpec } from '@sluice/ops';
+import { LookaheadCache, LookaheadSummary, type CacheBudget, type IdArray } from '../../lookahead/cache.js';
+import { batchIds } from '../../lookahead/operator.js';
+import { pipeline } from '../../pipeline/pipeline.js';
+import { checkColumns, openDataset } from '../../reader/dataset.js';
+import { DecoderPool } from '../../reader/decoder-pool.js';
+import { UsageError, type Values } from '../args.js';
+import { Progress, formatTable } from '../progress.js';
 
 /**
- * Batches handed to LookaheadCache.pushAll at once (table by table: fewer CPU cache misses). 64
- * holds 64 batches (RM1's 26 id columns at batch 16,384: ~330 MB with their list lengths); in the
- * 10M-row steady state it measured 3.3–3.9M samples/s where 32 gave 3.0–3.6M on the quiet 2-core
- * VM (`bench/lookahead.ts --group`, 2026-11-22; docs/lookahead.md).
+ * Batches handed to LookaheadCache.pushAll at once: it works table by table over the group, which
+ * misses the CPU caches less than batch by batch. The group's ids stay in memory until hinted (64
+ * batches of RM1's 26 id columns at batch 16,384: ~330 MB). Chosen with `bench/lookahead.ts
+ * --group`: see docs/lookahead.md.
  */
 const GROUP = 64;
 
@@ -105,32 +90,32 @@ export interface LookaheadResult {
 }
 
 /**
- * Runs the command. `usage` makes the error for a bad command line (exit code 2 in main.ts); data
- * problems (missing file, column, wrong type, invalid hex) are SluiceErrors (exit code 1).
+ * Runs the command. A bad command line is a UsageError (exit code 2); data problems (missing
+ * file, column, wrong type, invalid hex) are SluiceErrors (exit code 1).
  */
-export async function cmdLookahead(values: Values, usage: (message: string) => Error): Promise<number> {
+export async function cmdLookahead(values: Values): Promise<number> {
   const input = values.input as string[] | undefined;
-  if (!input || input.length === 0) throw usage('--input is required');
+  if (!input || input.length === 0) throw new UsageError('--input is required');
   const colText = values.columns;
-  if (typeof colText !== 'string' || colText.trim() === '') throw usage('--columns is required (comma-separated column names)');
+  if (typeof colText !== 'string' || colText.trim() === '') throw new UsageError('--columns is required (comma-separated column names)');
   const columns = colText.split(',').map((c) => c.trim());
-  if (columns.some((c) => c === '')) throw usage(`--columns has an empty name: "${colText}"`);
+  if (columns.some((c) => c === '')) throw new UsageError(`--columns has an empty name: "${colText}"`);
   const dup = columns.find((c, i) => columns.indexOf(c) !== i);
-  if (dup !== undefined) throw usage(`--columns names "${dup}" twice`);
+  if (dup !== undefined) throw new UsageError(`--columns names "${dup}" twice`);
   const batchSize = intOption(values, 'batch-size', 1);
-  if (typeof batchSize === 'string') throw usage(batchSize);
-  if (batchSize === undefined) throw usage('--batch-size is required');
+  if (typeof batchSize === 'string') throw new UsageError(batchSize);
+  if (batchSize === undefined) throw new UsageError('--batch-size is required');
   const window = intOption(values, 'window', 0);
-  if (typeof window === 'string') throw usage(window);
+  if (typeof window === 'string') throw new UsageError(window);
   const bytesPerId = intOption(values, 'bytes-per-id', 1);
-  if (typeof bytesPerId === 'string') throw usage(bytesPerId);
+  if (typeof bytesPerId === 'string') throw new UsageError(bytesPerId);
   let budget: CacheBudget | undefined;
   if (typeof values['cache-budget'] === 'string') {
     const b = parseCacheBudget(values['cache-budget'], bytesPerId);
-    if (typeof b === 'string') throw usage(b);
+    if (typeof b === 'string') throw new UsageError(b);
     budget = b;
-  } else if (bytesPerId !== undefined) throw usage('--bytes-per-id goes with a --cache-budget in bytes');
-  if (window === undefined && budget === undefined) throw usage('--window is required (or give --cache-budget to choose it)');
+  } else if (bytesPerId !== undefined) throw new UsageError('--bytes-per-id goes with a --cache-budget in bytes');
+  if (window === undefined && budget === undefined) throw new UsageError('--window is required (or give --cache-budget to choose it)');
 
   // Check the columns against the files first, so that each problem gets its own message.
   const pool = new DecoderPool(1);
@@ -162,7 +147,10 @@ export async function cmdLookahead(values: Values, usage: (message: string) => E
     const out = la.pushAll(pending);
     hintMs += performance.now() - h0;
     // Counted: each step's hint arrays can hold later steps' hints.
-    for (const h of out) { summary.add(h); h.release?.(); }
+    for (const h of out) {
+      summary.add(h);
+      h.release?.();
+    }
     pending = [];
   };
   const t0 = performance.now();
@@ -174,7 +162,10 @@ export async function cmdLookahead(values: Values, usage: (message: string) => E
   }
   hint();
   const h0 = performance.now();
-  for (const h of la.drain()) { summary.add(h); h.release?.(); }
+  for (const h of la.drain()) {
+    summary.add(h);
+    h.release?.();
+  }
   hintMs += performance.now() - h0;
   const totalMs = performance.now() - t0;
   progress.done();
@@ -206,23 +197,39 @@ export async function cmdLookahead(values: Values, usage: (message: string) => E
   }
   const n = (v: number): string => Math.round(v).toLocaleString('en-US');
   const budgetText = (b: CacheBudget): string => ('ids' in b ? `${n(b.ids)} ids` : `${n(b.bytes)} bytes at ${String(b.bytesPerId)} bytes/id`);
-  process.stdout.write([
-    formatTable(['metric', 'value'], [
-      ['input', input.join(', ')],
-      ['columns (tables)', `${columns.length}: ${columns.length > 6 ? `${columns.slice(0, 3).join(',')},…,${columns[columns.length - 1]}` : columns.join(',')}`],
-      ['rows / batches', `${n(rows)} / ${n(result.batches)} of ${n(batchSize)}`],
-      ['window L', `${result.window}${budget === undefined ? '' : ` (chosen from the cache budget${window === undefined ? '' : `, at most ${window}`})`}`],
-      ['hints: samples/s', `${n(result.samplesPerSecond)} (${(result.samplesPerSecond / BAGPIPE_SAMPLES_PER_SECOND).toFixed(2)}x BAGPIPE's 3.27M; ids in memory, one core)`],
-      ['read + hex2int: samples/s', n(result.inputSamplesPerSecond)],
-      ['end to end: samples/s', n(result.endToEndSamplesPerSecond)],
-      ['hit ratio (distinct ids)', result.hitRatio.toFixed(4)],
-      ['prefetched / evicted ids', `${n(result.prefetched)} / ${n(result.evicted)}`],
-      ['cache size (ids): mean / peak', `${n(result.cacheSize.mean)} / ${n(result.cacheSize.peak)}`],
-      ...(result.budget === null ? [] : [['cache budget: peak use / steps over', `${budgetText(result.budget.limit)}: ${n(result.budget.peakUse)} / ${result.budget.overBudgetSteps}`]]),
-    ]),
-    '',
-    formatTable(['step', 'cache size (ids)', 'hit ratio'], result.cacheSize.series.map((s) => [String(s.step), n(s.cacheSize), s.hitRatio.toFixed(4)])),
-    '',
-  ].join('\n'));
+  process.stdout.write(
+    [
+      formatTable(
+        ['metric', 'value'],
+        [
+          ['input', input.join(', ')],
+          [
+            'columns (tables)',
+            `${columns.length}: ${columns.length > 6 ? `${columns.slice(0, 3).join(',')},…,${columns[columns.length - 1]}` : columns.join(',')}`,
+          ],
+          ['rows / batches', `${n(rows)} / ${n(result.batches)} of ${n(batchSize)}`],
+          ['window L', `${result.window}${budget === undefined ? '' : ` (chosen from the cache budget${window === undefined ? '' : `, at most ${window}`})`}`],
+          [
+            'hints: samples/s',
+            `${n(result.samplesPerSecond)} (${(result.samplesPerSecond / BAGPIPE_SAMPLES_PER_SECOND).toFixed(2)}x BAGPIPE's 3.27M; ids in memory, one core)`,
+          ],
+          ['read + hex2int: samples/s', n(result.inputSamplesPerSecond)],
+          ['end to end: samples/s', n(result.endToEndSamplesPerSecond)],
+          ['hit ratio (distinct ids)', result.hitRatio.toFixed(4)],
+          ['prefetched / evicted ids', `${n(result.prefetched)} / ${n(result.evicted)}`],
+          ['cache size (ids): mean / peak', `${n(result.cacheSize.mean)} / ${n(result.cacheSize.peak)}`],
+          ...(result.budget === null
+            ? []
+            : [['cache budget: peak use / steps over', `${budgetText(result.budget.limit)}: ${n(result.budget.peakUse)} / ${result.budget.overBudgetSteps}`]]),
+        ],
+      ),
+      '',
+      formatTable(
+        ['step', 'cache size (ids)', 'hit ratio'],
+        result.cacheSize.series.map((s) => [String(s.step), n(s.cacheSize), s.hitRatio.toFixed(4)]),
+      ),
+      '',
+    ].join('\n'),
+  );
   return 0;
 }

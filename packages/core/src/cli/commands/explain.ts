@@ -1,21 +1,38 @@
 /** `sluice explain`: the optimizer's rewrite, stages, kernels per batch, placement and provisioning. */
-import { autoPlacement } from '../placement/auto.js';
-import { createBackend } from '../backend/registry.js';
-import type { Dataset } from '../reader/dataset.js';
-import { DecoderPool } from '../reader/decoder-pool.js';
-import { openInput } from '../pipeline/fit.js';
-import { autoCandidates, calibrate, provision, type Provision } from '../placement/cost.js';
-import { calibrationCachePath, chooseMeasured, predictRun, readMeasurements, runCandidates } from '../placement/calibration.js';
-import { explainPlan, type Explain } from '../plan/explain.js';
-import { typedForExplain } from '../gen/schema.js';
-import { loadPlan, type TypedPlan } from '@sluice/ops';
-import { eliminateRedundant } from '../plan/optimize.js';
-import { readColumnStats, type ColumnStats } from '../plan/stats.js';
-import type { BackendSpec } from '@sluice/ops';
-import { formatTable } from './progress.js';
+import { loadPlan, type BackendSpec, type TypedPlan } from '@sluice/ops';
+import { createBackend } from '../../backend/registry.js';
+import { openInput } from '../../pipeline/fit.js';
+import { autoPlacement } from '../../placement/auto.js';
+import { calibrationCachePath, chooseMeasured, predictRun, readMeasurements, runCandidates } from '../../placement/calibration.js';
+import { autoCandidates, calibrate, provision, type Provision } from '../../placement/cost.js';
+import { explainPlan, type Explain } from '../../plan/explain.js';
+import { typedForExplain } from '../../gen/schema.js';
+import { eliminateRedundant } from '../../plan/optimize.js';
+import { readColumnStats, type ColumnStats } from '../../plan/stats.js';
+import type { Dataset } from '../../reader/dataset.js';
+import { DecoderPool } from '../../reader/decoder-pool.js';
+import { need, UsageError, type Values } from '../args.js';
+import { formatTable } from '../progress.js';
 // Core's own backends (`reference`, in-process `cpu`, `auto`), for createBackend and calibration.
-import '../backend/inline.js';
-import '../placement/register.js';
+import '../../backend/inline.js';
+import '../../placement/register.js';
+
+/** `sluice explain` from parsed options: prints the report. */
+export async function cmdExplain(values: Values): Promise<number> {
+  const target = values['target-rows-per-sec'];
+  const rate = target === undefined ? undefined : Number(target);
+  if (rate !== undefined && !(Number.isFinite(rate) && rate > 0))
+    throw new UsageError(`--target-rows-per-sec must be a positive number, got "${String(target)}"`);
+  const r = await explainCommand({
+    plan: need(values, 'plan'),
+    input: (values.input as string[] | undefined) ?? [],
+    ...(typeof values.backend === 'string' ? { backend: values.backend } : {}),
+    ...(rate !== undefined ? { targetRowsPerSec: rate } : {}),
+    json: !!values.json,
+  });
+  process.stdout.write(r + '\n');
+  return 0;
+}
 
 export interface ExplainCommandOptions {
   readonly plan: string;
@@ -38,7 +55,7 @@ export interface ExplainReport extends Explain {
     readonly basis: 'measured' | 'model';
     /** Batches of the run the choice is for (from --input, else 100). */
     readonly batches: number;
-    /** Cached measurements of the candidates on this machine (plan/calibration.ts); a run measures the missing ones. */
+    /** Cached measurements of the candidates on this machine (placement/calibration.ts); a run measures the missing ones. */
     readonly measured: Record<string, { fixedMs: number; perBatchMs: number; runMs: number } | null>;
     readonly cache: string;
   };
@@ -65,7 +82,10 @@ export async function explainCommand(o: ExplainCommandOptions): Promise<string> 
       typed = t;
       batches = (dataset.totalRows * t.epochs) / t.batchSize;
       input = dataset;
-      stats = await readColumnStats(dataset.files.map((f) => f.source), t.columns);
+      stats = await readColumnStats(
+        dataset.files.map((f) => f.source),
+        t.columns,
+      );
     } finally {
       await pool.close();
     }
@@ -90,15 +110,30 @@ export async function explainCommand(o: ExplainCommandOptions): Promise<string> 
     for (const [f, b] of placement.byFeature) (byBackend[b] ??= []).push(f);
     const base = explainPlan(typed, { stats, backendName: 'auto' });
     // The candidates a run would measure, and what this machine has measured of them so far.
-    const { candidates, modelChoice } = runCandidates(models.map((m) => m.backend), placement, typed, input, spec);
+    const { candidates, modelChoice } = runCandidates(
+      models.map((m) => m.backend),
+      placement,
+      typed,
+      input,
+      spec,
+    );
     const cached = readMeasurements(typed);
     const chosen = chooseMeasured(candidates, cached, batches) ?? modelChoice;
-    const measured = Object.fromEntries(candidates.map((c) => [c.label, cached[c.label] === undefined ? null : { ...cached[c.label]!, runMs: predictRun(cached[c.label]!, batches) }]));
+    const measured = Object.fromEntries(
+      candidates.map((c) => [c.label, cached[c.label] === undefined ? null : { ...cached[c.label]!, runMs: predictRun(cached[c.label]!, batches) }]),
+    );
     report = {
       ...base,
       placement: {
-        byBackend, predictedMs: placement.predictedMs, singleMs: placement.singleMs, skipped,
-        chosen: chosen.label, basis: cached[chosen.label] === undefined ? 'model' : 'measured', batches, measured, cache: calibrationCachePath(typed),
+        byBackend,
+        predictedMs: placement.predictedMs,
+        singleMs: placement.singleMs,
+        skipped,
+        chosen: chosen.label,
+        basis: cached[chosen.label] === undefined ? 'model' : 'measured',
+        batches,
+        measured,
+        cache: calibrationCachePath(typed),
       },
     };
   }
@@ -107,7 +142,11 @@ export async function explainCommand(o: ExplainCommandOptions): Promise<string> 
     const lean = eliminateRedundant(typed, stats).plan;
     const models = [];
     for (const n of names) {
-      try { models.push(await calibrate(n, lean, n === 'cpu' ? { spec: { workers: 1 } } : {})); } catch (e) { if (candidates === null || o.backend?.includes(',')) throw e; }
+      try {
+        models.push(await calibrate(n, lean, n === 'cpu' ? { spec: { workers: 1 } } : {}));
+      } catch (e) {
+        if (candidates === null || o.backend?.includes(',')) throw e;
+      }
     }
     report = { ...report, provisioning: { targetRowsPerSec: o.targetRowsPerSec, units: provision(lean, models, o.targetRowsPerSec) } };
   }
@@ -120,9 +159,26 @@ function formatExplain(r: ExplainReport): string {
   const lines = [
     `plan: ${r.ops} ops of ${r.opTypes} types (${r.opTypeNames.join(', ')}) on backend ${r.backend}`,
     `rewrite: ${r.ops} -> ${r.opsAfterRewrite} ops (${r.removed.length} redundant removed); ${r.opsExecuted} run per batch with shared sub-chains`,
-    `fusion: ${r.nodes} fused nodes -> ${r.stages.length} stages (${r.search} search, lower bound ${r.lowerBound}) -> ${r.kernelsPerBatch} kernels per batch (${Object.entries(r.kernelsByDevice).map(([d, n]) => `${d} ${n}`).join(', ')})`,
+    `fusion: ${r.nodes} fused nodes -> ${r.stages.length} stages (${r.search} search, lower bound ${r.lowerBound}) -> ${r.kernelsPerBatch} kernels per batch (${Object.entries(
+      r.kernelsByDevice,
+    )
+      .map(([d, n]) => `${d} ${n}`)
+      .join(', ')})`,
     '',
-    formatTable(['stage', 'device', 'kind', 'nodes', 'ops', 'kernels', 'op types'], r.stages.map((s) => [String(s.index), s.device, s.kind, String(s.nodes), String(s.ops), String(s.kernels), Object.entries(s.opTypes).map(([k, v]) => `${k}×${v}`).join(' ')])),
+    formatTable(
+      ['stage', 'device', 'kind', 'nodes', 'ops', 'kernels', 'op types'],
+      r.stages.map((s) => [
+        String(s.index),
+        s.device,
+        s.kind,
+        String(s.nodes),
+        String(s.ops),
+        String(s.kernels),
+        Object.entries(s.opTypes)
+          .map(([k, v]) => `${k}×${v}`)
+          .join(' '),
+      ]),
+    ),
   ];
   if (r.removed.length > 0) {
     lines.push('', 'removed:', ...r.removed.slice(0, 20).map((x) => `  ${x.feature} ${x.op} (#${x.index + 1}): ${x.reason}`));
@@ -132,15 +188,23 @@ function formatExplain(r: ExplainReport): string {
     const pl = r.placement;
     lines.push('', 'placement by the cost model (op microbenchmarks, predicted ms per batch):');
     for (const [b, fs] of Object.entries(pl.byBackend)) lines.push(`  ${b}: ${fs.length} features, ${fmt(pl.predictedMs[b] ?? 0)} ms`);
-    lines.push(`  each backend alone: ${Object.entries(pl.singleMs).map(([b, ms]) => `${b} ${fmt(ms)} ms`).join(', ')}`);
+    lines.push(
+      `  each backend alone: ${Object.entries(pl.singleMs)
+        .map(([b, ms]) => `${b} ${fmt(ms)} ms`)
+        .join(', ')}`,
+    );
     for (const [b, why] of Object.entries(pl.skipped)) lines.push(`  skipped ${b}: ${why}`);
     lines.push('', `candidates measured on the real path (cached in ${pl.cache}), for a run of ${fmt(pl.batches)} batches:`);
-    for (const [c, m] of Object.entries(pl.measured)) lines.push(`  ${c}: ${m === null ? 'not measured yet (the first auto run measures it)' : `${fmt(m.runMs)} ms (${fmt(m.fixedMs)} fixed + ${fmt(m.perBatchMs)} per batch)`}`);
+    for (const [c, m] of Object.entries(pl.measured))
+      lines.push(
+        `  ${c}: ${m === null ? 'not measured yet (the first auto run measures it)' : `${fmt(m.runMs)} ms (${fmt(m.fixedMs)} fixed + ${fmt(m.perBatchMs)} per batch)`}`,
+      );
     lines.push(`  chosen: ${pl.chosen} (${pl.basis === 'measured' ? 'fastest measured' : 'cost model; nothing measured yet'})`);
   }
   if (r.provisioning) {
     lines.push('', `provisioning for ${r.provisioning.targetRowsPerSec.toLocaleString('en-US')} rows/s:`);
-    for (const u of r.provisioning.units) lines.push(`  ${u.backend}: ${u.units} unit(s) at ${Math.round(u.rowsPerSecPerUnit).toLocaleString('en-US')} rows/s each`);
+    for (const u of r.provisioning.units)
+      lines.push(`  ${u.backend}: ${u.units} unit(s) at ${Math.round(u.rowsPerSecPerUnit).toLocaleString('en-US')} rows/s each`);
   }
   return lines.join('\n');
 }

@@ -1,0 +1,135 @@
+/**
+ * CLI start-up: wall time of `sluice --help`, `sluice run --help` and `sluice --version`, each a
+ * fresh `node packages/core/bin/sluice.js` process, beside a bare `node -e ''` measured in the same
+ * rounds (the peer: what any Node command costs on this machine). These answer from static text
+ * (cli/usage.ts), so they should cost about what bare Node does.
+ *
+ * Then one more run of each with an import recorder (a node:module `load` hook, plus the CommonJS
+ * cache at exit) lists the modules it loaded and flags the heavy ones (Parquet, Arrow, RxJS, the
+ * HTTP stack, the backends, core's pipeline layers): none are expected.
+ *
+ *   npm run bench:startup [-- --runs 20 --json]
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { emitJson, fmtRatio, intArg, log, machine, median, printTable } from './lib.js';
+
+const { values } = parseArgs({ options: { runs: { type: 'string', default: '20' }, json: { type: 'boolean' } } });
+const RUNS = intArg(values.runs, 20, 'runs');
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BIN = join(ROOT, 'packages', 'core', 'bin', 'sluice.js');
+
+interface Case {
+  readonly name: string;
+  readonly args: readonly string[];
+}
+
+const PEER: Case = { name: "node -e ''", args: ['-e', ''] };
+const CASES: readonly Case[] = [
+  { name: 'sluice --help', args: [BIN, '--help'] },
+  { name: 'sluice run --help', args: [BIN, 'run', '--help'] },
+  { name: 'sluice --version', args: [BIN, '--version'] },
+];
+
+/** Heavy dependencies a help or version answer must not load, by a pattern of their file URLs. */
+const HEAVY: ReadonlyArray<readonly [string, RegExp]> = [
+  ['parquet-wasm', /\/node_modules\/parquet-wasm\//],
+  ['hyparquet', /\/node_modules\/hyparquet[^/]*\//],
+  ['apache-arrow', /\/node_modules\/apache-arrow\//],
+  ['rxjs', /\/node_modules\/rxjs\//],
+  ['zstddec', /\/node_modules\/zstddec\//],
+  ['prom-client', /\/node_modules\/prom-client\//],
+  ['msgpackr', /\/node_modules\/msgpackr\//],
+  ['undici', /\/node_modules\/undici\//],
+  ['backends', /\/(packages|@sluice)\/backend-[^/]+\//],
+  ['core pipeline layers', /\/packages\/core\/(dist|src)\/(batch|reader|output|plan|backend|stream|placement|pipeline|serve|transport|gen|lookahead)\//],
+];
+
+/** One process's wall time in ms; fails on a non-zero exit, which would time an error path. */
+function wallMs(c: Case): number {
+  const t0 = performance.now();
+  const r = spawnSync(process.execPath, c.args, { cwd: ROOT, encoding: 'utf8' });
+  const ms = performance.now() - t0;
+  if (r.status !== 0) throw new Error(`${c.name} exited ${String(r.status)}: ${r.stderr}`);
+  return ms;
+}
+
+const p90 = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(0.9 * xs.length) - 1)]!;
+
+/** The recorder: hooks that append each loaded module's URL to a file, and a preload that registers them. */
+function importRecorder(dir: string): { preload: string; out: string } {
+  const out = join(dir, 'loaded.txt');
+  writeFileSync(
+    join(dir, 'hooks.mjs'),
+    `import { appendFileSync } from 'node:fs';
+let out = '';
+export function initialize(data) { out = data.out; }
+export async function load(url, context, next) { appendFileSync(out, url + '\\n'); return next(url, context); }
+`,
+  );
+  // CommonJS modules required by other CommonJS modules bypass the ESM hooks: list require.cache at exit.
+  writeFileSync(
+    join(dir, 'preload.mjs'),
+    `import { appendFileSync } from 'node:fs';
+import { createRequire, register } from 'node:module';
+import { pathToFileURL } from 'node:url';
+const out = ${JSON.stringify(out)};
+register(new URL('./hooks.mjs', import.meta.url), { data: { out } });
+const cache = createRequire(import.meta.url).cache;
+process.on('exit', () => appendFileSync(out, Object.keys(cache).map((f) => pathToFileURL(f).href + '\\n').join('')));
+`,
+  );
+  return { preload: pathToFileURL(join(dir, 'preload.mjs')).href, out };
+}
+
+/** The modules one run of `c` loads (node: built-ins left out) and the heavy ones among them. */
+function loaded(c: Case, dir: string): { modules: number; heavy: string[] } {
+  const { preload, out } = importRecorder(dir);
+  writeFileSync(out, '');
+  wallMs({ name: c.name, args: ['--import', preload, ...c.args] });
+  const urls = [
+    ...new Set(
+      readFileSync(out, 'utf8')
+        .split('\n')
+        .filter((u) => u !== '' && !u.startsWith('node:') && !u.includes(dir)),
+    ),
+  ];
+  return { modules: urls.length, heavy: HEAVY.filter(([, re]) => urls.some((u) => re.test(u))).map(([name]) => name) };
+}
+
+log(`timing ${CASES.length} commands and bare node, ${RUNS} rounds…`);
+// Rounds interleave the cases, so a busy moment on a shared machine falls on all of them alike.
+const times = new Map<string, number[]>([PEER, ...CASES].map((c) => [c.name, []]));
+wallMs(PEER);
+for (const c of CASES) wallMs(c);
+for (let i = 0; i < RUNS; i++) for (const c of [PEER, ...CASES]) times.get(c.name)!.push(wallMs(c));
+
+const dir = mkdtempSync(join(tmpdir(), 'sluice-startup-'));
+const rows = [PEER, ...CASES].map((c) => {
+  const ms = times.get(c.name)!;
+  const l = c === PEER ? { modules: 0, heavy: [] } : loaded(c, dir);
+  return { command: c.name, medianMs: median(ms), p90Ms: p90(ms), vsNode: median(ms) / median(times.get(PEER.name)!), modules: l.modules, heavy: l.heavy };
+});
+rmSync(dir, { recursive: true, force: true });
+
+if (values.json) {
+  emitJson({ bench: 'startup', runs: RUNS, machine: machine(), results: rows });
+} else {
+  printTable(
+    `CLI start-up, ${RUNS} runs each (wall ms of a fresh process; bare node is the peer)`,
+    ['command', 'median ms', 'p90 ms', 'median / node', 'modules loaded', 'heavy modules loaded'],
+    rows.map((r) => [
+      r.command,
+      r.medianMs.toFixed(0),
+      r.p90Ms.toFixed(0),
+      fmtRatio(r.vsNode),
+      r === rows[0] ? '-' : String(r.modules),
+      r === rows[0] ? '-' : r.heavy.join(', ') || 'none',
+    ]),
+    'lrrrrl',
+  );
+}

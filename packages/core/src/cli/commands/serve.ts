@@ -1,0 +1,36 @@
+/** `sluice serve`: serve a plan's batches over HTTP until SIGINT or SIGTERM. */
+import { loadPlan } from '@sluice/ops';
+import { createBatchServer } from '../../serve/server.js';
+import { int, need, pipelineOptions, UsageError, type Values } from '../args.js';
+
+export async function cmdServe(values: Values): Promise<number> {
+  const plan = loadPlan(need(values, 'plan'));
+  const port = int(values, 'port');
+  if (port > 65535) throw new UsageError(`--port must be at most 65535, got ${port}`);
+  const token = (values.token as string | undefined) ?? process.env.SLUICE_TOKEN;
+  const s = await createBatchServer(plan, pipelineOptions(values, plan), token === undefined ? {} : { token });
+  const host = (values.host as string | undefined) ?? '127.0.0.1';
+  // Listening for the stop signals before saying "serving", which a supervisor may answer at once.
+  const stopped = new Promise<void>((resolve) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+  const url = await s.listen(port, host).catch(async (e: unknown) => {
+    await s.close();
+    throw e;
+  });
+  if (token === undefined && !/^(127\.|::1$|localhost$)/.test(host)) {
+    process.stderr.write(`warning: serving on ${host} without --token (or SLUICE_TOKEN): anyone who can reach port ${new URL(url).port} can read the data\n`);
+  }
+  process.stderr.write(
+    `serving ${s.store.batches} batches of ${plan.batchSize} rows at ${url}/v1/batches/{seq}${token === undefined ? '' : ' (bearer token required)'}\n`,
+  );
+  await stopped;
+  await s.close();
+  return 0;
+}
