@@ -3,8 +3,8 @@
 import { defineRelease } from '@sluice/ops';
 import type { Cursor } from './cursor.js';
 import type { BatchLayout } from './layout.js';
-import { mergePacks, packBytes, packInSlot, packRows, type Pack } from './pack.js';
-import type { Batch, Segment } from './types.js';
+import { mergePacks, packBytes, packInSlot, packRows } from './pack.js';
+import type { Batch, Pack, Segment } from './types.js';
 
 /** Slots of shared memory to lay batches out in, and where they go back (batch/arena.ts). */
 export interface SlotLender {

@@ -1,30 +1,12 @@
 // The pack: a run of rows laid out as batch arrays, possibly in a slot of shared memory
 // (batch/arena.ts). `packRows` builds one from columns, `mergePacks` joins rows of several.
-import { DataError, int64Words, type Column, type RowLocator } from '@sluice/ops';
+import { DataError, int64Words } from '@sluice/ops';
 import { copyElements } from '../util/copy.js';
 import type { BatchLayout } from './layout.js';
+import type { Pack, PackSource } from './types.js';
 import {
   numberReader, writeDense, writeDenseIndexed, writeLengths, writeLengthsIndexed, writeLengthsIndexedList, writeSparse, writeSparseIndexed, writeSparseIndexedList,
 } from './writers.js';
-
-/**
- * The arrays of a batch for a run of rows: what `assembleBatch` builds, and what a decode worker
- * builds for a chunk when it computes every feature itself (then the main thread only hands the
- * arrays on, or concatenates two at a row-group boundary). Same layout as `Batch`.
- */
-export interface Pack {
-  readonly rows: number;
-  readonly dense: Float32Array;
-  readonly lengths: Int32Array;
-  readonly offsets: Int32Array;
-  readonly values: BigInt64Array;
-  readonly labels: Float32Array | null;
-  /**
-   * Set when the arrays are in a slot of a PackArena (batch/arena.ts): gives the slot back,
-   * `byConsumer` when a batch's consumer released it (which turns pooling on). Idempotent.
-   */
-  readonly release?: (byConsumer: boolean) => void;
-}
 
 /** `n` rounded up to a multiple of 8: where `packRows` starts each array of a pack in a slot. */
 export const align8 = (n: number): number => (n + 7) & ~7;
@@ -37,33 +19,6 @@ export function packBytes(p: Pack): number {
 /** Whether every array of a pack lies in `slot`. */
 export function packInSlot(p: Pack, slot: SharedArrayBuffer): boolean {
   return [p.dense, p.lengths, p.offsets, p.values, p.labels].every((a) => a === null || a.buffer === slot);
-}
-
-/** Where a chunk's output columns are, for `packRows`. */
-export interface PackSource {
-  readonly outputs: ReadonlyMap<string, Column>;
-  readonly label: Column | null;
-  readonly locate: RowLocator;
-  /**
-   * Outputs not gathered yet (a decode worker's derived columns, reader/fast-parquet.ts): row r of the
-   * feature is dict[idx[r]]. Scalar numeric dicts only; a name here takes precedence over `outputs`.
-   */
-  readonly indexed?: ReadonlyMap<string, { readonly dict: Column; readonly idx: Int32Array }>;
-  /** List outputs not cut or gathered yet (a decode worker's list features): sparse keys only; precedence over `outputs`. */
-  readonly indexedLists?: ReadonlyMap<string, IndexedListSource>;
-}
-
-/**
- * A list feature as a decode worker computes it (reader/fast-parquet.ts IndexedList): valid row r
- * holds dict[idx[j]] for its first `keep` elements j from offsets[r]; a null dict entry is a null
- * element. Laid out straight into a pack, it skips the cut list and the gathered ids array.
- */
-export interface IndexedListSource {
-  readonly dict: Column;
-  readonly idx: Int32Array;
-  readonly offsets: Int32Array;
-  readonly valid: Uint8Array | null;
-  readonly keep: number;
 }
 
 /**

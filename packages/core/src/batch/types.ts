@@ -1,8 +1,7 @@
-// The shapes a batch travels in: the `Batch` a trainer receives, and the processed chunks and
-// segments the batch stage cuts batches from.
+// The shapes a batch travels in: the `Batch` a trainer receives, the processed chunks and
+// segments the batch stage cuts batches from, and the pack a run of rows is laid out in.
 import type { Column, RowLocator } from '@sluice/ops';
 import type { Cursor } from './cursor.js';
-import type { Pack } from './pack.js';
 
 /**
  * One mini-batch of training rows, as a trainer receives it.
@@ -77,4 +76,50 @@ export interface Segment {
   readonly chunk: ProcessedChunk;
   readonly from: number;
   readonly to: number;
+}
+
+/**
+ * The arrays of a batch for a run of rows: what `assembleBatch` builds, and what a decode worker
+ * builds for a chunk when it computes every feature itself (then the main thread only hands the
+ * arrays on, or concatenates two at a row-group boundary). Same layout as `Batch`.
+ */
+export interface Pack {
+  readonly rows: number;
+  readonly dense: Float32Array;
+  readonly lengths: Int32Array;
+  readonly offsets: Int32Array;
+  readonly values: BigInt64Array;
+  readonly labels: Float32Array | null;
+  /**
+   * Set when the arrays are in a slot of a PackArena (batch/arena.ts): gives the slot back,
+   * `byConsumer` when a batch's consumer released it (which turns pooling on). Idempotent.
+   */
+  readonly release?: (byConsumer: boolean) => void;
+}
+
+/** Where a chunk's output columns are, for `packRows`. */
+export interface PackSource {
+  readonly outputs: ReadonlyMap<string, Column>;
+  readonly label: Column | null;
+  readonly locate: RowLocator;
+  /**
+   * Outputs not gathered yet (a decode worker's derived columns, reader/fast-parquet.ts): row r of the
+   * feature is dict[idx[r]]. Scalar numeric dicts only; a name here takes precedence over `outputs`.
+   */
+  readonly indexed?: ReadonlyMap<string, { readonly dict: Column; readonly idx: Int32Array }>;
+  /** List outputs not cut or gathered yet (a decode worker's list features): sparse keys only; precedence over `outputs`. */
+  readonly indexedLists?: ReadonlyMap<string, IndexedListSource>;
+}
+
+/**
+ * A list feature as a decode worker computes it (reader/fast-parquet.ts IndexedList): valid row r
+ * holds dict[idx[j]] for its first `keep` elements j from offsets[r]; a null dict entry is a null
+ * element. Laid out straight into a pack, it skips the cut list and the gathered ids array.
+ */
+export interface IndexedListSource {
+  readonly dict: Column;
+  readonly idx: Int32Array;
+  readonly offsets: Int32Array;
+  readonly valid: Uint8Array | null;
+  readonly keep: number;
 }

@@ -2,7 +2,7 @@
 // sparse-value arrays. One function per array type: see the note in `writeDense`.
 import { int64ToNumber, int64Words, type Column } from '@sluice/ops';
 import { copyElements } from '../util/copy.js';
-import type { IndexedListSource } from './pack.js';
+import type { IndexedListSource } from './types.js';
 
 /** Reads element i of a numeric column as a JS number (int64 through its words). */
 export function numberReader(c: Column): (i: number) => number {
