@@ -43,7 +43,7 @@ if (args.help) {
   log('usage: npx tsx bench/e2e.ts [--rows N (RM1, default 1000000)] [--rm5-rows N (default 50000)] [--reps 5] [--warmup 1] [--only rm1|rm5] [--bucketize bsearch|asof|count] [--duckdb-threads 2] [--seed 42] [--inline] [--one-process] [--print-sql] [--json]');
   process.exit(0);
 }
-// Every Sluice run should find warm decode threads (README, "Warm state"). Parked ones end after
+// Every Sluice run should find warm decode threads (docs/pipeline.md, "Decoders"). Parked ones end after
 // 10 s unused by default, and between two uses of one here DuckDB's runs can take longer than that:
 // some timed runs then started cold decoders (bench/README.md, "A noisy host").
 process.env.SLUICE_DECODER_IDLE_MS ??= '600000';

@@ -4,7 +4,7 @@
  * (VmHWM: all threads, decoders and workers included). Target: under 1 GB.
  *
  *   npx tsx bench/rss.ts [--rows 10000000] [--workers N] [--prefetch N] [--decoders N] [--release] [--inline] [--seed 42] [--json]
- *   --release calls `b.release()` on each batch, as a training loop may (io/pack-arena.ts: batches
+ *   --release calls `b.release()` on each batch, as a training loop may (batch/arena.ts: batches
  *   are then laid out in reused shared memory, whose slots count in the peak).
  *
  * `--inline` runs core's in-process cpu backend even where @sluice/backend-cpu is built.

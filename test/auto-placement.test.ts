@@ -1,5 +1,5 @@
 // `backend: "auto"` chooses among candidate placements by measuring them on the real pipeline path
-// (plan/calibration.ts) and caching the measurements per plan and machine. These tests inject the
+// (placement/calibration.ts) and caching the measurements per plan and machine. These tests inject the
 // measurements (no timing assertion anywhere) and check the choice, what metrics().placement
 // reports, and that every placement gives batches bit-identical to a single backend.
 import { existsSync, readFileSync } from 'node:fs';

@@ -1,8 +1,8 @@
 // A cpu backend worker thread loads its modules afresh, so what src/worker.ts imports decides how
-// long every pool (and every backend auto starts while it calibrates) takes to come up. The full
-// '@sluice/core' entry brings the Parquet reader, Apache Arrow, RxJS and HTTP (~200 ms a thread on
-// the development VM); '@sluice/core/exec' is the plan-execution subset (~15 ms). This follows the
-// worker's relative imports and fails on any import of the full entry that would reach runtime:
+// long every pool (and every backend auto starts while it calibrates) takes to come up. Any
+// '@sluice/core' entry brings the Parquet reader, Apache Arrow and RxJS; '@sluice/ops' is the
+// plan-execution layer alone (docs/architecture.md). This follows the worker's relative imports
+// and fails on any import of a core entry that would reach runtime:
 // under verbatimModuleSyntax only `import type` is erased (`import { type X }` still loads it).
 import { readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -26,7 +26,7 @@ function scan(entry: string): { files: string[]; loadsFullCore: string[] } {
     for (const m of text.matchAll(IMPORT)) {
       const spec = m[4] ?? m[5]!;
       const typeOnly = m[2] !== undefined;
-      if (spec === '@sluice/core' && !typeOnly) loadsFullCore.push(`${relative(SRC, file)}: ${m[0].replace(/\s+/g, ' ')}`);
+      if ((spec === '@sluice/core' || spec.startsWith('@sluice/core/')) && !typeOnly) loadsFullCore.push(`${relative(SRC, file)}: ${m[0].replace(/\s+/g, ' ')}`);
       if (spec.startsWith('.')) todo.push(join(dirname(file), spec.replace(/\.js$/, '.ts')));
     }
   }
@@ -34,7 +34,7 @@ function scan(entry: string): { files: string[]; loadsFullCore: string[] } {
 }
 
 describe('cpu worker thread imports', () => {
-  it('reach core only through @sluice/core/exec', () => {
+  it('reach core only through @sluice/ops', () => {
     const { files, loadsFullCore } = scan(join(SRC, 'worker.ts'));
     // The scan does follow the worker into its kernels (else it would pass for nothing).
     expect(files).toContain('kernels/index.ts');

@@ -224,7 +224,7 @@ export function buildStages(s: RunSetup, plan: Plan, spec: BackendSpec, fitState
   // The flow bounds the chunks being preprocessed plus the batches waiting: with a slow
   // consumer every chunk ends up waiting, so it is the most batches ever buffered. By default
   // it is raised to the backend's concurrency, so that every worker of a pool can be busy;
-  // a prefetch the user gave is kept as given (README: at most `prefetch` batches wait),
+  // a prefetch the user gave is kept as given (docs/pipeline.md: at most `prefetch` batches wait),
   // which leaves workers beyond it idle.
   const flow = new Flow(options.prefetch ?? typed.spec.prefetch ?? Math.max(typed.prefetch, backend.concurrency));
   // With pushdown the decoders run the pushed ops too, so they get the backend's parallelism.
