@@ -16,7 +16,9 @@ import { getPreset } from '@sluice/core/gen';
 import { pipeline, type BackendSpec, type PipelineMetrics } from '@sluice/core';
 import { cachedDataset, emitJson, fmtInt, fmtRate, intArg, log, machine, median, printTable } from './lib.js';
 
-const { values } = parseArgs({ options: { 'rm1-rows': { type: 'string' }, 'rm5-rows': { type: 'string' }, reps: { type: 'string' }, only: { type: 'string' }, json: { type: 'boolean' } } });
+const { values } = parseArgs({
+  options: { 'rm1-rows': { type: 'string' }, 'rm5-rows': { type: 'string' }, reps: { type: 'string' }, only: { type: 'string' }, json: { type: 'boolean' } },
+});
 const reps = intArg(values.reps, 6, 'reps');
 const workloads = [
   { preset: 'rm1', rows: intArg(values['rm1-rows'], 1_000_000, 'rm1-rows'), rowGroupSize: 50_000 },
@@ -75,8 +77,12 @@ for (const w of workloads) {
     return [c.label, fmtRate(median(xs)), `${fmtRate(Math.min(...xs))} – ${fmtRate(Math.max(...xs))}`, `${(median(xs) / bestSingle).toFixed(2)}×`];
   });
   printTable(`${w.preset}: ${fmtInt(w.rows)} rows, ${reps} interleaved runs each (rows/s)`, ['backend', 'median', 'min – max', 'vs best single'], rows);
-  const measured = Object.entries(placement?.measured ?? {}).map(([k, m]) => `${k} ${m.runMs.toFixed(0)} ms (${m.fixedMs.toFixed(0)} fixed + ${m.perBatchMs.toFixed(1)}/batch)`).join(', ');
-  log(`auto chose ${placement?.chosen} (${placement?.basis}): features ${JSON.stringify(placement?.features)}; measured run: ${measured || '-'}; cost model ms/batch alone: ${JSON.stringify(placement?.singleMs)}`);
+  const measured = Object.entries(placement?.measured ?? {})
+    .map(([k, m]) => `${k} ${m.runMs.toFixed(0)} ms (${m.fixedMs.toFixed(0)} fixed + ${m.perBatchMs.toFixed(1)}/batch)`)
+    .join(', ');
+  log(
+    `auto chose ${placement?.chosen} (${placement?.basis}): features ${JSON.stringify(placement?.features)}; measured run: ${measured || '-'}; cost model ms/batch alone: ${JSON.stringify(placement?.singleMs)}`,
+  );
   results.push({ preset: w.preset, rows: w.rows, rates: Object.fromEntries(rates), placement });
 }
 if (values.json) emitJson({ machine: machine(), results });

@@ -16,8 +16,25 @@ import { createBackend, DecoderPool, inlineCpuBackend, openDataset, readChunks, 
 import { getPreset } from '@sluice/core/gen';
 import { pipeline, registerBackend, type Backend, type PlanSpec } from '@sluice/core';
 import {
-  childContenders, cachedDataset, emitJson, fmtInt, fmtMB, fmtRate, fmtRatio, fmtSeconds, hostScaling, intArg, interleaved, log, machine, median, printTable, serveContenders,
-  type CachedDataset, type Contender, type Measurement,
+  childContenders,
+  cachedDataset,
+  emitJson,
+  fmtInt,
+  fmtMB,
+  fmtRate,
+  fmtRatio,
+  fmtSeconds,
+  hostScaling,
+  intArg,
+  interleaved,
+  log,
+  machine,
+  median,
+  printTable,
+  serveContenders,
+  type CachedDataset,
+  type Contender,
+  type Measurement,
 } from './lib.js';
 
 const { values: args } = parseArgs({
@@ -40,7 +57,9 @@ const { values: args } = parseArgs({
   strict: true,
 });
 if (args.help) {
-  log('usage: npx tsx bench/e2e.ts [--rows N (RM1, default 1000000)] [--rm5-rows N (default 50000)] [--reps 5] [--warmup 1] [--only rm1|rm5] [--bucketize bsearch|asof|count] [--duckdb-threads 2] [--seed 42] [--inline] [--one-process] [--print-sql] [--json]');
+  log(
+    'usage: npx tsx bench/e2e.ts [--rows N (RM1, default 1000000)] [--rm5-rows N (default 50000)] [--reps 5] [--warmup 1] [--only rm1|rm5] [--bucketize bsearch|asof|count] [--duckdb-threads 2] [--seed 42] [--inline] [--one-process] [--print-sql] [--json]',
+  );
   process.exit(0);
 }
 // Every Sluice run should find warm decode threads (docs/pipeline.md, "Decoders"). Parked ones end after
@@ -56,8 +75,14 @@ const HOST_SAMPLES = 6;
 const SEED = intArg(args.seed, 42, 'seed');
 const DUCK_THREADS = intArg(args['duckdb-threads'], 2, 'duckdb-threads');
 const BUCKETIZE = (args.bucketize ?? 'bsearch') as BucketizeSql;
-if (!['bsearch', 'asof', 'count'].includes(BUCKETIZE)) { log(`--bucketize must be bsearch, asof or count`); process.exit(2); }
-if (args.only !== undefined && !['rm1', 'rm5'].includes(args.only)) { log('--only must be rm1 or rm5'); process.exit(2); }
+if (!['bsearch', 'asof', 'count'].includes(BUCKETIZE)) {
+  log(`--bucketize must be bsearch, asof or count`);
+  process.exit(2);
+}
+if (args.only !== undefined && !['rm1', 'rm5'].includes(args.only)) {
+  log('--only must be rm1 or rm5');
+  process.exit(2);
+}
 
 interface Workload {
   readonly preset: 'rm1' | 'rm5';
@@ -87,7 +112,12 @@ async function cpuBackendPackage(): Promise<{ loaded: boolean; note: string }> {
   }
 }
 
-interface Probe { name: string; concurrency: number; inflight: number; maxInflight: number }
+interface Probe {
+  name: string;
+  concurrency: number;
+  inflight: number;
+  maxInflight: number;
+}
 let probe: Probe = { name: '', concurrency: 0, inflight: 0, maxInflight: 0 };
 
 /**
@@ -95,29 +125,33 @@ let probe: Probe = { name: '', concurrency: 0, inflight: 0, maxInflight: 0 };
  * forwards everything to it, counting how many `run` calls overlap: the concurrency the pipeline
  * really got, whatever `cpu` turns out to be (core's in-process backend ignores `workers`).
  */
-registerBackend('bench-cpu', async (plan, spec, state) => {
-  const inner = args.inline ? inlineCpuBackend(plan, { ...spec, name: 'cpu' }, state) : await createBackend(plan, { ...spec, name: 'cpu' }, state);
-  const p: Probe = { name: inner.name, concurrency: inner.concurrency, inflight: 0, maxInflight: 0 };
-  probe = p;
-  const run: Backend['run'] = async (columns, locate) => {
-    p.maxInflight = Math.max(p.maxInflight, ++p.inflight);
-    try {
-      return await inner.run(columns, locate);
-    } finally {
-      p.inflight--;
-    }
-  };
-  return new Proxy(inner, {
-    get(target, key) {
-      if (key === 'run') return run;
-      const v: unknown = Reflect.get(target, key, target);
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
-}, {
-  // The reader computes pushed-down ops with the kernels `cpu` gives it (none with --inline).
-  readerKernels: (spec) => (args.inline ? null : readerKernels({ ...spec, name: 'cpu' })),
-});
+registerBackend(
+  'bench-cpu',
+  async (plan, spec, state) => {
+    const inner = args.inline ? inlineCpuBackend(plan, { ...spec, name: 'cpu' }, state) : await createBackend(plan, { ...spec, name: 'cpu' }, state);
+    const p: Probe = { name: inner.name, concurrency: inner.concurrency, inflight: 0, maxInflight: 0 };
+    probe = p;
+    const run: Backend['run'] = async (columns, locate) => {
+      p.maxInflight = Math.max(p.maxInflight, ++p.inflight);
+      try {
+        return await inner.run(columns, locate);
+      } finally {
+        p.inflight--;
+      }
+    };
+    return new Proxy(inner, {
+      get(target, key) {
+        if (key === 'run') return run;
+        const v: unknown = Reflect.get(target, key, target);
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+  },
+  {
+    // The reader computes pushed-down ops with the kernels `cpu` gives it (none with --inline).
+    readerKernels: (spec) => (args.inline ? null : readerKernels({ ...spec, name: 'cpu' })),
+  },
+);
 
 // ---------------------------------------------------------------------------------------------
 // DuckDB: the closest SQL to a plan
@@ -146,25 +180,43 @@ function planSql(plan: PlanSpec, file: string, types: ReadonlyMap<string, Column
   for (const f of plan.features) {
     let e = q(f.input);
     const list = types.get(f.input)?.kind === 'list';
-    const elem = (fn: (x: string) => string): void => { e = list ? `list_transform(${e}, __v -> ${fn('__v')})` : fn(e); };
+    const elem = (fn: (x: string) => string): void => {
+      e = list ? `list_transform(${e}, __v -> ${fn('__v')})` : fn(e);
+    };
     let bucketed = false;
     for (const o of f.ops ?? []) {
       if (bucketed) throw new Error(`feature ${f.name}: no SQL for ops after bucketize`);
       const p = o as Record<string, unknown>;
       switch (o.op) {
-        case 'fillNull': elem((x) => `coalesce(${x}, ${Number(p.value)})`); break;
-        case 'neg2zero': elem((x) => `greatest(${x}, 0)`); break;
-        case 'log': elem((x) => `ln(${x} + ${Number(p.offset ?? 1)})`); break;
-        case 'hex2int': elem((x) => `('0x' || ${x})::BIGINT`); break;
-        case 'sigridHash': elem((x) => `hash(${x}) % ${Number(p.max)}`); break;
-        case 'modulus': elem((x) => `((${x} % ${Number(p.m)}) + ${Number(p.m)}) % ${Number(p.m)}`); break;
-        case 'firstX': if (!list) throw new Error(`feature ${f.name}: firstX on a scalar`); e = `list_slice(${e}, 1, ${Number(p.x)})`; break;
+        case 'fillNull':
+          elem((x) => `coalesce(${x}, ${Number(p.value)})`);
+          break;
+        case 'neg2zero':
+          elem((x) => `greatest(${x}, 0)`);
+          break;
+        case 'log':
+          elem((x) => `ln(${x} + ${Number(p.offset ?? 1)})`);
+          break;
+        case 'hex2int':
+          elem((x) => `('0x' || ${x})::BIGINT`);
+          break;
+        case 'sigridHash':
+          elem((x) => `hash(${x}) % ${Number(p.max)}`);
+          break;
+        case 'modulus':
+          elem((x) => `((${x} % ${Number(p.m)}) + ${Number(p.m)}) % ${Number(p.m)}`);
+          break;
+        case 'firstX':
+          if (!list) throw new Error(`feature ${f.name}: firstX on a scalar`);
+          e = `list_slice(${e}, 1, ${Number(p.x)})`;
+          break;
         case 'bucketize':
           if (list || p.right === true) throw new Error(`feature ${f.name}: only scalar left bucketize has SQL here`);
           buckets.push({ name: f.name, x: `(${e})::DOUBLE`, borders: p.borders as number[] });
           bucketed = true;
           break;
-        default: throw new Error(`feature ${f.name}: no SQL for op ${o.op}`);
+        default:
+          throw new Error(`feature ${f.name}: no SQL for op ${o.op}`);
       }
     }
     if (!bucketed) outs.push(`${f.kind === 'dense' ? `(${e})::FLOAT` : e} AS ${q(f.name)}`);
@@ -198,11 +250,17 @@ function bucketSql(mode: BucketizeSql, file: string, outs: string[], buckets: Ar
     };
   }
   if (mode === 'asof') {
-    const setup = buckets.map((b, i) => `CREATE OR REPLACE TABLE __bt${i} AS SELECT unnest(l) AS b, generate_subscripts(l, 1)::BIGINT AS i FROM (SELECT [${b.borders.map(String).join(',')}]::DOUBLE[] AS l)`);
+    const setup = buckets.map(
+      (b, i) =>
+        `CREATE OR REPLACE TABLE __bt${i} AS SELECT unnest(l) AS b, generate_subscripts(l, 1)::BIGINT AS i FROM (SELECT [${b.borders.map(String).join(',')}]::DOUBLE[] AS l)`,
+    );
     const xs = buckets.map((b, i) => `${b.x} AS __x${i}`);
     const joins = buckets.map((_, i) => `ASOF LEFT JOIN __bt${i} AS __j${i} ON __t.__x${i} > __j${i}.b`).join(' ');
     const cols = buckets.map((b, i) => `coalesce(__j${i}.i, 0) AS ${q(b.name)}`);
-    return { setup, select: `SELECT ${order.join(', ')} FROM (SELECT __t.*, ${cols.join(', ')} FROM (SELECT ${[...outs, ...xs].join(', ')} FROM ${src}) AS __t ${joins})` };
+    return {
+      setup,
+      select: `SELECT ${order.join(', ')} FROM (SELECT __t.*, ${cols.join(', ')} FROM (SELECT ${[...outs, ...xs].join(', ')} FROM ${src}) AS __t ${joins})`,
+    };
   }
   let sql = `SELECT ${[...outs, ...buckets.map((b, i) => `${b.x} AS __x${i}, 0::BIGINT AS ${q(b.name)}`)].join(', ')}, __borders.* FROM ${src}, __borders`;
   const n = Math.max(...buckets.map((b) => b.borders.length));
@@ -258,13 +316,22 @@ function family(planSpec: PlanSpec, path: string, info: PlanInfo): Family {
       const p = pipeline(planSpec, { input: path, backend: { name: 'bench-cpu', workers, pushdown }, decoders: workers });
       let rows = 0;
       // A trainer's loop: done with each batch after its step, so its memory can be reused.
-      for await (const b of p) { rows += b.rows; b.release?.(); }
+      for await (const b of p) {
+        rows += b.rows;
+        b.release?.();
+      }
       const m = p.metrics();
       return {
         rows,
         extra: {
-          backend: probe.name, backendConcurrency: probe.concurrency, maxInflight: probe.maxInflight, decoders: workers,
-          preprocessMs: Math.round(m.preprocessMs), sourceWaitMs: Math.round(m.sourceWaitMs), batchMs: Math.round(m.batchMs), batches: m.batches,
+          backend: probe.name,
+          backendConcurrency: probe.concurrency,
+          maxInflight: probe.maxInflight,
+          decoders: workers,
+          preprocessMs: Math.round(m.preprocessMs),
+          sourceWaitMs: Math.round(m.sourceWaitMs),
+          batchMs: Math.round(m.batchMs),
+          batches: m.batches,
         },
       };
     },
@@ -276,7 +343,8 @@ function family(planSpec: PlanSpec, path: string, info: PlanInfo): Family {
       try {
         const ds = await openDataset([path], pool);
         let rows = 0;
-        for await (const c of readChunks(ds, pool, { columns, chunkRows: info.plan.batchSize, shuffle: null, shard: { rank: 0, worldSize: 1 }, epochs: 1 })) rows += c.rows;
+        for await (const c of readChunks(ds, pool, { columns, chunkRows: info.plan.batchSize, shuffle: null, shard: { rank: 0, worldSize: 1 }, epochs: 1 }))
+          rows += c.rows;
         return { rows };
       } finally {
         await pool.close();
@@ -307,24 +375,32 @@ async function runWorkload(w: Workload, con: DuckDBConnection): Promise<Workload
   const info = await pipeline(planSpec, { input: data.path }).info();
   const columns = planColumns(info);
   const colNames = [...columns.keys()];
-  log(`\n${w.preset}: ${fmtInt(w.rows)} rows, ${fmtMB(data.bytes)}, ${info.dataset.units.length} row groups, ${colNames.length} columns read, ${planSpec.features.length} features`);
+  log(
+    `\n${w.preset}: ${fmtInt(w.rows)} rows, ${fmtMB(data.bytes)}, ${info.dataset.units.length} row groups, ${colNames.length} columns read, ${planSpec.features.length} features`,
+  );
 
   const sql = planSql(planSpec, data.path, columns, BUCKETIZE);
   const rawSql = `SELECT ${colNames.map(q).join(', ')} FROM read_parquet('${data.path.replace(/'/g, "''")}')`;
   if (args['print-sql']) {
-    process.stdout.write(`-- ${w.preset}: setup (untimed)\n${sql.setup.map((x) => `${x};\n`).join('')}-- ${w.preset}: plan\nCREATE TABLE __out AS ${sql.select};\n-- ${w.preset}: decode-only\nCREATE TABLE __out AS ${rawSql};\n`);
+    process.stdout.write(
+      `-- ${w.preset}: setup (untimed)\n${sql.setup.map((x) => `${x};\n`).join('')}-- ${w.preset}: plan\nCREATE TABLE __out AS ${sql.select};\n-- ${w.preset}: decode-only\nCREATE TABLE __out AS ${rawSql};\n`,
+    );
     return null;
   }
 
   const duck = (name: string, select: string, setup: string[]): Contender => ({
     name,
-    setup: async () => { for (const s of setup) await con.run(s); },
+    setup: async () => {
+      for (const s of setup) await con.run(s);
+    },
     run: async () => {
       await con.run(`CREATE OR REPLACE TABLE __out AS ${select}`);
       const r = await con.runAndReadAll('SELECT count(*) FROM __out');
       return { rows: Number(r.getRows()[0]![0] as bigint) };
     },
-    after: async () => { await con.run('DROP TABLE IF EXISTS __out'); },
+    after: async () => {
+      await con.run('DROP TABLE IF EXISTS __out');
+    },
   });
 
   // Each Sluice mode runs in a process of its own, kept for all rounds (`childContenders`), unless
@@ -334,8 +410,12 @@ async function runWorkload(w: Workload, con: DuckDBConnection): Promise<Workload
   const group = (g: Group): Contender[] => {
     const local = GROUPS[g](fam);
     if (args['one-process']) return local;
-    const kid = childContenders(local.map((c) => c.name), SCRIPT, ['--child', g, ...(args.inline ? ['--inline'] : [])],
-      { env: { ...process.env, [CHILD_ENV]: JSON.stringify({ preset: w.preset, path: data.path }) } });
+    const kid = childContenders(
+      local.map((c) => c.name),
+      SCRIPT,
+      ['--child', g, ...(args.inline ? ['--inline'] : [])],
+      { env: { ...process.env, [CHILD_ENV]: JSON.stringify({ preset: w.preset, path: data.path }) } },
+    );
     children.push(kid);
     return kid.contenders;
   };
@@ -343,8 +423,12 @@ async function runWorkload(w: Workload, con: DuckDBConnection): Promise<Workload
   const [decode1, decode2] = group('decode') as [Contender, Contender];
   const [noPushdown] = group('nopushdown') as [Contender];
   const contenders = [
-    sluice1, sluice2, decode1, decode2,
-    duck(`duckdb plan (${BUCKETIZE})`, sql.select, sql.setup), duck('duckdb decode-only', rawSql, []),
+    sluice1,
+    sluice2,
+    decode1,
+    decode2,
+    duck(`duckdb plan (${BUCKETIZE})`, sql.select, sql.setup),
+    duck('duckdb decode-only', rawSql, []),
     noPushdown,
   ];
   let ms: Measurement[];
@@ -353,7 +437,7 @@ async function runWorkload(w: Workload, con: DuckDBConnection): Promise<Workload
     // The host's own 2-thread scaling, just before and just after the rounds (`hostScaling`).
     host = await hostScaling(HOST_SAMPLES);
     ms = await interleaved(contenders, REPS, w.rows, WARMUP, SETTLE_MS);
-    host.push(...await hostScaling(HOST_SAMPLES));
+    host.push(...(await hostScaling(HOST_SAMPLES)));
   } finally {
     await Promise.all(children.map((c) => c.close()));
   }
@@ -375,27 +459,39 @@ async function runWorkload(w: Workload, con: DuckDBConnection): Promise<Workload
   ratios['sluice2/sluice1 (median of rounds)'] = median(paired);
   ratios['host2/host1 (compute loop)'] = median(host);
   return {
-    preset: w.preset, rows: w.rows,
+    preset: w.preset,
+    rows: w.rows,
     file: { path: data.path, bytes: data.bytes, rowGroupSize: w.rowGroupSize, generatedSeconds: +data.generatedSeconds.toFixed(1) },
-    columns: colNames.length, features: planSpec.features.length, measurements: ms, ratios, pairedSluice2vs1: paired, hostScaling: host,
+    columns: colNames.length,
+    features: planSpec.features.length,
+    measurements: ms,
+    ratios,
+    pairedSluice2vs1: paired,
+    hostScaling: host,
   };
 }
 
 function printWorkload(r: WorkloadResult): void {
   const rows = r.measurements.map((m) => {
     const x = m.extra;
-    const note = x.backend !== undefined
-      ? `${String(x.backend)}: concurrency ${String(x.backendConcurrency)}, ≤${String(x.maxInflight)} chunks in flight, ${String(x.decoders)} decoder(s)`
-      : '';
+    const note =
+      x.backend !== undefined
+        ? `${String(x.backend)}: concurrency ${String(x.backendConcurrency)}, ≤${String(x.maxInflight)} chunks in flight, ${String(x.decoders)} decoder(s)`
+        : '';
     return [m.name, fmtSeconds(m.best), fmtSeconds(m.median), fmtRate(m.rows / m.best), m.cpuCores.toFixed(2), note];
   });
   printTable(
     `${r.preset.toUpperCase()} — ${fmtInt(r.rows)} rows, ${r.columns} columns read, ${r.features} features, ${fmtMB(r.file.bytes)} Parquet (row groups of ${fmtInt(r.file.rowGroupSize)}); best of ${REPS} after ${WARMUP} untimed warm-up round${WARMUP === 1 ? '' : 's'}, interleaved`,
-    ['contender', 'best s', 'median s', 'rows/s', 'cores', 'notes'], rows, 'lrrrrl');
+    ['contender', 'best s', 'median s', 'rows/s', 'cores', 'notes'],
+    rows,
+    'lrrrrl',
+  );
   const s = r.measurements.filter((m) => m.extra.preprocessMs !== undefined);
-  printTable(`${r.preset.toUpperCase()} — Sluice stage times of the best run (ms; preprocess sums overlapping chunks)`,
+  printTable(
+    `${r.preset.toUpperCase()} — Sluice stage times of the best run (ms; preprocess sums overlapping chunks)`,
     ['run', 'preprocess', 'source wait', 'batch', 'batches'],
-    s.map((m) => [m.name, String(m.extra.preprocessMs), String(m.extra.sourceWaitMs), String(m.extra.batchMs), String(m.extra.batches)]));
+    s.map((m) => [m.name, String(m.extra.preprocessMs), String(m.extra.sourceWaitMs), String(m.extra.batchMs), String(m.extra.batches)]),
+  );
   const ex = {
     'sluice2/duckdb': 'throughput ratio; > 1 = Sluice faster than DuckDB running the plan',
     'sluice2/decodeOnly': 'fraction of the decode-only limit reached (> 1: reused batch memory beats fresh arrays)',
@@ -406,8 +502,12 @@ function printWorkload(r: WorkloadResult): void {
     'duckdb/duckdbDecodeOnly': 'DuckDB: its plan run vs. its own decode-only (context)',
     'decodeOnly2/duckdbDecodeOnly': "Sluice's decoder vs. DuckDB's reader (context)",
   } as Record<string, string>;
-  printTable(`${r.preset.toUpperCase()} — ratios (throughput; from this one run)`, ['ratio', 'value', 'meaning'],
-    Object.entries(r.ratios).map(([k, v]) => [k, fmtRatio(v), ex[k] ?? '']), 'lrl');
+  printTable(
+    `${r.preset.toUpperCase()} — ratios (throughput; from this one run)`,
+    ['ratio', 'value', 'meaning'],
+    Object.entries(r.ratios).map(([k, v]) => [k, fmtRatio(v), ex[k] ?? '']),
+    'lrl',
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -415,7 +515,10 @@ function printWorkload(r: WorkloadResult): void {
 const pkg = await cpuBackendPackage();
 if (args.child !== undefined) {
   // A contender child (`childContenders`): serve the group's runs until the parent closes stdin.
-  if (!(args.child in GROUPS)) { log(`--child must be one of ${Object.keys(GROUPS).join(', ')}`); process.exit(2); }
+  if (!(args.child in GROUPS)) {
+    log(`--child must be one of ${Object.keys(GROUPS).join(', ')}`);
+    process.exit(2);
+  }
   const { preset, path } = JSON.parse(process.env[CHILD_ENV] ?? '{}') as { preset: 'rm1' | 'rm5'; path: string };
   const planSpec = getPreset(preset).defaultPlan();
   const info = await pipeline(planSpec, { input: path }).info();
@@ -435,11 +538,24 @@ for (const w of WORKLOADS) {
 con.closeSync();
 if (args['print-sql']) process.exit(0);
 
-const env = { ...machine(), duckdb: duckVersion, duckdbThreads: DUCK_THREADS, cpuBackend: pkg.note, bucketizeSql: BUCKETIZE, reps: REPS, warmup: WARMUP, seed: SEED };
+const env = {
+  ...machine(),
+  duckdb: duckVersion,
+  duckdbThreads: DUCK_THREADS,
+  cpuBackend: pkg.note,
+  bucketizeSql: BUCKETIZE,
+  reps: REPS,
+  warmup: WARMUP,
+  seed: SEED,
+};
 if (args.json) {
   emitJson({ bench: 'e2e', env, workloads: results });
 } else {
-  process.stdout.write(`\nSluice end-to-end benchmark\n${Object.entries(env).map(([k, v]) => `  ${k}: ${String(v)}`).join('\n')}\n`);
+  process.stdout.write(
+    `\nSluice end-to-end benchmark\n${Object.entries(env)
+      .map(([k, v]) => `  ${k}: ${String(v)}`)
+      .join('\n')}\n`,
+  );
   for (const r of results) printWorkload(r);
   process.stdout.write('\nRatios are throughput ratios (time of the second ÷ time of the first); absolute times are context only.\n');
 }

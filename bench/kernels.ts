@@ -99,21 +99,104 @@ function buildCases(rows: number): Case[] {
   const f32 = { type: 'float32', values: Float32Array.from(positive.values), valid: null } as Column;
 
   return [
-    { name: 'fillNull', op: 'fillNull', params: { value: 0 }, input: dense, values: n, numpy: { x: { data: dense.values, dtype: 'int32' }, valid: validOf(dense) }, compare: true },
+    {
+      name: 'fillNull',
+      op: 'fillNull',
+      params: { value: 0 },
+      input: dense,
+      values: n,
+      numpy: { x: { data: dense.values, dtype: 'int32' }, valid: validOf(dense) },
+      compare: true,
+    },
     { name: 'neg2zero', op: 'neg2zero', params: {}, input: filled, values: n, numpy: { x: { data: filled.values, dtype: 'int32' } }, compare: true },
     // log is ln(x + 1) evaluated in float64 and stored as float32 (core ops/log.ts), so NumPy does
     // the same: np.log1p on int32 already computes in float64; float32 input is widened first.
-    { name: 'log (int32 in)', op: 'log', params: { offset: 1 }, input: positive, values: n, numpy: { x: { data: positive.values, dtype: 'int32' } }, numpyMode: 'float64', compare: true },
-    { name: 'log (float32 in)', op: 'log', params: { offset: 1 }, input: f32, values: n, numpy: { x: { data: (f32 as { values: Float32Array }).values, dtype: 'float32' } }, numpyMode: 'float64', compare: true },
+    {
+      name: 'log (int32 in)',
+      op: 'log',
+      params: { offset: 1 },
+      input: positive,
+      values: n,
+      numpy: { x: { data: positive.values, dtype: 'int32' } },
+      numpyMode: 'float64',
+      compare: true,
+    },
+    {
+      name: 'log (float32 in)',
+      op: 'log',
+      params: { offset: 1 },
+      input: f32,
+      values: n,
+      numpy: { x: { data: (f32 as { values: Float32Array }).values, dtype: 'float32' } },
+      numpyMode: 'float64',
+      compare: true,
+    },
     // For context: NumPy's float32 log1p (SIMD float32 math) is faster but does a different
     // computation; the "numpy ≠ ref" column counts the values it rounds differently.
-    { name: 'log (float32 in; NumPy float32 math, not the same output)', op: 'log', params: { offset: 1 }, input: f32, values: n, numpy: { x: { data: (f32 as { values: Float32Array }).values, dtype: 'float32' } }, context: true, compare: true },
-    { name: 'clamp', op: 'clamp', params: { min: 0, max: 1000 }, input: dense, values: n, numpy: { x: { data: dense.values, dtype: 'int32' }, valid: validOf(dense) }, compare: true },
-    { name: `bucketize (${borders.length} borders)`, op: 'bucketize', params: { borders }, input: filled, values: n, numpy: { x: { data: filled.values, dtype: 'int32' } }, compare: true },
-    { name: 'hex2int', op: 'hex2int', params: {}, input: hex, values: n, numpy: { chars: { data: chars, dtype: 'uint8' }, valid: validOf(hex) }, compare: true },
-    { name: 'sigridHash (max 500000)', op: 'sigridHash', params: { salt: 0, max: 500000 }, input: ids, values: n, numpy: { x: { data: ids.values, dtype: 'int64' }, valid: validOf(ids) }, compare: true },
-    { name: 'modulus (int64, m 524288)', op: 'modulus', params: { m: 524288 }, input: ids, values: n, numpy: { x: { data: ids.values, dtype: 'int64' }, valid: validOf(ids) }, compare: true },
-    { name: 'modulus (int32, m 1000)', op: 'modulus', params: { m: 1000 }, input: dense, values: n, numpy: { x: { data: dense.values, dtype: 'int32' }, valid: validOf(dense) }, compare: true },
+    {
+      name: 'log (float32 in; NumPy float32 math, not the same output)',
+      op: 'log',
+      params: { offset: 1 },
+      input: f32,
+      values: n,
+      numpy: { x: { data: (f32 as { values: Float32Array }).values, dtype: 'float32' } },
+      context: true,
+      compare: true,
+    },
+    {
+      name: 'clamp',
+      op: 'clamp',
+      params: { min: 0, max: 1000 },
+      input: dense,
+      values: n,
+      numpy: { x: { data: dense.values, dtype: 'int32' }, valid: validOf(dense) },
+      compare: true,
+    },
+    {
+      name: `bucketize (${borders.length} borders)`,
+      op: 'bucketize',
+      params: { borders },
+      input: filled,
+      values: n,
+      numpy: { x: { data: filled.values, dtype: 'int32' } },
+      compare: true,
+    },
+    {
+      name: 'hex2int',
+      op: 'hex2int',
+      params: {},
+      input: hex,
+      values: n,
+      numpy: { chars: { data: chars, dtype: 'uint8' }, valid: validOf(hex) },
+      compare: true,
+    },
+    {
+      name: 'sigridHash (max 500000)',
+      op: 'sigridHash',
+      params: { salt: 0, max: 500000 },
+      input: ids,
+      values: n,
+      numpy: { x: { data: ids.values, dtype: 'int64' }, valid: validOf(ids) },
+      compare: true,
+    },
+    {
+      name: 'modulus (int64, m 524288)',
+      op: 'modulus',
+      params: { m: 524288 },
+      input: ids,
+      values: n,
+      numpy: { x: { data: ids.values, dtype: 'int64' }, valid: validOf(ids) },
+      compare: true,
+    },
+    {
+      name: 'modulus (int32, m 1000)',
+      op: 'modulus',
+      params: { m: 1000 },
+      input: dense,
+      values: n,
+      numpy: { x: { data: dense.values, dtype: 'int32' }, valid: validOf(dense) },
+      compare: true,
+    },
   ];
 }
 
@@ -248,7 +331,8 @@ function keepBest(rows: Row[], again: readonly Row[]): void {
 
 // ---- main -------------------------------------------------------------------------------------
 
-if (!fastKernelsAvailable()) log(`note: fast kernels unavailable (${fastKernelsError()}); run \`npm run build:wasm\` in packages/backend-cpu. Only the reference is timed.`);
+if (!fastKernelsAvailable())
+  log(`note: fast kernels unavailable (${fastKernelsError()}); run \`npm run build:wasm\` in packages/backend-cpu. Only the reference is timed.`);
 const cases = buildCases(ROWS);
 // Rounds alternate the TypeScript side and the NumPy side, and each keeps its best over all
 // rounds, so that a slow or fast spell of the host (bench/README.md, "A noisy host") does not
@@ -307,7 +391,9 @@ if (json) {
     ]),
   );
   if (rows.some((r) => r.context)) {
-    process.stdout.write('\nRows marked "not the same output" are context: NumPy computes a different function there (float32\nlog1p rounds differently from ln evaluated in float64), so they are not like-for-like peers.\n');
+    process.stdout.write(
+      '\nRows marked "not the same output" are context: NumPy computes a different function there (float32\nlog1p rounds differently from ln evaluated in float64), so they are not like-for-like peers.\n',
+    );
   }
   process.stdout.write(`\nmachine: ${JSON.stringify(machine())}\n`);
 }

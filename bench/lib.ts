@@ -36,7 +36,10 @@ export function formatTable(headers: readonly string[], rows: readonly (readonly
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const left = (i: number): boolean => (align?.[i] ?? (i === 0 ? 'l' : 'r')) === 'l';
   const line = (cells: readonly string[]): string =>
-    cells.map((c, i) => (left(i) ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ').trimEnd();
+    cells
+      .map((c, i) => (left(i) ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
@@ -119,10 +122,17 @@ export async function cachedDataset(opts: { preset: string; rows: number; seed?:
     let lastReport = t0;
     try {
       await generateDataset({
-        preset: opts.preset, rows: opts.rows, out: tmp, seed, rowGroupSize,
+        preset: opts.preset,
+        rows: opts.rows,
+        out: tmp,
+        seed,
+        rowGroupSize,
         onProgress: (done, total) => {
           const now = performance.now();
-          if (now - lastReport > 5000) { lastReport = now; log(`  ${fmtInt(done)} / ${fmtInt(total)} rows`); }
+          if (now - lastReport > 5000) {
+            lastReport = now;
+            log(`  ${fmtInt(done)} / ${fmtInt(total)} rows`);
+          }
         },
       });
     } catch (e) {
@@ -235,7 +245,10 @@ export async function interleaved(contenders: readonly Contender[], reps: number
       if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
       const { seconds, cpuSeconds, value } = await measureOnce(c);
       if (value.rows !== expectRows) throw new Error(`${c.name}: produced ${value.rows} rows, expected ${expectRows}`);
-      if (r < 0) { log(`  warm-up   ${c.name.padEnd(22)} ${fmtSeconds(seconds)} s`); continue; }
+      if (r < 0) {
+        log(`  warm-up   ${c.name.padEnd(22)} ${fmtSeconds(seconds)} s`);
+        continue;
+      }
       res[i]!.seconds.push(seconds);
       res[i]!.cpu.push(cpuSeconds / seconds);
       res[i]!.extras.push(value.extra ?? {});
@@ -274,13 +287,24 @@ export async function hostScaling(samples: number, iterations = 20_000_000): Pro
   const workers = [0, 1].map(() => new Worker(LOOP_WORKER, { eval: true }));
   const pass = (k: number): Promise<number> => {
     const t0 = performance.now();
-    return Promise.all(workers.slice(0, k).map((w) => new Promise<void>((resolve, reject) => {
-      const done = (): void => { w.off('error', failed); resolve(); };
-      const failed = (e: Error): void => { w.off('message', done); reject(e); };
-      w.once('message', done);
-      w.once('error', failed);
-      w.postMessage(iterations);
-    }))).then(() => performance.now() - t0);
+    return Promise.all(
+      workers.slice(0, k).map(
+        (w) =>
+          new Promise<void>((resolve, reject) => {
+            const done = (): void => {
+              w.off('error', failed);
+              resolve();
+            };
+            const failed = (e: Error): void => {
+              w.off('message', done);
+              reject(e);
+            };
+            w.once('message', done);
+            w.once('error', failed);
+            w.postMessage(iterations);
+          }),
+      ),
+    ).then(() => performance.now() - t0);
   };
   try {
     await pass(2); // both compile the loop
@@ -315,10 +339,15 @@ const REPLY = '\u0001sluice-bench ';
  * 2-core machine (bench/README.md, "A noisy host"). A trainer's process runs one mode.
  */
 export function childContenders(
-  names: readonly string[], script: string, args: readonly string[],
+  names: readonly string[],
+  script: string,
+  args: readonly string[],
   opts: { env?: NodeJS.ProcessEnv; nodeArgs?: readonly string[] } = {},
 ): { contenders: Contender[]; close: () => Promise<void> } {
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? process.execArgv), script, ...args], { env: opts.env ?? process.env, stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? process.execArgv), script, ...args], {
+    env: opts.env ?? process.env,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const waiting: Array<{ resolve: (o: Record<string, unknown>) => void; reject: (e: Error) => void }> = [];
   let ended: Error | null = null;
   let buf = '';
@@ -328,19 +357,35 @@ export function childContenders(
       const line = buf.slice(0, nl);
       buf = buf.slice(nl + 1);
       // Anything else on the child's stdout (V8's --trace-* output, a stray print) is passed on.
-      if (!line.startsWith(REPLY)) { process.stderr.write(`${line}\n`); continue; }
+      if (!line.startsWith(REPLY)) {
+        process.stderr.write(`${line}\n`);
+        continue;
+      }
       const w = waiting.shift();
       if (w === undefined) continue;
-      try { w.resolve(JSON.parse(line.slice(REPLY.length)) as Record<string, unknown>); } catch { w.reject(new Error(`contender child (${names.join(', ')}) printed: ${line.slice(0, 200)}`)); }
+      try {
+        w.resolve(JSON.parse(line.slice(REPLY.length)) as Record<string, unknown>);
+      } catch {
+        w.reject(new Error(`contender child (${names.join(', ')}) printed: ${line.slice(0, 200)}`));
+      }
     }
   });
-  const fail = (e: Error): void => { ended ??= e; for (const w of waiting.splice(0)) w.reject(ended); };
+  const fail = (e: Error): void => {
+    ended ??= e;
+    for (const w of waiting.splice(0)) w.reject(ended);
+  };
   child.on('error', fail);
   child.on('exit', (code, signal) => fail(new Error(`contender child (${names.join(', ')}) exited with ${code ?? signal} (its stderr is above)`)));
-  const next = (): Promise<Record<string, unknown>> => (ended !== null ? Promise.reject(ended) : new Promise((resolve, reject) => { waiting.push({ resolve, reject }); }));
+  const next = (): Promise<Record<string, unknown>> =>
+    ended !== null
+      ? Promise.reject(ended)
+      : new Promise((resolve, reject) => {
+          waiting.push({ resolve, reject });
+        });
   const ready = next().then((m) => {
     const got = m.ready as string[] | undefined;
-    if (got === undefined || got.join('\n') !== names.join('\n')) throw new Error(`contender child serves ${JSON.stringify(got)}, expected ${JSON.stringify(names)}`);
+    if (got === undefined || got.join('\n') !== names.join('\n'))
+      throw new Error(`contender child serves ${JSON.stringify(got)}, expected ${JSON.stringify(names)}`);
   });
   ready.catch(() => undefined);
   const ask = async (k: number): Promise<RunOutcome> => {
@@ -367,12 +412,17 @@ export function childContenders(
  * answers with one JSON line. Returns when stdin ends.
  */
 export async function serveContenders(contenders: readonly Contender[]): Promise<void> {
-  const say = (o: unknown): void => { process.stdout.write(`${REPLY}${JSON.stringify(o)}\n`); };
+  const say = (o: unknown): void => {
+    process.stdout.write(`${REPLY}${JSON.stringify(o)}\n`);
+  };
   for (const c of contenders) await c.setup?.();
   say({ ready: contenders.map((c) => c.name) });
   for await (const line of createInterface({ input: process.stdin })) {
     const c = contenders[Number(line)];
-    if (c === undefined) { say({ error: `no contender ${JSON.stringify(line)}` }); continue; }
+    if (c === undefined) {
+      say({ error: `no contender ${JSON.stringify(line)}` });
+      continue;
+    }
     try {
       const { seconds, cpuSeconds, value } = await measureOnce(c);
       say({ ...value, seconds, cpuSeconds });
@@ -394,14 +444,22 @@ export interface ChildResult<T> {
  * reports its own peak RSS (see `peakRssReport`), which covers all its threads — the only way to
  * get it from Node, which does not expose a child's rusage.
  */
-export function runNodeChild<T>(args: readonly string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; onStderr?: (s: string) => void } = {}): Promise<ChildResult<T>> {
+export function runNodeChild<T>(
+  args: readonly string[],
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv; onStderr?: (s: string) => void } = {},
+): Promise<ChildResult<T>> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const child = spawn(process.execPath, args, { cwd: opts.cwd ?? process.cwd(), env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { err += d; opts.onStderr?.(d); });
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      err += d;
+      opts.onStderr?.(d);
+    });
     child.on('error', reject);
     child.on('close', (code, signal) => {
       const wallSeconds = (performance.now() - t0) / 1000;

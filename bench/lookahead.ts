@@ -39,7 +39,10 @@ if (values.help) {
 }
 const num = (name: keyof typeof values, min: number): number => {
   const n = Number(String(values[name]).replace(/_/g, ''));
-  if (!Number.isInteger(n) || n < min) { log(`--${name} must be an integer >= ${min}`); process.exit(2); }
+  if (!Number.isInteger(n) || n < min) {
+    log(`--${name} must be an integer >= ${min}`);
+    process.exit(2);
+  }
   return n;
 };
 const ROWS = num('rows', 1);
@@ -72,7 +75,14 @@ function* stream(): Generator<IdArray[]> {
   for (let p = 0; p < PASSES; p++) yield* batches;
 }
 
-interface Totals { steps: number; unique: number; hits: number; prefetched: number; evicted: number; peakCache: number }
+interface Totals {
+  steps: number;
+  unique: number;
+  hits: number;
+  prefetched: number;
+  evicted: number;
+  peakCache: number;
+}
 
 /** The optimized hints (core's LookaheadCache), `group` batches per pushAll (table by table). */
 function typed(group: number): Totals {
@@ -81,7 +91,10 @@ function typed(group: number): Totals {
     t.steps++;
     t.unique += h.unique;
     t.hits += h.hits;
-    for (const x of h.tables) { t.prefetched += x.prefetch.length; t.evicted += x.evict.length; }
+    for (const x of h.tables) {
+      t.prefetched += x.prefetch.length;
+      t.evicted += x.evict.length;
+    }
     if (h.cacheSize > t.peakCache) t.peakCache = h.cacheSize;
     // Counted: the step's arrays can go to later steps (as a trainer would once it has prefetched).
     h.release?.();
@@ -90,7 +103,10 @@ function typed(group: number): Totals {
   let pending: IdArray[][] = [];
   for (const b of stream()) {
     pending.push(b);
-    if (pending.length === group) { for (const h of la.pushAll(pending)) add(h); pending = []; }
+    if (pending.length === group) {
+      for (const h of la.pushAll(pending)) add(h);
+      pending = [];
+    }
   }
   for (const h of la.pushAll(pending)) add(h);
   for (const h of la.drain()) add(h);
@@ -120,8 +136,15 @@ function naive(): Totals {
       for (const id of cur[k]!) {
         const ttl = tracker.get(id)!;
         t.unique++;
-        if (!cache.has(id)) { t.prefetched++; cache.add(id); } else t.hits++;
-        if (ttl === x) { cache.delete(id); tracker.delete(id); evicted++; }
+        if (!cache.has(id)) {
+          t.prefetched++;
+          cache.add(id);
+        } else t.hits++;
+        if (ttl === x) {
+          cache.delete(id);
+          tracker.delete(id);
+          evicted++;
+        }
       }
       size += cache.size + evicted;
       t.evicted += evicted;
@@ -143,7 +166,11 @@ function naive(): Totals {
   return t;
 }
 
-interface Rep { wallSeconds: number; cpuSeconds: number; systemSeconds: number }
+interface Rep {
+  wallSeconds: number;
+  cpuSeconds: number;
+  systemSeconds: number;
+}
 function measure(fn: () => Totals): { rep: Rep; totals: Totals } {
   collectGarbage();
   const c0 = process.cpuUsage();
@@ -166,11 +193,26 @@ measure(() => typed(GROUP)); // warm-up: JIT tiers and first-touch of the tables
 measure(() => typed(1));
 for (let i = 0; i < Math.max(REPS, NAIVE_REPS); i++) {
   // Interleaved, so that load from other processes falls on every peer alike.
-  if (i < REPS) { const m = measure(() => typed(GROUP)); fast.push(m.rep); fastTotals = m.totals; }
-  if (i < REPS && GROUP !== 1) { const m = measure(() => typed(1)); single.push(m.rep); singleTotals = m.totals; }
-  if (i < NAIVE_REPS) { const m = measure(naive); slow.push(m.rep); slowTotals = m.totals; }
+  if (i < REPS) {
+    const m = measure(() => typed(GROUP));
+    fast.push(m.rep);
+    fastTotals = m.totals;
+  }
+  if (i < REPS && GROUP !== 1) {
+    const m = measure(() => typed(1));
+    single.push(m.rep);
+    singleTotals = m.totals;
+  }
+  if (i < NAIVE_REPS) {
+    const m = measure(naive);
+    slow.push(m.rep);
+    slowTotals = m.totals;
+  }
 }
-for (const [name, t] of [['batch by batch', singleTotals], ['naive', slowTotals]] as const) {
+for (const [name, t] of [
+  ['batch by batch', singleTotals],
+  ['naive', slowTotals],
+] as const) {
   if (t !== null && JSON.stringify(t) !== JSON.stringify(fastTotals)) {
     log(`MISMATCH between peers: grouped ${JSON.stringify(fastTotals)} vs ${name} ${JSON.stringify(t)}`);
     process.exit(1);
@@ -202,14 +244,25 @@ const result = {
 };
 if (values.json) emitJson(result);
 else {
-  const row = (name: string, s: { min: number; median: number; max: number }): string[] => [name, fmtRate(s.median), fmtRate(s.min), fmtRate(s.max), `${(s.median / BAGPIPE_SAMPLES_PER_SECOND).toFixed(2)}×`];
-  printTable(`BAGPIPE lookahead hints: RM1 ${COLUMNS.length} columns, batch ${fmtInt(BATCH)}, window ${WINDOW}, ${fmtInt(samples)} samples (${steps} steps), load ${String(machine().loadavg1)}`,
-    ['samples/s', 'median', 'min', 'max', 'vs BAGPIPE 3.27M'], [
+  const row = (name: string, s: { min: number; median: number; max: number }): string[] => [
+    name,
+    fmtRate(s.median),
+    fmtRate(s.min),
+    fmtRate(s.max),
+    `${(s.median / BAGPIPE_SAMPLES_PER_SECOND).toFixed(2)}×`,
+  ];
+  printTable(
+    `BAGPIPE lookahead hints: RM1 ${COLUMNS.length} columns, batch ${fmtInt(BATCH)}, window ${WINDOW}, ${fmtInt(samples)} samples (${steps} steps), load ${String(machine().loadavg1)}`,
+    ['samples/s', 'median', 'min', 'max', 'vs BAGPIPE 3.27M'],
+    [
       row(`hints, groups of ${GROUP} (wall, one thread)`, fastWall),
       row(`hints, groups of ${GROUP} (per CPU-second)`, fastCpu),
       ...(singleWall && singleCpu ? [row('hints, batch by batch (wall)', singleWall), row('hints, batch by batch (per CPU-second)', singleCpu)] : []),
       ...(slowWall ? [row('naive Map/Set Algorithm 1 (wall)', slowWall)] : []),
       ['read + hex2int + batch (wall)', fmtRate(rows / readSeconds), '', '', `${(rows / readSeconds / BAGPIPE_SAMPLES_PER_SECOND).toFixed(2)}×`],
-    ]);
-  process.stdout.write(`\nhints ${result.meetsBagpipe ? 'meet' : 'do not meet'} BAGPIPE's 3.27M samples/s (median of ${REPS})${result.speedupOverNaive ? `; ${result.speedupOverNaive.toFixed(1)}× the naive peer` : ''}; hit ratio ${result.hitRatio.toFixed(4)}, peak cache ${fmtInt(fastTotals!.peakCache)} ids\n`);
+    ],
+  );
+  process.stdout.write(
+    `\nhints ${result.meetsBagpipe ? 'meet' : 'do not meet'} BAGPIPE's 3.27M samples/s (median of ${REPS})${result.speedupOverNaive ? `; ${result.speedupOverNaive.toFixed(1)}× the naive peer` : ''}; hit ratio ${result.hitRatio.toFixed(4)}, peak cache ${fmtInt(fastTotals!.peakCache)} ids\n`,
+  );
 }

@@ -161,20 +161,35 @@ const settings = {
 };
 if (args.json) {
   emitJson({
-    bench: 'rss', env: machine(), file: { path: data.path, bytes: data.bytes, generatedSeconds: +data.generatedSeconds.toFixed(1) },
-    settings, ...r, childWallSeconds: wallSeconds, targetBytes: TARGET_BYTES, withinTarget: within,
+    bench: 'rss',
+    env: machine(),
+    file: { path: data.path, bytes: data.bytes, generatedSeconds: +data.generatedSeconds.toFixed(1) },
+    settings,
+    ...r,
+    childWallSeconds: wallSeconds,
+    targetBytes: TARGET_BYTES,
+    withinTarget: within,
   });
 } else {
   const mb = (b: number): string => `${(b / 1e6).toFixed(0)} MB`;
-  process.stdout.write(`\nSluice streaming memory — RM1 default plan, batches discarded${cfg.release ? ' and released' : ''}\n${Object.entries({ ...machine(), ...settings }).map(([k, v]) => `  ${k}: ${String(v)}`).join('\n')}\n`);
-  printTable(`Peak RSS streaming ${fmtInt(ROWS)} RM1 rows (${fmtMB(data.bytes)} Parquet) in a child process`, ['measure', 'value'], [
-    ['rows streamed', fmtInt(r.rows)],
-    ['batches', fmtInt(r.batches)],
-    ['time', `${fmtSeconds(r.seconds)} s (${fmtRate(r.rows / r.seconds)} rows/s, ${r.cpuCores.toFixed(2)} cores)`],
-    ['most batches buffered', String(r.maxBuffered)],
-    ['RSS after import', mb(r.baselineRss)],
-    ['RSS at 25/50/75/100%', r.rssAt.map(mb).join(' / ')],
-    [`peak RSS (${r.peak.source})`, mb(r.peak.bytes)],
-    ['target', `${mb(TARGET_BYTES)} — ${within ? 'within' : 'OVER'} (${((r.peak.bytes / TARGET_BYTES) * 100).toFixed(0)}% of it)`],
-  ], 'll');
+  process.stdout.write(
+    `\nSluice streaming memory — RM1 default plan, batches discarded${cfg.release ? ' and released' : ''}\n${Object.entries({ ...machine(), ...settings })
+      .map(([k, v]) => `  ${k}: ${String(v)}`)
+      .join('\n')}\n`,
+  );
+  printTable(
+    `Peak RSS streaming ${fmtInt(ROWS)} RM1 rows (${fmtMB(data.bytes)} Parquet) in a child process`,
+    ['measure', 'value'],
+    [
+      ['rows streamed', fmtInt(r.rows)],
+      ['batches', fmtInt(r.batches)],
+      ['time', `${fmtSeconds(r.seconds)} s (${fmtRate(r.rows / r.seconds)} rows/s, ${r.cpuCores.toFixed(2)} cores)`],
+      ['most batches buffered', String(r.maxBuffered)],
+      ['RSS after import', mb(r.baselineRss)],
+      ['RSS at 25/50/75/100%', r.rssAt.map(mb).join(' / ')],
+      [`peak RSS (${r.peak.source})`, mb(r.peak.bytes)],
+      ['target', `${mb(TARGET_BYTES)} — ${within ? 'within' : 'OVER'} (${((r.peak.bytes / TARGET_BYTES) * 100).toFixed(0)}% of it)`],
+    ],
+    'll',
+  );
 }

@@ -27,7 +27,15 @@ import { getPreset } from '@sluice/core/gen';
 import { pipeline, type Batch } from '@sluice/core';
 import { cachedDataset, emitJson, fmtRatio, log, machine, median, printTable } from './lib.js';
 
-const { values } = parseArgs({ options: { batches: { type: 'string', default: '300' }, reps: { type: 'string', default: '5' }, warmup: { type: 'string', default: '64' }, settle: { type: 'string', default: '3' }, json: { type: 'boolean' } } });
+const { values } = parseArgs({
+  options: {
+    batches: { type: 'string', default: '300' },
+    reps: { type: 'string', default: '5' },
+    warmup: { type: 'string', default: '64' },
+    settle: { type: 'string', default: '3' },
+    json: { type: 'boolean' },
+  },
+});
 const N = Number(values.batches);
 const REPS = Number(values.reps);
 const WARM = Number(values.warmup);
@@ -41,7 +49,8 @@ const ds = await cachedDataset({ preset: 'rm1', rows: ROWS * 4, seed: 1 });
 const plan = { ...getPreset('rm1').defaultPlan(), batchSize: ROWS, backend: { name: 'reference' } };
 const source: Batch[] = [];
 for await (const b of pipeline(plan, { input: ds.path })) source.push(b);
-const batchBytes = (b: Batch): number => b.dense.data.byteLength + b.sparse.lengths.byteLength + b.sparse.offsets.byteLength + b.sparse.values.byteLength + (b.labels?.byteLength ?? 0);
+const batchBytes = (b: Batch): number =>
+  b.dense.data.byteLength + b.sparse.lengths.byteLength + b.sparse.offsets.byteLength + b.sparse.values.byteLength + (b.labels?.byteLength ?? 0);
 const perBatch = batchBytes(source[0]!);
 let total = 0;
 for (let i = 0; i < N; i++) total += batchBytes(source[i % source.length]!);
@@ -78,18 +87,28 @@ class Receiver<T> {
       });`;
     this.w = new Worker(code, { eval: true });
     this.loaded = new Promise<void>((resolve) => this.w.once('message', () => resolve()));
-    const fail = (e: Error): void => { this.failed = e; for (const x of this.waiters.splice(0)) x(e); };
+    const fail = (e: Error): void => {
+      this.failed = e;
+      for (const x of this.waiters.splice(0)) x(e);
+    };
     this.w.once('error', fail);
     this.w.once('exit', (c) => fail(new Error(`receiver thread exited (${c})`)));
   }
 
   /** Starts a run with `data`: `ready` once the thread has set it up (so set-up is not timed), `done` with its result. */
   run(data: unknown): { ready: Promise<void>; done: Promise<T> } {
-    const next = (): Promise<'ready' | { r: T }> => new Promise((ok, fail) => {
-      if (this.failed) { fail(this.failed); return; }
-      this.waiters.push(fail);
-      this.w.once('message', (m: 'ready' | { r: T }) => { this.waiters.shift(); ok(m); });
-    });
+    const next = (): Promise<'ready' | { r: T }> =>
+      new Promise((ok, fail) => {
+        if (this.failed) {
+          fail(this.failed);
+          return;
+        }
+        this.waiters.push(fail);
+        this.w.once('message', (m: 'ready' | { r: T }) => {
+          this.waiters.shift();
+          ok(m);
+        });
+      });
     const ready = this.loaded.then(async () => {
       const r = next();
       this.w.postMessage(data);
@@ -112,7 +131,11 @@ const receive = (slots: number): string => `ready(); let bytes = 0; let n = 0;
   qp.close(); return { bytes, n };`;
 const RECEIVE = receive(4);
 
-interface Result { transport: string; bytes: number; seconds: number[] }
+interface Result {
+  transport: string;
+  bytes: number;
+  seconds: number[];
+}
 const results: Result[] = [];
 /**
  * Runs `run` REPS times; each run's clock starts when it calls `start` (after its set-up) and stops
@@ -123,7 +146,9 @@ async function measure(transport: string, bytes: number, run: (start: () => void
   for (let k = 0; k < settle; k++) await run(() => undefined);
   for (let k = 0; k < REPS; k++) {
     let t0 = performance.now();
-    const own = await run(() => { t0 = performance.now(); });
+    const own = await run(() => {
+      t0 = performance.now();
+    });
     r.seconds.push(typeof own === 'number' ? own : (performance.now() - t0) / 1000);
   }
   results.push(r);
@@ -141,7 +166,10 @@ const segBufs = segments.map((l) => l.map((seg) => Buffer.from(seg.buffer, seg.b
 await measure('memcpy, TypedArray.set', total, async () => {
   for (let i = 0; i < N; i++) {
     let o = 0;
-    for (const seg of segments[i % segments.length]!) { dst.set(seg, o); o += seg.byteLength; }
+    for (const seg of segments[i % segments.length]!) {
+      dst.set(seg, o);
+      o += seg.byteLength;
+    }
   }
 });
 await measure('memcpy, Buffer.copy', total, async () => {
@@ -153,7 +181,10 @@ await measure('memcpy, Buffer.copy', total, async () => {
 /** Batch `i`'s segments into `d`, each as one native memcpy (Buffer#fill), as the ring copies. */
 const fillBatch = (d: Buffer, i: number): void => {
   let o = 0;
-  for (const seg of segBufs[i % segBufs.length]!) { d.fill(seg, o, o + seg.byteLength); o += seg.byteLength; }
+  for (const seg of segBufs[i % segBufs.length]!) {
+    d.fill(seg, o, o + seg.byteLength);
+    o += seg.byteLength;
+  }
 };
 await measure('memcpy, Buffer#fill (native)', total, async () => {
   for (let i = 0; i < N; i++) fillBatch(dstBuf, i);
@@ -184,41 +215,60 @@ await measure(NAP_ROW, total, async () => {
   return copying / 1000;
 });
 
-await measure('in-process', total, async (start) => {
-  const [a, b] = inProcessPair();
-  const recv = (async () => { let n = 0; for await (const _ of fromTransport(b, { maxBatchBytes: 8 << 20 })) n++; return n; })();
-  await toTransport(a, stream(start));
-  if ((await recv) !== WARM + N) throw new Error('in-process: lost batches');
-}, SETTLE);
+await measure(
+  'in-process',
+  total,
+  async (start) => {
+    const [a, b] = inProcessPair();
+    const recv = (async () => {
+      let n = 0;
+      for await (const _ of fromTransport(b, { maxBatchBytes: 8 << 20 })) n++;
+      return n;
+    })();
+    await toTransport(a, stream(start));
+    if ((await recv) !== WARM + N) throw new Error('in-process: lost batches');
+  },
+  SETTLE,
+);
 
 // Shared memory: a trainer double-buffers (2 receive slots: one batch being trained on, the next
 // landing), which is the criterion's row; with 4 slots (fromTransport's default) the copies'
 // destinations rotate over 17 MB more memory, beyond what the L3 cache keeps (bench/README.md).
 for (const slots of [2, 4]) {
   const trainer = new Receiver<{ n: number }>(`const qp = core.sabQueuePair(data); ${receive(slots)}`);
-  await measure(`SharedArrayBuffer ring (worker, ${slots} receive slots)`, total, async (start) => {
-    const [mine, theirs] = sabChannel(16 << 20);
-    const qp = sabQueuePair(mine);
-    const recv = trainer.run(theirs);
-    await recv.ready;
-    await toTransport(qp, stream(start));
-    if ((await recv.done).n !== WARM + N) throw new Error('sab: lost batches');
-    qp.close();
-  }, SETTLE);
+  await measure(
+    `SharedArrayBuffer ring (worker, ${slots} receive slots)`,
+    total,
+    async (start) => {
+      const [mine, theirs] = sabChannel(16 << 20);
+      const qp = sabQueuePair(mine);
+      const recv = trainer.run(theirs);
+      await recv.ready;
+      await toTransport(qp, stream(start));
+      if ((await recv.done).n !== WARM + N) throw new Error('sab: lost batches');
+      qp.close();
+    },
+    SETTLE,
+  );
   await trainer.close();
 }
 
 const tcpTrainer = new Receiver<{ n: number }>(`const qp = await core.connectTcp({ port: data }); ${RECEIVE}`);
-await measure('TCP loopback (worker)', total, async (start) => {
-  const l = await listenTcp({ port: 0 });
-  const recv = tcpTrainer.run(l.port);
-  const qp = await l.accept();
-  await recv.ready;
-  await toTransport(qp, stream(start));
-  if ((await recv.done).n !== WARM + N) throw new Error('tcp: lost batches');
-  qp.close();
-  await l.close();
-}, SETTLE);
+await measure(
+  'TCP loopback (worker)',
+  total,
+  async (start) => {
+    const l = await listenTcp({ port: 0 });
+    const recv = tcpTrainer.run(l.port);
+    const qp = await l.accept();
+    await recv.ready;
+    await toTransport(qp, stream(start));
+    if ((await recv.done).n !== WARM + N) throw new Error('tcp: lost batches');
+    qp.close();
+    await l.close();
+  },
+  SETTLE,
+);
 await tcpTrainer.close();
 
 // HTTP: the server holds the 4 distinct batches (warmed once); a client in a worker fetches and
@@ -228,7 +278,8 @@ const url = await srv.listen(0);
 const bodyBytes = { 'application/msgpack': 0, 'application/vnd.apache.arrow.stream': 0 };
 for (const accept of ['application/msgpack', 'application/vnd.apache.arrow.stream'] as const) {
   const sizes: number[] = [];
-  for (let s = 0; s < source.length; s++) sizes.push(await fetch(`${url}/v1/batches/${s}`, { headers: { accept } }).then(async (r) => (await r.arrayBuffer()).byteLength));
+  for (let s = 0; s < source.length; s++)
+    sizes.push(await fetch(`${url}/v1/batches/${s}`, { headers: { accept } }).then(async (r) => (await r.arrayBuffer()).byteLength));
   for (let i = 0; i < N; i++) bodyBytes[accept] += sizes[i % sizes.length]!;
   log(`  ${accept} body: ${(sizes[0]! / 1e6).toFixed(2)} MB`);
 }
@@ -276,5 +327,22 @@ const summary = results.map((r) => {
 // The peer of every ratio: the fastest memcpy of the run.
 const memcpy = Math.max(...summary.filter((r) => r.transport.startsWith('memcpy')).map((r) => r.max));
 const rows = summary.map((r) => [r.transport, r.median.toFixed(2), `${r.min.toFixed(2)}–${r.max.toFixed(2)}`, fmtRatio(r.median / memcpy)]);
-if (values.json) emitJson({ bench: 'transport', batches: N, reps: REPS, warmup: WARM, settle: SETTLE, rowsPerBatch: ROWS, bytesPerBatch: perBatch, memcpyGbPerSecond: memcpy, results: summary.map((r) => ({ ...r, gbPerSecond: r.median, vsMemcpy: r.median / memcpy })), machine: machine() });
-else printTable(`Transport throughput: ${N} RM1 batches of ${ROWS} rows (${(perBatch / 1e6).toFixed(2)} MB each), median of ${REPS} runs; vs the best memcpy (${memcpy.toFixed(2)} GB/s)`, ['transport', 'GB/s', 'min–max', 'vs memcpy'], rows);
+if (values.json)
+  emitJson({
+    bench: 'transport',
+    batches: N,
+    reps: REPS,
+    warmup: WARM,
+    settle: SETTLE,
+    rowsPerBatch: ROWS,
+    bytesPerBatch: perBatch,
+    memcpyGbPerSecond: memcpy,
+    results: summary.map((r) => ({ ...r, gbPerSecond: r.median, vsMemcpy: r.median / memcpy })),
+    machine: machine(),
+  });
+else
+  printTable(
+    `Transport throughput: ${N} RM1 batches of ${ROWS} rows (${(perBatch / 1e6).toFixed(2)} MB each), median of ${REPS} runs; vs the best memcpy (${memcpy.toFixed(2)} GB/s)`,
+    ['transport', 'GB/s', 'min–max', 'vs memcpy'],
+    rows,
+  );

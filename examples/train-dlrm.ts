@@ -13,12 +13,27 @@ import { pipeline, type PlanSpec } from '@sluice/core';
 
 const { values } = parseArgs({ options: { via: { type: 'string', default: 'local' }, input: { type: 'string' }, epochs: { type: 'string', default: '2' } } });
 const input = values.input ?? (await demoDataset());
-const plan: PlanSpec = { ...getPreset('rm1').defaultPlan(), batchSize: 2048, epochs: Number(values.epochs), shuffle: { seed: 1, bufferRows: 50_000 }, backend: { name: 'reference' } };
+const plan: PlanSpec = {
+  ...getPreset('rm1').defaultPlan(),
+  batchSize: 2048,
+  epochs: Number(values.epochs),
+  shuffle: { seed: 1, bufferRows: 50_000 },
+  backend: { name: 'reference' },
+};
 
 /** What every feed gives the model: the same arrays whichever way they came. */
-interface Step { seq: number; rows: number; dim: number; dense: Float32Array; keys: number; lengths: Int32Array; values: BigInt64Array; labels: Float32Array }
+interface Step {
+  seq: number;
+  rows: number;
+  dim: number;
+  dense: Float32Array;
+  keys: number;
+  lengths: Int32Array;
+  values: BigInt64Array;
+  labels: Float32Array;
+}
 
-const EMB = 4;          // embedding width
+const EMB = 4; // embedding width
 const BUCKETS = 1 << 14; // hashed rows per table
 const lr = 0.005;
 let tables: Float32Array[] = [];
@@ -70,7 +85,16 @@ function train(s: Step): number {
 async function* feed(): AsyncGenerator<Step> {
   if (values.via === 'local') {
     for await (const b of pipeline(plan, { input })) {
-      yield { seq: b.seq, rows: b.rows, dim: b.dense.dim, dense: b.dense.data, keys: b.sparse.keys.length, lengths: b.sparse.lengths, values: b.sparse.values, labels: b.labels! };
+      yield {
+        seq: b.seq,
+        rows: b.rows,
+        dim: b.dense.dim,
+        dense: b.dense.data,
+        keys: b.sparse.keys.length,
+        lengths: b.sparse.lengths,
+        values: b.sparse.values,
+        labels: b.labels!,
+      };
       // The step that used it is done: let the pipeline reuse its memory.
       b.release?.();
     }
@@ -79,18 +103,40 @@ async function* feed(): AsyncGenerator<Step> {
     const client = createClient(await server.listen(0), { token: 'example' });
     try {
       for await (const b of client.batches()) {
-        yield { seq: b.seq, rows: b.rows, dim: b.dense.dim, dense: b.dense.data, keys: b.sparse.keys.length, lengths: b.sparse.lengths, values: b.sparse.values, labels: b.labels! };
+        yield {
+          seq: b.seq,
+          rows: b.rows,
+          dim: b.dense.dim,
+          dense: b.dense.data,
+          keys: b.sparse.keys.length,
+          lengths: b.sparse.lengths,
+          values: b.sparse.values,
+          labels: b.labels!,
+        };
         // As above: the client may read a later batch into this one's memory.
         b.release?.();
       }
-    } finally { await client.close(); await server.close(); }
+    } finally {
+      await client.close();
+      await server.close();
+    }
   } else if (values.via === 'tcp') {
     // The data host serves a feed that survives dropped connections: the trainer dials again and
     // the host resumes after the last batch the trainer took (each batch arrives once, in order).
     const listener = await listenTcp({ port: 0 });
     const sender = serveFeed(listener, (resume) => pipeline(plan, { input, resume }));
     const feed = connectFeed(() => connectTcp({ port: listener.port }));
-    for await (const b of feed) yield { seq: b.seq, rows: b.rows, dim: b.dense.dim, dense: b.dense.data, keys: b.sparse.keys.length, lengths: b.sparse.lengths, values: b.sparse.values, labels: b.labels! };
+    for await (const b of feed)
+      yield {
+        seq: b.seq,
+        rows: b.rows,
+        dim: b.dense.dim,
+        dense: b.dense.data,
+        keys: b.sparse.keys.length,
+        lengths: b.sparse.lengths,
+        values: b.sparse.values,
+        labels: b.labels!,
+      };
     await sender;
     await listener.close();
   } else throw new Error(`--via must be local, http or tcp, got ${values.via}`);

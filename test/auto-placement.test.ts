@@ -6,7 +6,19 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import '@sluice/backend-cpu';
-import { candidatePlacements, chooseMeasured, measureCandidates, PROBE_HOPELESS, predictRun, readMeasurements, writeMeasurements, calibrationCachePath, type Candidate, type Measurement, type Placement } from '@sluice/core/internal';
+import {
+  candidatePlacements,
+  chooseMeasured,
+  measureCandidates,
+  PROBE_HOPELESS,
+  predictRun,
+  readMeasurements,
+  writeMeasurements,
+  calibrationCachePath,
+  type Candidate,
+  type Measurement,
+  type Placement,
+} from '@sluice/core/internal';
 import { generateDataset, getPreset } from '@sluice/core/gen';
 import { pipeline, type Batch, type BackendSpec, type PlanSpec, type TypedPlan } from '@sluice/core';
 import { tempDir } from '../packages/core/test/helpers.js';
@@ -23,13 +35,27 @@ const plans: Record<string, PlanSpec> = {
   rm5: {
     ...rm5,
     batchSize: 64,
-    features: rm5.features.map((f) => (f.ops?.some((o) => o.op === 'firstX') ? { ...f, ops: [{ op: 'firstX', x: 32 }, { op: 'ngram', n: 2 }, { op: 'modulus', m: 500000 }] } : f)),
+    features: rm5.features.map((f) =>
+      f.ops?.some((o) => o.op === 'firstX')
+        ? {
+            ...f,
+            ops: [
+              { op: 'firstX', x: 32 },
+              { op: 'ngram', n: 2 },
+              { op: 'modulus', m: 500000 },
+            ],
+          }
+        : f,
+    ),
   },
 };
 // cpu and the in-process reference kernels: both start everywhere, so the tests need no GPU.
 const AUTO: BackendSpec = { name: 'auto', backends: ['cpu', 'reference'], workers: 1 };
 
-async function collect(plan: PlanSpec, backend: BackendSpec): Promise<{ batches: Batch[]; placement: ReturnType<ReturnType<typeof pipeline>['metrics']>['placement'] }> {
+async function collect(
+  plan: PlanSpec,
+  backend: BackendSpec,
+): Promise<{ batches: Batch[]; placement: ReturnType<ReturnType<typeof pipeline>['metrics']>['placement'] }> {
   const p = pipeline({ ...plan, backend }, { input: files.get(plan === plans.rm1 ? 'rm1' : 'rm5')! });
   const batches: Batch[] = [];
   for await (const b of p) batches.push(b);
@@ -43,7 +69,10 @@ const cpuAlone = new Map<string, Batch[]>();
 beforeAll(async () => {
   // Measurements and the op cost model go to a cache of this test's own.
   process.env.SLUICE_CACHE_DIR = join(dir, 'cache');
-  for (const [name, rows, group] of [['rm1', 1200, 300], ['rm5', 160, 40]] as const) {
+  for (const [name, rows, group] of [
+    ['rm1', 1200, 300],
+    ['rm5', 160, 40],
+  ] as const) {
     const f = join(dir, `${name}.parquet`);
     await generateDataset({ preset: name, rows, out: f, seed: 3, rowGroupSize: group });
     files.set(name, f);
@@ -52,7 +81,11 @@ beforeAll(async () => {
 }, 300_000);
 
 describe('choosing from measurements', () => {
-  const cands: Candidate[] = [{ label: 'cpu', spec: { name: 'cpu' } }, { label: 'webgpu', spec: { name: 'webgpu' } }, { label: 'webgpu+pushdown', spec: { name: 'webgpu', pushdown: true } }];
+  const cands: Candidate[] = [
+    { label: 'cpu', spec: { name: 'cpu' } },
+    { label: 'webgpu', spec: { name: 'webgpu' } },
+    { label: 'webgpu+pushdown', spec: { name: 'webgpu', pushdown: true } },
+  ];
 
   it('picks the least predicted run time, fixed part paid once', () => {
     // RM5-like: the cpu path is slower per batch than the GPU with the reader's pushdown.
@@ -70,10 +103,25 @@ describe('choosing from measurements', () => {
     expect(chooseMeasured(cands, { webgpu: m(10, 10), cpu: m(10, 10) }, 5)!.label).toBe('cpu');
   });
 
-  it('lists each backend alone, non-cpu backends with pushdown when it leaves them work, and the model\'s mix', () => {
-    const single: Placement = { byFeature: new Map([['a', 'cpu'], ['b', 'cpu']]), predictedMs: {}, makespanMs: 0, singleMs: {} };
-    const mixed: Placement = { ...single, byFeature: new Map([['a', 'cpu'], ['b', 'webgpu']]) };
-    const labels = (p: Placement, pd: { possible: boolean; leavesWork: boolean }, names = ['cpu', 'webgpu']): string[] => candidatePlacements(names, p, pd).map((c) => c.label);
+  it("lists each backend alone, non-cpu backends with pushdown when it leaves them work, and the model's mix", () => {
+    const single: Placement = {
+      byFeature: new Map([
+        ['a', 'cpu'],
+        ['b', 'cpu'],
+      ]),
+      predictedMs: {},
+      makespanMs: 0,
+      singleMs: {},
+    };
+    const mixed: Placement = {
+      ...single,
+      byFeature: new Map([
+        ['a', 'cpu'],
+        ['b', 'webgpu'],
+      ]),
+    };
+    const labels = (p: Placement, pd: { possible: boolean; leavesWork: boolean }, names = ['cpu', 'webgpu']): string[] =>
+      candidatePlacements(names, p, pd).map((c) => c.label);
     expect(labels(single, { possible: true, leavesWork: true })).toEqual(['cpu', 'webgpu', 'webgpu+pushdown']);
     // Pushing everything down leaves webgpu nothing: that is the cpu path already.
     expect(labels(single, { possible: true, leavesWork: false })).toEqual(['cpu', 'webgpu']);
@@ -144,7 +192,7 @@ describe('auto in a pipeline', () => {
     expect(existsSync(calibrationCachePath(plan))).toBe(true);
   });
 
-  it('follows injected measurements, reports them, and gives the single backends\' batches', async () => {
+  it("follows injected measurements, reports them, and gives the single backends' batches", async () => {
     const plan = await typed('rm5');
     // The bigram lists are not pushed down: "reference+pushdown" (the other features in the reader) is a candidate.
     for (const [fast, features] of [

@@ -16,7 +16,9 @@ export function expectSameBatches(got: Batch[], want: Batch[]): void {
     const w = want[i]!;
     expect(g.rows).toBe(w.rows);
     expect(g.dense.names).toEqual(w.dense.names);
-    expect(new Uint32Array(g.dense.data.buffer, g.dense.data.byteOffset, g.dense.data.length)).toEqual(new Uint32Array(w.dense.data.buffer, w.dense.data.byteOffset, w.dense.data.length));
+    expect(new Uint32Array(g.dense.data.buffer, g.dense.data.byteOffset, g.dense.data.length)).toEqual(
+      new Uint32Array(w.dense.data.buffer, w.dense.data.byteOffset, w.dense.data.length),
+    );
     expect(g.sparse.keys).toEqual(w.sparse.keys);
     expect(g.sparse.lengths).toEqual(w.sparse.lengths);
     expect(g.sparse.offsets).toEqual(w.sparse.offsets);

@@ -12,9 +12,10 @@ import { tempDir } from '../packages/core/test/helpers.js';
 
 const BIN = join(import.meta.dirname, '..', 'packages', 'core', 'bin', 'sluice.js');
 const dir = tempDir('sluice-explain-cli-');
-const sluice = (args: string[]) => new Promise<{ code: number; out: string; err: string }>((resolve) => {
-  execFile('node', [BIN, ...args], { timeout: 120_000 }, (e, out, err) => resolve({ code: e ? (e as { code?: number }).code ?? 1 : 0, out, err }));
-});
+const sluice = (args: string[]) =>
+  new Promise<{ code: number; out: string; err: string }>((resolve) => {
+    execFile('node', [BIN, ...args], { timeout: 120_000 }, (e, out, err) => resolve({ code: e ? ((e as { code?: number }).code ?? 1) : 0, out, err }));
+  });
 
 describe('sluice explain', () => {
   const plan = join(dir, 'rap2.json');
@@ -23,7 +24,13 @@ describe('sluice explain', () => {
   it('prints {ops, opTypes, kernelsPerBatch, stages} for a preset plan', async () => {
     const r = await sluice(['explain', '--plan', plan, '--json']);
     expect(r.code, r.err).toBe(0);
-    const e = JSON.parse(r.out) as { ops: number; opTypes: number; kernelsPerBatch: number; stages: Array<{ kernels: number; ops: number }>; opsAfterRewrite: number };
+    const e = JSON.parse(r.out) as {
+      ops: number;
+      opTypes: number;
+      kernelsPerBatch: number;
+      stages: Array<{ kernels: number; ops: number }>;
+      opsAfterRewrite: number;
+    };
     expect(e.ops).toBe(384);
     expect(e.opTypes).toBe(13);
     expect(e.opsAfterRewrite).toBeLessThan(e.ops);
@@ -58,12 +65,21 @@ describe('sluice explain', () => {
     expect(u.units).toBe(Math.ceil(1_000_000 / u.rowsPerSecPerUnit));
   });
 
-  it('shows auto\'s candidates, their cached measurements, and the choice they imply', async () => {
+  it("shows auto's candidates, their cached measurements, and the choice they imply", async () => {
     process.env.SLUICE_CACHE_DIR = join(dir, 'cache');
-    const spec = { features: ['I1', 'I2'].map((c) => ({ name: c, input: c, kind: 'dense' as const, ops: [{ op: 'fillNull', value: 0 }, { op: 'neg2zero' }, { op: 'log', offset: 1 }] })) };
+    const spec = {
+      features: ['I1', 'I2'].map((c) => ({
+        name: c,
+        input: c,
+        kind: 'dense' as const,
+        ops: [{ op: 'fillNull', value: 0 }, { op: 'neg2zero' }, { op: 'log', offset: 1 }],
+      })),
+    };
     const small = join(dir, 'small.json');
     writeFileSync(small, JSON.stringify(spec));
-    type P = { placement: { chosen: string; basis: string; batches: number; measured: Record<string, { fixedMs: number; perBatchMs: number; runMs: number } | null> } };
+    type P = {
+      placement: { chosen: string; basis: string; batches: number; measured: Record<string, { fixedMs: number; perBatchMs: number; runMs: number } | null> };
+    };
     const before = await sluice(['explain', '--plan', small, '--backend', 'reference,cpu', '--json']);
     expect(before.code, before.err).toBe(0);
     const b = (JSON.parse(before.out) as P).placement;

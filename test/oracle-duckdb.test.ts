@@ -19,13 +19,21 @@ const N = 5000;
 // ---- sigridHash, written again from OPS.md with BigInt (independent of the kernels) ----
 const M64 = (1n << 64n) - 1n;
 function twang(k: bigint): bigint {
-  k = (~k + (k << 21n)) & M64; k ^= k >> 24n; k = (k + (k << 3n) + (k << 8n)) & M64;
-  k ^= k >> 14n; k = (k + (k << 2n) + (k << 4n)) & M64; k ^= k >> 28n; return (k + (k << 31n)) & M64;
+  k = (~k + (k << 21n)) & M64;
+  k ^= k >> 24n;
+  k = (k + (k << 3n) + (k << 8n)) & M64;
+  k ^= k >> 14n;
+  k = (k + (k << 2n) + (k << 4n)) & M64;
+  k ^= k >> 28n;
+  return (k + (k << 31n)) & M64;
 }
 function hash128(u: bigint, l: bigint): bigint {
   const kMul = 0x9ddfea08eb382d69n;
-  let a = ((l ^ u) * kMul) & M64; a ^= a >> 47n;
-  let b = ((u ^ a) * kMul) & M64; b ^= b >> 47n; return (b * kMul) & M64;
+  let a = ((l ^ u) * kMul) & M64;
+  a ^= a >> 47n;
+  let b = ((u ^ a) * kMul) & M64;
+  b ^= b >> 47n;
+  return (b * kMul) & M64;
 }
 function sigrid(x: bigint, salt: bigint, max: bigint): bigint {
   if (max === 1n) return 0n;
@@ -38,15 +46,64 @@ const plan = {
   label: 'label',
   features: [
     { name: 'I1', input: 'I1', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }, { op: 'neg2zero' }, { op: 'log', offset: 1 }] },
-    { name: 'F1', input: 'F1', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }, { op: 'clamp', min: -1, max: 1 }] },
-    { name: 'P1', input: 'P1', kind: 'dense', ops: [{ op: 'fillNull', value: 0.5 }, { op: 'logit', eps: 1e-6 }] },
-    { name: 'I1_oh', input: 'I1', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }, { op: 'modulus', m: 4 }, { op: 'oneHot', numClasses: 4 }] },
-    { name: 'I1_b', input: 'I1', kind: 'sparse', ops: [{ op: 'fillNull', value: 0 }, { op: 'bucketize', borders: [0, 10, 100, 1000] }] },
-    { name: 'I1_br', input: 'I1', kind: 'sparse', ops: [{ op: 'fillNull', value: 0 }, { op: 'bucketize', borders: [0, 10, 100, 1000], right: true }] },
+    {
+      name: 'F1',
+      input: 'F1',
+      kind: 'dense',
+      ops: [
+        { op: 'fillNull', value: 0 },
+        { op: 'clamp', min: -1, max: 1 },
+      ],
+    },
+    {
+      name: 'P1',
+      input: 'P1',
+      kind: 'dense',
+      ops: [
+        { op: 'fillNull', value: 0.5 },
+        { op: 'logit', eps: 1e-6 },
+      ],
+    },
+    {
+      name: 'I1_oh',
+      input: 'I1',
+      kind: 'dense',
+      ops: [
+        { op: 'fillNull', value: 0 },
+        { op: 'modulus', m: 4 },
+        { op: 'oneHot', numClasses: 4 },
+      ],
+    },
+    {
+      name: 'I1_b',
+      input: 'I1',
+      kind: 'sparse',
+      ops: [
+        { op: 'fillNull', value: 0 },
+        { op: 'bucketize', borders: [0, 10, 100, 1000] },
+      ],
+    },
+    {
+      name: 'I1_br',
+      input: 'I1',
+      kind: 'sparse',
+      ops: [
+        { op: 'fillNull', value: 0 },
+        { op: 'bucketize', borders: [0, 10, 100, 1000], right: true },
+      ],
+    },
     { name: 'B1', input: 'B1', kind: 'sparse', ops: [{ op: 'modulus', m: 97 }] },
     { name: 'C1_raw', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }] },
     { name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'sigridHash', salt: 0, max: 500000 }] },
-    { name: 'L1', input: 'L1', kind: 'sparse', ops: [{ op: 'firstX', x: 3 }, { op: 'clamp', min: 0, max: 1000 }] },
+    {
+      name: 'L1',
+      input: 'L1',
+      kind: 'sparse',
+      ops: [
+        { op: 'firstX', x: 3 },
+        { op: 'clamp', min: 0, max: 1000 },
+      ],
+    },
     { name: 'F2', input: 'F2', kind: 'dense', ops: [{ op: 'cast', to: 'int32' }] },
   ],
 };
@@ -98,7 +155,9 @@ describe('sluice run vs DuckDB on a DuckDB-written file', () => {
 
   it('dense: clamp on doubles and logit', async () => {
     expect(await rows(ulpMismatch('o.F1', 'least(greatest(coalesce(i.F1, 0), -1), 1)'))).toEqual([[0n]]);
-    expect(await rows(ulpMismatch('o.P1', 'ln(least(greatest(coalesce(i.P1, 0.5), 1e-6), 1 - 1e-6) / (1 - least(greatest(coalesce(i.P1, 0.5), 1e-6), 1 - 1e-6)))'))).toEqual([[0n]]);
+    expect(
+      await rows(ulpMismatch('o.P1', 'ln(least(greatest(coalesce(i.P1, 0.5), 1e-6), 1 - 1e-6) / (1 - least(greatest(coalesce(i.P1, 0.5), 1e-6), 1 - 1e-6)))')),
+    ).toEqual([[0n]]);
   });
 
   it('dense: cast float → int truncates toward zero', async () => {
@@ -128,7 +187,10 @@ describe('sluice run vs DuckDB on a DuckDB-written file', () => {
     let checked = 0;
     for (const [hex, out] of got) {
       const ids = (out as { items: bigint[] }).items;
-      if (hex === null) { expect(ids).toEqual([]); continue; }
+      if (hex === null) {
+        expect(ids).toEqual([]);
+        continue;
+      }
       expect(ids).toEqual([sigrid(BigInt('0x' + (hex as string)), 0n, 500000n)]);
       checked++;
     }
@@ -139,15 +201,26 @@ describe('sluice run vs DuckDB on a DuckDB-written file', () => {
     const expected = `list_transform(list_filter(coalesce(i.L1, []::BIGINT[])[1:3], x -> x IS NOT NULL), x -> least(greatest(x, 0), 1000))`;
     expect(await rows(`SELECT count(*) ${J} WHERE o.L1 <> ${expected}`)).toEqual([[0n]]);
     // The data really has nulls, null lists and long lists.
-    expect((await rows(`SELECT count(*) FILTER (WHERE L1 IS NULL) > 0, max(len(L1)) > 3, count(*) FILTER (WHERE list_contains(list_transform(L1, x -> x IS NULL), true)) > 0 FROM read_parquet('${input}')`))[0]).toEqual([true, true, true]);
+    expect(
+      (
+        await rows(
+          `SELECT count(*) FILTER (WHERE L1 IS NULL) > 0, max(len(L1)) > 3, count(*) FILTER (WHERE list_contains(list_transform(L1, x -> x IS NULL), true)) > 0 FROM read_parquet('${input}')`,
+        )
+      )[0],
+    ).toEqual([true, true, true]);
   });
 
   it('reads the same values from plain-encoded and dictionary-encoded strings', async () => {
     const planFile = join(dir, 'plan.json');
     const out2 = join(dir, 'out-plain.parquet');
     execFileSync(process.execPath, [bin, 'run', '--plan', planFile, '--input', plain, '--output', out2, '--quiet'], { stdio: 'pipe' });
-    expect(await rows(`SELECT count(*) FROM read_parquet('${output}') a POSITIONAL JOIN read_parquet('${out2}') b WHERE a.C1 <> b.C1 OR a.C1_raw <> b.C1_raw OR a.L1 <> b.L1 OR a.I1 <> b.I1`)).toEqual([[0n]]);
-    const enc = async (f: string): Promise<string> => JSON.stringify(await rows(`SELECT DISTINCT encodings FROM parquet_metadata('${f}') WHERE path_in_schema = 'C1'`));
+    expect(
+      await rows(
+        `SELECT count(*) FROM read_parquet('${output}') a POSITIONAL JOIN read_parquet('${out2}') b WHERE a.C1 <> b.C1 OR a.C1_raw <> b.C1_raw OR a.L1 <> b.L1 OR a.I1 <> b.I1`,
+      ),
+    ).toEqual([[0n]]);
+    const enc = async (f: string): Promise<string> =>
+      JSON.stringify(await rows(`SELECT DISTINCT encodings FROM parquet_metadata('${f}') WHERE path_in_schema = 'C1'`));
     expect(await enc(input)).toMatch(/DICTIONARY/);
     expect(await enc(plain)).not.toMatch(/DICTIONARY/);
   });

@@ -58,14 +58,17 @@ beforeAll(() => {
     const source = program.getSourceFile(file);
     const module = source && checker.getSymbolAtLocation(source);
     if (!source || !module) throw new Error(`cannot load ${file}`);
-    exportsOf.set(entry, checker.getExportsOfModule(module).map((s) => {
-      const target = s.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(s) : s;
-      return {
-        name: s.getName(),
-        summary: ts.displayPartsToString(target.getDocumentationComment(checker)).trim(),
-        hasExample: target.getJsDocTags(checker).some((t) => t.name === 'example' && ts.displayPartsToString(t.text).trim() !== ''),
-      };
-    }));
+    exportsOf.set(
+      entry,
+      checker.getExportsOfModule(module).map((s) => {
+        const target = s.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(s) : s;
+        return {
+          name: s.getName(),
+          summary: ts.displayPartsToString(target.getDocumentationComment(checker)).trim(),
+          hasExample: target.getJsDocTags(checker).some((t) => t.name === 'example' && ts.displayPartsToString(t.text).trim() !== ''),
+        };
+      }),
+    );
     // The file's first comment, a /** */ block: its text before the first tag, and an @example with code.
     const first = ts.getLeadingCommentRanges(source.text, 0)?.[0];
     const text = first && source.text.startsWith('/**', first.pos) ? source.text.slice(first.pos + 3, first.end - 2).replace(/^\s*\* ?/gm, '') : '';
@@ -85,7 +88,10 @@ describe('public API documentation', () => {
   for (const [entry, { names }] of Object.entries(SUBPATHS)) {
     it(`${entry}: the entry file and its main exports have a TSDoc summary and an @example`, () => {
       const all = exportsOf.get(entry)!;
-      expect(names.filter((n) => !all.some((d) => d.name === n)), `not exported by ${entry}`).toEqual([]);
+      expect(
+        names.filter((n) => !all.some((d) => d.name === n)),
+        `not exported by ${entry}`,
+      ).toEqual([]);
       expect(undocumented([entryDocs.get(entry)!, ...all.filter((d) => names.includes(d.name))])).toEqual([]);
     });
   }

@@ -25,7 +25,9 @@ beforeAll(() => {
   const core = pathToFileURL(join(ROOT, 'packages/core/dist/index.js')).href;
   const gen = pathToFileURL(join(ROOT, 'packages/core/dist/gen/index.js')).href;
   const cpu = pathToFileURL(join(ROOT, 'packages/backend-cpu/dist/index.js')).href;
-  writeFileSync(script, `import ${JSON.stringify(cpu)};
+  writeFileSync(
+    script,
+    `import ${JSON.stringify(cpu)};
 import { pipeline } from ${JSON.stringify(core)};
 import { generateDataset, getPreset } from ${JSON.stringify(gen)};
 const out = ${JSON.stringify(join(dir, 'rm1.parquet'))};
@@ -34,17 +36,22 @@ let rows = 0;
 const plan = { ...getPreset('rm1').defaultPlan(), batchSize: 500 };
 for await (const b of pipeline(plan, { input: out, decoders: 1, backend: { name: 'cpu', workers: 1, pushdown: false } })) rows += b.rows;
 process.stdout.write('rows ' + rows + '\\n');
-`);
+`,
+  );
 });
 
 /** Runs the script under the hook; the threads the hook ran in, and the script's output. */
 function run(env: Record<string, string> = {}): { threads: number[]; stdout: string; stderr: string; status: number | null } {
-  const r = spawnSync(process.execPath, ['--require', hookCjs, '--import', pathToFileURL(hook).href, script], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, ['--require', hookCjs, '--import', pathToFileURL(hook).href, script], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   const threads = [...new Set([...r.stderr.matchAll(/^HOOK (\d+)$/gm)].map((m) => Number(m[1])))].sort((a, b) => a - b);
   return { threads, stdout: r.stdout, stderr: r.stderr, status: r.status };
 }
 
-describe('worker threads and the parent\'s module hooks', () => {
+describe("worker threads and the parent's module hooks", () => {
   it('the hook runs in the main thread only: not in the Parquet writer, decode or pool threads', () => {
     const r = run();
     expect(r.status, r.stderr).toBe(0);
@@ -78,11 +85,15 @@ describe('workerExecArgv', () => {
 
   it('drops tsx-style hooks, in either spelling, and keeps worker-safe flags', () => {
     expect(workerExecArgv(['--require', '/x/preflight.cjs', '--import', 'file:///x/loader.mjs'], none)).toEqual([]);
-    expect(workerExecArgv(['-r', 'a.cjs', '--import=b.mjs', '--loader', 'c.mjs', '--experimental-loader=d.mjs', '--enable-source-maps', '--cpu-prof-dir=/tmp/p'], none))
-      .toEqual(['--enable-source-maps', '--cpu-prof-dir=/tmp/p']);
+    expect(
+      workerExecArgv(
+        ['-r', 'a.cjs', '--import=b.mjs', '--loader', 'c.mjs', '--experimental-loader=d.mjs', '--enable-source-maps', '--cpu-prof-dir=/tmp/p'],
+        none,
+      ),
+    ).toEqual(['--enable-source-maps', '--cpu-prof-dir=/tmp/p']);
   });
 
-  it('drops the parent\'s -e/-p code and its --input-type', () => {
+  it("drops the parent's -e/-p code and its --input-type", () => {
     // process.execArgv of `node --input-type=module -e CODE`.
     expect(workerExecArgv(['--input-type=module', '-e', 'await import("x")'], none)).toEqual([]);
     expect(workerExecArgv(['--input-type', 'module', '--enable-source-maps', '--print', '1'], none)).toEqual(['--enable-source-maps']);

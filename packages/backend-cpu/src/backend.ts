@@ -32,7 +32,8 @@ function parseOptions(spec: BackendSpec): Required<Omit<CpuBackendOptions, 'test
   // The main thread (batch assembly) and the Parquet decoder need a core too: on 2 cores, 1 worker
   // beat 2 in every bench/e2e.ts run (RM1 2 workers / 1 worker 0.91x, RM5 0.60x).
   const workers = spec.workers ?? Math.max(1, availableParallelism() - 1);
-  if (!Number.isInteger(workers) || (workers as number) < 1 || (workers as number) > 256) throw new PlanError(`backend cpu: workers must be an integer from 1 to 256, got ${JSON.stringify(spec.workers)}`);
+  if (!Number.isInteger(workers) || (workers as number) < 1 || (workers as number) > 256)
+    throw new PlanError(`backend cpu: workers must be an integer from 1 to 256, got ${JSON.stringify(spec.workers)}`);
   const fast = spec.fast ?? true;
   if (typeof fast !== 'boolean') throw new PlanError('backend cpu: fast must be true or false');
   const testCrash = spec.testCrash as CpuBackendOptions['testCrash'];
@@ -91,11 +92,14 @@ export function createCpuBackend(plan: TypedPlan, spec: BackendSpec, state: Plan
   // A worker that fails while starting (compiling the plan) is reported here, not on a task;
   // without a listener the pool's 'error' event would take the process down.
   const startup: { error: Error | null } = { error: null };
-  pool.on('error', (e: Error) => { startup.error ??= e; });
+  pool.on('error', (e: Error) => {
+    startup.error ??= e;
+  });
   // A worker whose code did not load fails every task with this reason (worker-entry.cts): no retry.
   const loadFailure = (e: unknown): SluiceError | null =>
-    (e instanceof Error && /could not load its code/.test(e.message) ? new SluiceError(`cpu worker failed to start: ${e.message}`, {}, { cause: e }) : null);
-  const startupFailure = (): SluiceError | null => (startup.error ? new SluiceError(`cpu worker failed to start: ${startup.error.message}`, {}, { cause: startup.error }) : null);
+    e instanceof Error && /could not load its code/.test(e.message) ? new SluiceError(`cpu worker failed to start: ${e.message}`, {}, { cause: e }) : null;
+  const startupFailure = (): SluiceError | null =>
+    startup.error ? new SluiceError(`cpu worker failed to start: ${startup.error.message}`, {}, { cause: startup.error }) : null;
 
   const runOnce = async (packed: ReturnType<typeof packColumns>, firstRow: number, attempt: number): Promise<WorkerResult | WorkerFailure> => {
     attempts++;
@@ -133,7 +137,14 @@ export function createCpuBackend(plan: TypedPlan, spec: BackendSpec, state: Plan
       const out = unpackColumns(result.packed);
       return {
         columns: out,
-        report: { wallMs: performance.now() - t0, bytesIn: packed.buffer.byteLength, bytesOut: result.packed.buffer.byteLength, workerMs: result.computeMs, fastOps: result.fastOps, attempts },
+        report: {
+          wallMs: performance.now() - t0,
+          bytesIn: packed.buffer.byteLength,
+          bytesOut: result.packed.buffer.byteLength,
+          workerMs: result.computeMs,
+          fastOps: result.fastOps,
+          attempts,
+        },
       };
     },
     async dispose() {
@@ -155,7 +166,12 @@ function describe(e: unknown): string {
 /** Turns a failure reported by a worker back into the error class and location it stands for. */
 function rebuild(f: WorkerFailure, locate: RowLocator): Error {
   const w = f.error.where;
-  const where = { ...(w.row !== undefined ? locate(w.row) : locate(0)), ...(w.column ? { column: w.column } : {}), ...(w.feature ? { feature: w.feature } : {}), ...(w.op ? { op: w.op } : {}) };
+  const where = {
+    ...(w.row !== undefined ? locate(w.row) : locate(0)),
+    ...(w.column ? { column: w.column } : {}),
+    ...(w.feature ? { feature: w.feature } : {}),
+    ...(w.op ? { op: w.op } : {}),
+  };
   if (f.error.name === 'DataError') return new DataError(f.error.reason, where);
   if (f.error.name === 'PlanError') return new PlanError(f.error.reason, where);
   return new SluiceError(f.error.reason, where);

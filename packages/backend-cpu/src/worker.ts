@@ -2,7 +2,17 @@
 // memory and hands the outputs back in one transferred buffer.
 import { workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
-import { SluiceError, executePlan, loadPlan, packColumns, stateFromJSON, typeCheckPlan, unpackColumns, type KernelOverride, type KernelOverrides } from '@sluice/ops';
+import {
+  SluiceError,
+  executePlan,
+  loadPlan,
+  packColumns,
+  stateFromJSON,
+  typeCheckPlan,
+  unpackColumns,
+  type KernelOverride,
+  type KernelOverrides,
+} from '@sluice/ops';
 import { FAST_OPS, fastKernelsAvailable, fastKernelsError } from './kernels/index.js';
 import type { WorkerData, WorkerFailure, WorkerResult, WorkerTask } from './protocol.js';
 
@@ -16,11 +26,16 @@ let overrides: KernelOverrides | undefined;
 // kernels run; fastKernelsError() says why.
 if (data.fast && fastKernelsAvailable()) {
   // Count the ops a fast kernel took, for the cost report.
-  overrides = new Map([...FAST_OPS].map(([name, k]): [string, KernelOverride] => [name, (input, params, ctx) => {
-    const out = k(input, params, ctx);
-    if (out !== undefined) fastOps++;
-    return out;
-  }]));
+  overrides = new Map(
+    [...FAST_OPS].map(([name, k]): [string, KernelOverride] => [
+      name,
+      (input, params, ctx) => {
+        const out = k(input, params, ctx);
+        if (out !== undefined) fastOps++;
+        return out;
+      },
+    ]),
+  );
 } else if (data.fast) {
   process.emitWarning(`sluice cpu backend: WebAssembly kernels unavailable (${fastKernelsError() ?? 'unknown reason'}); using the reference kernels`);
 }

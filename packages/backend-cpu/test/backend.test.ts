@@ -81,7 +81,10 @@ describe('cpu backend (worker pool)', () => {
     const seen: Batch[] = [];
     const err = await (async () => {
       for await (const b of pipeline({ ...plan, backend: { name: 'cpu', workers: 2, testCrash: { row: 1700, times: 2 } } }, { input: file })) seen.push(b);
-    })().then(() => null, (e: Error) => e);
+    })().then(
+      () => null,
+      (e: Error) => e,
+    );
     expect(err?.message).toMatch(/row group 3, row 1700: a cpu worker died twice on this chunk/);
     // Everything before the bad chunk was delivered, once, in order.
     expect(seen.flatMap(ids)).toEqual(Array.from({ length: 1700 }, (_, i) => i));
@@ -92,7 +95,9 @@ describe('cpu backend (worker pool)', () => {
     const ds = await openDataset([file], pool);
     const typed = typeCheckPlan(loadPlan(plan), ds.schema);
     checkColumns(ds, typed.columns);
-    const backend = createCpuBackend(typed, { name: 'cpu', workers: 2 }, new Map()) as ReturnType<typeof createCpuBackend> & { threads: Array<{ terminate(): Promise<number> }> };
+    const backend = createCpuBackend(typed, { name: 'cpu', workers: 2 }, new Map()) as ReturnType<typeof createCpuBackend> & {
+      threads: Array<{ terminate(): Promise<number> }>;
+    };
     const reference = createCpuBackend(typed, { name: 'cpu', workers: 1, fast: false }, new Map());
     try {
       const columns = new Map(typed.columns.map((c) => [c, ds.schema.get(c)!]));
@@ -116,9 +121,24 @@ describe('cpu backend (worker pool)', () => {
 
   it('maps a data error inside a worker back to file, row group and row', async () => {
     const { writeParquet, str, i32 } = await import('../../core/test/helpers.js');
-    const f = writeParquet(join(dir, 'bad.parquet'), { id: i32(Array.from({ length: 600 }, (_, i) => i)), C1: str(Array.from({ length: 600 }, (_, i) => (i === 444 ? 'g00d' : 'ff'))) }, 200);
-    const bad: PlanSpec = { batchSize: 50, backend: { name: 'cpu', workers: 2 }, features: [{ name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }] }] };
-    const err = await (async () => { for await (const _ of pipeline(bad, { input: f })) { /* drain */ } })().then(() => null, (e: Error) => e);
+    const f = writeParquet(
+      join(dir, 'bad.parquet'),
+      { id: i32(Array.from({ length: 600 }, (_, i) => i)), C1: str(Array.from({ length: 600 }, (_, i) => (i === 444 ? 'g00d' : 'ff'))) },
+      200,
+    );
+    const bad: PlanSpec = {
+      batchSize: 50,
+      backend: { name: 'cpu', workers: 2 },
+      features: [{ name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }] }],
+    };
+    const err = await (async () => {
+      for await (const _ of pipeline(bad, { input: f })) {
+        /* drain */
+      }
+    })().then(
+      () => null,
+      (e: Error) => e,
+    );
     expect(err?.name).toBe('DataError');
     expect(err?.message).toMatch(/bad\.parquet, row group 2, row 444, column C1, feature C1, op hex2int \(#1\): .*"g00d"/);
   });

@@ -22,11 +22,14 @@ function scan(entry: string): { files: string[]; loadsFullCore: string[] } {
     if (seen.has(file)) continue;
     seen.add(file);
     // Comments out first: doc examples name modules too.
-    const text = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:])\/\/.*$/gm, '$1');
+    const text = readFileSync(file, 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/(^|[^:])\/\/.*$/gm, '$1');
     for (const m of text.matchAll(IMPORT)) {
       const spec = m[4] ?? m[5]!;
       const typeOnly = m[2] !== undefined;
-      if ((spec === '@sluice/core' || spec.startsWith('@sluice/core/')) && !typeOnly) loadsFullCore.push(`${relative(SRC, file)}: ${m[0].replace(/\s+/g, ' ')}`);
+      if ((spec === '@sluice/core' || spec.startsWith('@sluice/core/')) && !typeOnly)
+        loadsFullCore.push(`${relative(SRC, file)}: ${m[0].replace(/\s+/g, ' ')}`);
       if (spec.startsWith('.')) todo.push(join(dirname(file), spec.replace(/\.js$/, '.ts')));
     }
   }

@@ -26,7 +26,9 @@ describe('cpu backend workers starting', () => {
     const core = pathToFileURL(join(ROOT, 'packages/core/dist/internal.js')).href;
     const cpu = pathToFileURL(join(ROOT, 'packages/backend-cpu/dist/index.js')).href;
     const script = join(dir, 'dispose.mjs');
-    writeFileSync(script, `import { createCpuBackend } from ${JSON.stringify(cpu)};
+    writeFileSync(
+      script,
+      `import { createCpuBackend } from ${JSON.stringify(cpu)};
 import { DecoderPool, loadPlan, openDataset, typeCheckPlan } from ${JSON.stringify(core)};
 const pool = new DecoderPool(1);
 const ds = await openDataset([${JSON.stringify(file)}], pool);
@@ -42,7 +44,8 @@ for (let i = 0; i < ${ROUNDS}; i++) {
   await b.dispose();
 }
 process.stdout.write('disposed ' + ${ROUNDS} + '\\n');
-`);
+`,
+    );
     const r = spawnSync(process.execPath, ['--conditions', 'development', script], { encoding: 'utf8', timeout: 120_000 });
     expect(r.stderr).not.toMatch(/FATAL ERROR/);
     expect(r.stdout).toContain(`disposed ${ROUNDS}`);

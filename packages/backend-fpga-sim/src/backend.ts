@@ -62,15 +62,20 @@ let loadedFingerprint: string | null = null;
 /** Validates the plan's backend options, naming the bad one. */
 export function parseFpgaOptions(spec: BackendSpec): FpgaSimOptions {
   const known = new Set(['name', 'deployment', 'miniPipes', 'ssdGBps']);
-  for (const k of Object.keys(spec)) if (!known.has(k)) throw new PlanError(`backend ${spec.name}: unknown option "${k}" (known: deployment, miniPipes, ssdGBps)`);
+  for (const k of Object.keys(spec))
+    if (!known.has(k)) throw new PlanError(`backend ${spec.name}: unknown option "${k}" (known: deployment, miniPipes, ssdGBps)`);
   const deployment = (spec.deployment ?? 'remote') as Deployment;
-  if (!DEPLOYMENTS.includes(deployment)) throw new PlanError(`backend ${spec.name}: deployment must be one of ${DEPLOYMENTS.join(', ')}, got ${JSON.stringify(spec.deployment)}`);
+  if (!DEPLOYMENTS.includes(deployment))
+    throw new PlanError(`backend ${spec.name}: deployment must be one of ${DEPLOYMENTS.join(', ')}, got ${JSON.stringify(spec.deployment)}`);
   const miniPipes = spec.miniPipes ?? 1;
   if (typeof miniPipes !== 'number' || !Number.isInteger(miniPipes) || miniPipes < 1 || miniPipes > PIPER.maxMiniPipes) {
-    throw new PlanError(`backend ${spec.name}: miniPipes must be an integer from 1 to ${PIPER.maxMiniPipes} (PIPER's dynamic regions), got ${JSON.stringify(spec.miniPipes)}`);
+    throw new PlanError(
+      `backend ${spec.name}: miniPipes must be an integer from 1 to ${PIPER.maxMiniPipes} (PIPER's dynamic regions), got ${JSON.stringify(spec.miniPipes)}`,
+    );
   }
   const ssd = spec.ssdGBps;
-  if (ssd !== undefined && (typeof ssd !== 'number' || !(ssd > 0) || !Number.isFinite(ssd))) throw new PlanError(`backend ${spec.name}: ssdGBps must be a positive number, got ${JSON.stringify(ssd)}`);
+  if (ssd !== undefined && (typeof ssd !== 'number' || !(ssd > 0) || !Number.isFinite(ssd)))
+    throw new PlanError(`backend ${spec.name}: ssdGBps must be a positive number, got ${JSON.stringify(ssd)}`);
   return { deployment, miniPipes, ...(ssd !== undefined ? { ssdGBps: ssd } : {}) };
 }
 
@@ -103,11 +108,24 @@ export function fpgaSimBackend(plan: TypedPlan, spec: BackendSpec, state: PlanSt
   const kind = tables.length === 0 ? 'stateless' : onChip ? 'vocabOnChip' : 'vocabOffChip';
   const watts = powerWatts(pipes, kind);
   // Partial reconfiguration when this board last ran another plan (or nothing).
-  const fingerprint = JSON.stringify({ pipes, ops: plan.features.map((f) => f.ops.map((o) => [o.op, o.params])) }, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
+  const fingerprint = JSON.stringify({ pipes, ops: plan.features.map((f) => f.ops.map((o) => [o.op, o.params])) }, (_k, v: unknown) =>
+    typeof v === 'bigint' ? String(v) : v,
+  );
   let pendingReconfig = loadedFingerprint === fingerprint ? 0 : (pipes * PIPER.reconfigMsPerRegion) / 1000;
   loadedFingerprint = fingerprint;
 
-  const t: FpgaSimTotals = { rows: 0, chunks: 0, modelledSeconds: 0, computeSeconds: 0, inLinkBytes: 0, outLinkBytes: 0, reconfigSeconds: 0, fitPassSeconds: 0, opSeconds: {}, opBytes: {} };
+  const t: FpgaSimTotals = {
+    rows: 0,
+    chunks: 0,
+    modelledSeconds: 0,
+    computeSeconds: 0,
+    inLinkBytes: 0,
+    outLinkBytes: 0,
+    reconfigSeconds: 0,
+    fitPassSeconds: 0,
+    opSeconds: {},
+    opBytes: {},
+  };
   const add = (rec: Record<string, number>, k: string, v: number): void => {
     rec[k] = (rec[k] ?? 0) + v;
   };

@@ -88,7 +88,10 @@ export async function piperTable4Command(opts: ReproduceOptions & { json?: boole
     `model: ${r.deployment} deployment, 1 MiniPipe at ${PIPER.clockHz / 1e6} MHz, ${PIPER.widthBytes}-byte datapath; work counted on ${r.generatedRows.toLocaleString('en-US')} generated piper-d1 rows, scaled ×${(PIPER_D1_ROWS / r.generatedRows).toFixed(0)}`,
     '',
     `${'op'.padEnd(15)}${'modelled s'.padStart(12)}${'paper s'.padStart(10)}${'diff'.padStart(9)}`,
-    ...r.rows.map((x) => `${x.op.padEnd(15)}${x.modeledSeconds.toFixed(3).padStart(12)}${x.paperSeconds.toFixed(2).padStart(10)}${`${x.modeledSeconds >= x.paperSeconds ? '+' : ''}${((x.modeledSeconds / x.paperSeconds - 1) * 100).toFixed(1)}%`.padStart(9)}`),
+    ...r.rows.map(
+      (x) =>
+        `${x.op.padEnd(15)}${x.modeledSeconds.toFixed(3).padStart(12)}${x.paperSeconds.toFixed(2).padStart(10)}${`${x.modeledSeconds >= x.paperSeconds ? '+' : ''}${((x.modeledSeconds / x.paperSeconds - 1) * 100).toFixed(1)}%`.padStart(9)}`,
+    ),
   ];
   return lines.join('\n');
 }

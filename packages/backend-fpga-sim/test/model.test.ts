@@ -1,7 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { loadPlan, PlanError, typeCheckPlan, type PlanSpec } from '@sluice/core';
 import { type Column } from '@sluice/core/internal';
-import { beatRate, deviceBytes, fpgaSimBackend, initiationInterval, linksOf, makespan, parseFpgaOptions, PIPER_TABLE4_SECONDS, powerWatts, reproduceTable4, stageSeconds, tablesOnChip } from '@sluice/backend-fpga-sim';
+import {
+  beatRate,
+  deviceBytes,
+  fpgaSimBackend,
+  initiationInterval,
+  linksOf,
+  makespan,
+  parseFpgaOptions,
+  PIPER_TABLE4_SECONDS,
+  powerWatts,
+  reproduceTable4,
+  stageSeconds,
+  tablesOnChip,
+} from '@sluice/backend-fpga-sim';
 
 describe('PIPER cost model arithmetic', () => {
   it('stage time is bytes / (width × clock / II) when the clock is the limit', () => {
@@ -38,7 +51,12 @@ describe('PIPER cost model arithmetic', () => {
     const small: Column = { type: 'int64', values: BigInt64Array.from([0n, 4294967295n, -5n]), valid: null };
     const big: Column = { type: 'int64', values: BigInt64Array.from([0n, 4294967296n]), valid: null };
     const str: Column = { type: 'utf8', offsets: Int32Array.from([0, 8, 16]), data: new Uint8Array(16), valid: null };
-    const list: Column = { type: 'list', offsets: Int32Array.from([0, 2, 3]), child: { type: 'float32', values: new Float32Array(3), valid: null }, valid: null };
+    const list: Column = {
+      type: 'list',
+      offsets: Int32Array.from([0, 2, 3]),
+      child: { type: 'float32', values: new Float32Array(3), valid: null },
+      valid: null,
+    };
     expect(deviceBytes(small)).toBe(12);
     expect(deviceBytes(big)).toBe(16);
     expect(deviceBytes(str)).toBe(16);

@@ -1,6 +1,18 @@
 import { columnLength, elementCount, traceExecution, type Column, type PlanState, type RowLocator } from '@sluice/core/internal';
 import { PlanError, type Backend, type BackendSpec, type TypedPlan } from '@sluice/core';
-import { cyclesPerValue, DEFAULT_A100S, deviceSeconds, deviceSplit, parquetPlainBytes, PRESTO, provision, SAMPLES_PER_SEC_PER_A100, tensorBytes, type DeviceSplit, type Provisioning } from './model.js';
+import {
+  cyclesPerValue,
+  DEFAULT_A100S,
+  deviceSeconds,
+  deviceSplit,
+  parquetPlainBytes,
+  PRESTO,
+  provision,
+  SAMPLES_PER_SEC_PER_A100,
+  tensorBytes,
+  type DeviceSplit,
+  type Provisioning,
+} from './model.js';
 
 /** Options of the `smartssd-sim` backend (the plan's `backend` object). */
 export interface SmartSsdSimOptions {
@@ -29,13 +41,18 @@ export interface SmartSsdSimBackend extends Backend {
 /** Validates the plan's backend options, naming the bad one. */
 export function parseSmartSsdOptions(spec: BackendSpec): SmartSsdSimOptions {
   const known = new Set(['name', 'networkGbps', 'targetSamplesPerSec']);
-  for (const k of Object.keys(spec)) if (!known.has(k)) throw new PlanError(`backend ${spec.name}: unknown option "${k}" (known: networkGbps, targetSamplesPerSec)`);
+  for (const k of Object.keys(spec))
+    if (!known.has(k)) throw new PlanError(`backend ${spec.name}: unknown option "${k}" (known: networkGbps, targetSamplesPerSec)`);
   const positive = (k: string, dflt: number): number => {
     const v = spec[k] ?? dflt;
-    if (typeof v !== 'number' || !Number.isFinite(v) || !(v > 0)) throw new PlanError(`backend ${spec.name}: ${k} must be a positive number, got ${JSON.stringify(spec[k])}`);
+    if (typeof v !== 'number' || !Number.isFinite(v) || !(v > 0))
+      throw new PlanError(`backend ${spec.name}: ${k} must be a positive number, got ${JSON.stringify(spec[k])}`);
     return v;
   };
-  return { networkGbps: positive('networkGbps', PRESTO.networkGbps), targetSamplesPerSec: positive('targetSamplesPerSec', DEFAULT_A100S * SAMPLES_PER_SEC_PER_A100) };
+  return {
+    networkGbps: positive('networkGbps', PRESTO.networkGbps),
+    targetSamplesPerSec: positive('targetSamplesPerSec', DEFAULT_A100S * SAMPLES_PER_SEC_PER_A100),
+  };
 }
 
 /** Per-core rate of the disaggregated CPU baseline: measured compute plus raw data in and tensors out over the network. */
@@ -51,7 +68,17 @@ export function provisionFromTotals(t: SmartSsdTotals, o: SmartSsdSimOptions): P
 /** Builds the smartssd-sim backend: real outputs from core's kernels, PreSto-modelled device costs. */
 export function smartSsdSimBackend(plan: TypedPlan, spec: BackendSpec, state: PlanState): SmartSsdSimBackend {
   const options = parseSmartSsdOptions(spec);
-  const t: SmartSsdTotals = { rows: 0, chunks: 0, encodedBytes: 0, outBytes: 0, cpuSeconds: 0, p2pSeconds: 0, decodeSeconds: 0, opsSeconds: 0, networkSeconds: 0 };
+  const t: SmartSsdTotals = {
+    rows: 0,
+    chunks: 0,
+    encodedBytes: 0,
+    outBytes: 0,
+    cpuSeconds: 0,
+    p2pSeconds: 0,
+    decodeSeconds: 0,
+    opsSeconds: 0,
+    networkSeconds: 0,
+  };
   return {
     name: spec.name,
     capabilities: { ops: 'all', timing: 'modelled' },

@@ -13,7 +13,15 @@
 import './register.js';
 import { prestoCommand } from './reproduce.js';
 
-export { smartSsdSimBackend, parseSmartSsdOptions, provisionFromTotals, disaggPerCoreSeconds, type SmartSsdSimBackend, type SmartSsdSimOptions, type SmartSsdTotals } from './backend.js';
+export {
+  smartSsdSimBackend,
+  parseSmartSsdOptions,
+  provisionFromTotals,
+  disaggPerCoreSeconds,
+  type SmartSsdSimBackend,
+  type SmartSsdSimOptions,
+  type SmartSsdTotals,
+} from './backend.js';
 export * from './model.js';
 export { reproducePresto, prestoCommand, PRESTO_PAPER, type PrestoRow, type PrestoOptions } from './reproduce.js';
 

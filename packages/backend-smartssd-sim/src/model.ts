@@ -162,5 +162,17 @@ export function provision(target: number, perDevice: number, perCore: number): P
   const coresW = cores * PRICES.cpuCoreW;
   const devicesUsd = tcoUsd(devices * PRICES.smartSsdUsd, devicesW);
   const coresUsd = tcoUsd(cores * PRICES.cpuCoreUsd, coresW);
-  return { targetSamplesPerSec: target, devices, cores, devicesExact: target / perDevice, coresExact: target / perCore, devicesW, coresW, energyRatio: coresW / devicesW, devicesUsd, coresUsd, costRatio: coresUsd / devicesUsd };
+  return {
+    targetSamplesPerSec: target,
+    devices,
+    cores,
+    devicesExact: target / perDevice,
+    coresExact: target / perCore,
+    devicesW,
+    coresW,
+    energyRatio: coresW / devicesW,
+    devicesUsd,
+    coresUsd,
+    costRatio: coresUsd / devicesUsd,
+  };
 }

@@ -57,7 +57,8 @@ class CpuMeter {
       for (let rep = 0; rep < 2; rep++) {
         const got: Array<ReadonlyMap<string, Column>> = [];
         const t0 = performance.now();
-        for await (const c of readChunks(dataset, pool, { columns, chunkRows: 65536, shuffle: null, shard: { rank: 0, worldSize: 1 }, epochs: 1 })) got.push(c.columns);
+        for await (const c of readChunks(dataset, pool, { columns, chunkRows: 65536, shuffle: null, shard: { rank: 0, worldSize: 1 }, epochs: 1 }))
+          got.push(c.columns);
         best = Math.min(best, (performance.now() - t0) / 1000);
         chunks = got;
       }
@@ -105,7 +106,9 @@ class CpuMeter {
  * with core's kernels, per-SmartSSD rate from the model on the same data, and the devices and
  * cores needed for the target throughput, with energy and cost ratios.
  */
-export async function reproducePresto(opts: PrestoOptions = {}): Promise<{ rows: PrestoRow[]; generatedRows: number; targetSamplesPerSec: number; networkGbps: number }> {
+export async function reproducePresto(
+  opts: PrestoOptions = {},
+): Promise<{ rows: PrestoRow[]; generatedRows: number; targetSamplesPerSec: number; networkGbps: number }> {
   const rows = opts.rows ?? 2048;
   if (!Number.isSafeInteger(rows) || rows < 1) throw new InputError(`--rows must be a positive integer, got ${rows}`);
   const target = opts.targetSamplesPerSec ?? DEFAULT_A100S * SAMPLES_PER_SEC_PER_A100;
@@ -153,7 +156,11 @@ export async function prestoCommand(opts: PrestoOptions & { json?: boolean }): P
   const r = await reproducePresto(opts);
   const rm5 = r.rows.find((x) => x.model === 'RM5')!;
   const mostCores = r.rows.reduce((a, b) => (b.coresExact > a.coresExact ? b : a));
-  const avg = { speedup: mean(r.rows.map((x) => x.speedup)), energyRatio: mean(r.rows.map((x) => x.energyRatio)), costRatio: mean(r.rows.map((x) => x.costRatio)) };
+  const avg = {
+    speedup: mean(r.rows.map((x) => x.speedup)),
+    energyRatio: mean(r.rows.map((x) => x.energyRatio)),
+    costRatio: mean(r.rows.map((x) => x.costRatio)),
+  };
   const trends = {
     rm5NeedsMostCores: mostCores === rm5,
     /** RM2–RM5, the production-scale models (RM1 needs about one of either). */
@@ -162,7 +169,16 @@ export async function prestoCommand(opts: PrestoOptions & { json?: boolean }): P
   if (opts.json) return JSON.stringify({ ...r, averages: avg, trends, paper: PRESTO_PAPER }, null, 2);
   const n = (v: number, d = 0): string => v.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
   const head = ['model', 'CPU rows/s/core', 'SmartSSD rows/s', 'speedup', 'cores (T/P)', 'SmartSSDs (T/P)', 'energy×', 'cost×'];
-  const body = r.rows.map((x) => [x.model, n(x.cpuRowsPerSecPerCore), n(x.deviceRowsPerSec), `${n(x.speedup, 1)}×`, `${n(x.cores)} (${n(x.coresExact, 2)})`, `${n(x.devices)} (${n(x.devicesExact, 2)})`, `${n(x.energyRatio, 1)}×`, `${n(x.costRatio, 1)}×`]);
+  const body = r.rows.map((x) => [
+    x.model,
+    n(x.cpuRowsPerSecPerCore),
+    n(x.deviceRowsPerSec),
+    `${n(x.speedup, 1)}×`,
+    `${n(x.cores)} (${n(x.coresExact, 2)})`,
+    `${n(x.devices)} (${n(x.devicesExact, 2)})`,
+    `${n(x.energyRatio, 1)}×`,
+    `${n(x.costRatio, 1)}×`,
+  ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
   const fmt = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [
@@ -180,8 +196,8 @@ export async function prestoCommand(opts: PrestoOptions & { json?: boolean }): P
     `RM5: ${n(rm5.cores)} cores and ${n(rm5.devices)} SmartSSDs (paper: ${PRESTO_PAPER.rm5Cores} cores, ${PRESTO_PAPER.maxDevices} SmartSSDs)`,
     `trends: RM5 needs the most CPU cores (by T/P): ${trends.rm5NeedsMostCores ? 'yes' : 'NO'}; RM2–RM5 need fewer SmartSSDs than cores: ${trends.devicesFewerThanCores ? 'yes' : 'NO'} (RM5: ${n(rm5.cores / rm5.devices, 1)} cores per SmartSSD; paper: ${n(PRESTO_PAPER.rm5Cores / PRESTO_PAPER.maxDevices, 1)})`,
     '',
-    'Why the numbers differ from the paper: (1) the CPU baseline is core\'s TypeScript kernels on this',
-    'machine, not TorchArrow on a Xeon Gold 6242; PreSto\'s 367 cores for 8 A100s imply ~270 rows/s per',
+    "Why the numbers differ from the paper: (1) the CPU baseline is core's TypeScript kernels on this",
+    "machine, not TorchArrow on a Xeon Gold 6242; PreSto's 367 cores for 8 A100s imply ~270 rows/s per",
     'core for RM5, far below the rate measured here, so far fewer cores are needed and the energy and',
     'cost ratios shrink (they scale with cores / SmartSSDs); (2) the SmartSSD decoder width, P2P and DRAM',
     'bandwidths and the prices are our assumptions (PreSto gives none; see docs/smartssd-sim.md), and',

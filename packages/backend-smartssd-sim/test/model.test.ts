@@ -1,6 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { loadPlan, PlanError, typeCheckPlan, type PlanSpec } from '@sluice/core';
-import { cyclesPerValue, deviceSeconds, deviceSplit, parseSmartSsdOptions, PRESTO, provision, reproducePresto, smartSsdSimBackend, tcoUsd, unitsNeeded } from '@sluice/backend-smartssd-sim';
+import {
+  cyclesPerValue,
+  deviceSeconds,
+  deviceSplit,
+  parseSmartSsdOptions,
+  PRESTO,
+  provision,
+  reproducePresto,
+  smartSsdSimBackend,
+  tcoUsd,
+  unitsNeeded,
+} from '@sluice/backend-smartssd-sim';
 
 describe('PreSto cost model arithmetic', () => {
   it('bucketize searches its borders; other units take a value per cycle', () => {

@@ -7,7 +7,21 @@
  * come down in one; buffers are pooled per in-flight chunk.
  */
 import { PlanError, SluiceError, type Backend, type BackendSpec, type TypedPlan } from '@sluice/core';
-import { columnBytes, columnLength, int64Words, buildGraph, graphContext, scheduleStages, type GraphNode, type Column, type ColumnType, type ListColumn, type PlanState, type PrimitiveColumn, type RowLocator } from '@sluice/core/internal';
+import {
+  columnBytes,
+  columnLength,
+  int64Words,
+  buildGraph,
+  graphContext,
+  scheduleStages,
+  type GraphNode,
+  type Column,
+  type ColumnType,
+  type ListColumn,
+  type PlanState,
+  type PrimitiveColumn,
+  type RowLocator,
+} from '@sluice/core/internal';
 import { MAP_READ, USAGE, openDevice } from './device.js';
 import { placeFeature, type FeaturePlacement } from './placement.js';
 import type { ElemType, GpuStep } from './wgsl.js';
@@ -66,7 +80,8 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
   const known = new Set(['name', 'inflight', 'workers']);
   for (const k of Object.keys(options)) if (!known.has(k)) throw new PlanError(`backend webgpu: unknown option "${k}" (known: inflight)`);
   const inflight = options.inflight ?? 2;
-  if (!Number.isInteger(inflight) || (inflight as number) < 1 || (inflight as number) > 8) throw new PlanError(`backend webgpu: "inflight" must be an integer in [1, 8], got ${JSON.stringify(inflight)}`);
+  if (!Number.isInteger(inflight) || (inflight as number) < 1 || (inflight as number) > 8)
+    throw new PlanError(`backend webgpu: "inflight" must be an integer in [1, 8], got ${JSON.stringify(inflight)}`);
 
   // ---- compile: placement, the optimizer's graph and stages, chains, parameters, one shader ----
   // Each feature's GPU segment (placement.ts) is the GPU part of its chain; the optimizer shares
@@ -112,10 +127,13 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
 
   const { device, adapterName } = await openDevice();
   let lost: string | null = null;
-  void device.lost.then((info) => { lost = `${info.reason}: ${info.message}`; });
+  void device.lost.then((info) => {
+    lost = `${info.reason}: ${info.message}`;
+  });
 
   // A stage whose merged buffers would pass the device's binding limit is split (one dispatch per shard).
-  const elemBytes = (t: ColumnType): number => (t.kind === 'list' ? LIST_ELEMENTS_ESTIMATE * elemBytes({ kind: t.child } as ColumnType) : t.kind === 'int64' ? 8 : 4);
+  const elemBytes = (t: ColumnType): number =>
+    t.kind === 'list' ? LIST_ELEMENTS_ESTIMATE * elemBytes({ kind: t.child } as ColumnType) : t.kind === 'int64' ? 8 : 4;
   const schedule = scheduleStages(graph, {
     limits: (d) => (d === 'gpu' ? { maxBytes: device.limits.maxStorageBufferBindingSize } : undefined),
     bytesOf: (n) => plan.batchSize * (elemBytes(n.type) + 4 + (n.parent === null ? elemBytes(n.feature.inputType) : elemBytes(graph.nodes[n.parent]!.type))),
@@ -134,12 +152,24 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
   }
 
   // ---- pooled buffers ----------------------------------------------------------------------
-  const slots: Slot[] = Array.from({ length: inflight as number }, () => ({ input: null, output: null, readback: null, bind: null, inCap: 0, outCap: 0, host: new Uint32Array(0) }));
+  const slots: Slot[] = Array.from({ length: inflight as number }, () => ({
+    input: null,
+    output: null,
+    readback: null,
+    bind: null,
+    inCap: 0,
+    outCap: 0,
+    host: new Uint32Array(0),
+  }));
   const free: Slot[] = [...slots];
   const waiting: Array<(s: Slot) => void> = [];
   let buffersCreated = 0;
   const acquire = (): Promise<Slot> => (free.length > 0 ? Promise.resolve(free.pop()!) : new Promise((r) => waiting.push(r)));
-  const release = (s: Slot): void => { const w = waiting.shift(); if (w) w(s); else free.push(s); };
+  const release = (s: Slot): void => {
+    const w = waiting.shift();
+    if (w) w(s);
+    else free.push(s);
+  };
   function ensure(s: Slot, inWords: number, outWords: number): void {
     if (inWords * 4 > s.inCap) {
       s.input?.destroy();
@@ -160,7 +190,11 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
     }
     s.bind ??= device.createBindGroup({
       layout: pipeline!.getBindGroupLayout(0),
-      entries: [{ binding: 0, resource: { buffer: paramBuf! } }, { binding: 1, resource: { buffer: s.input! } }, { binding: 2, resource: { buffer: s.output! } }],
+      entries: [
+        { binding: 0, resource: { buffer: paramBuf! } },
+        { binding: 1, resource: { buffer: s.input! } },
+        { binding: 2, resource: { buffer: s.output! } },
+      ],
     });
   }
 
@@ -204,7 +238,10 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
         const host = slot.host;
         const bytes = new Uint8Array(host.buffer);
         const gridX = Math.min(wg, 65535);
-        host[0] = live.length; host[1] = gridX; host[2] = wg; host[3] = 0;
+        host[0] = live.length;
+        host[1] = gridX;
+        host[2] = wg;
+        host[3] = 0;
         live.forEach((j, k) => {
           const l = layout[k]!;
           host.set([l.inOff, l.inValid, l.outOff, l.outValid, j.n, j.g.chain, j.g.pb, l.wgStart], HEADER_WORDS + JOB_WORDS * k);
@@ -247,10 +284,12 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
             valid = g.steps.some((s) => s.op === 'fillNull') ? null : j.el.valid;
           }
           const child: PrimitiveColumn =
-            g.to === 'int64' ? { type: 'int64', values: new BigInt64Array(out, l.outOff * 4, j.n), valid }
-            : g.to === 'int32' ? { type: 'int32', values: new Int32Array(out, l.outOff * 4, j.n), valid }
-            : { type: 'float32', values: new Float32Array(out, l.outOff * 4, j.n), valid };
-          results.set(j.g.node.id, j.col.type === 'list' ? { type: 'list', offsets: j.col.offsets, child, valid: j.col.valid } as ListColumn : child);
+            g.to === 'int64'
+              ? { type: 'int64', values: new BigInt64Array(out, l.outOff * 4, j.n), valid }
+              : g.to === 'int32'
+                ? { type: 'int32', values: new Int32Array(out, l.outOff * 4, j.n), valid }
+                : { type: 'float32', values: new Float32Array(out, l.outOff * 4, j.n), valid };
+          results.set(j.g.node.id, j.col.type === 'list' ? ({ type: 'list', offsets: j.col.offsets, child, valid: j.col.valid } as ListColumn) : child);
         });
       } finally {
         release(slot);
@@ -260,7 +299,12 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
     for (const j of jobs) {
       if (j.n > 0) continue;
       const to = j.g.to;
-      const child: PrimitiveColumn = to === 'int64' ? { type: 'int64', values: new BigInt64Array(0), valid: null } : to === 'int32' ? { type: 'int32', values: new Int32Array(0), valid: null } : { type: 'float32', values: new Float32Array(0), valid: null };
+      const child: PrimitiveColumn =
+        to === 'int64'
+          ? { type: 'int64', values: new BigInt64Array(0), valid: null }
+          : to === 'int32'
+            ? { type: 'int32', values: new Int32Array(0), valid: null }
+            : { type: 'float32', values: new Float32Array(0), valid: null };
       results.set(j.g.node.id, j.col.type === 'list' ? { type: 'list', offsets: j.col.offsets, child, valid: j.col.valid } : child);
     }
     return results;
@@ -280,7 +324,10 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
       for (const stage of schedule.stages) {
         for (const shard of stage.shards) {
           if (stage.device === 'gpu') {
-            const res = await runGpu(shard.map((id) => ({ g: gpuOf.get(id)!, col: run.input(id) })), report);
+            const res = await runGpu(
+              shard.map((id) => ({ g: gpuOf.get(id)!, col: run.input(id) })),
+              report,
+            );
             for (const [id, c] of res) run.setValue(id, c);
           } else {
             for (const id of shard) run.runNode(id);
@@ -322,7 +369,11 @@ export async function createWebGpuBackend(plan: TypedPlan, options: BackendSpec,
     async dispose() {
       if (disposed) return;
       disposed = true;
-      for (const s of slots) { s.input?.destroy(); s.output?.destroy(); s.readback?.destroy(); }
+      for (const s of slots) {
+        s.input?.destroy();
+        s.output?.destroy();
+        s.readback?.destroy();
+      }
       paramBuf?.destroy();
       device.destroy();
     },

@@ -17,7 +17,14 @@ import type { ElemType, GpuStep } from './wgsl.js';
 export interface FeaturePlacement {
   readonly feature: TypedFeature;
   /** null when the whole feature runs on the CPU. */
-  readonly gpu: { readonly start: number; readonly end: number; readonly from: ElemType; readonly to: ElemType; readonly steps: readonly GpuStep[]; readonly makesNulls: boolean } | null;
+  readonly gpu: {
+    readonly start: number;
+    readonly end: number;
+    readonly from: ElemType;
+    readonly to: ElemType;
+    readonly steps: readonly GpuStep[];
+    readonly makesNulls: boolean;
+  } | null;
 }
 
 const f32 = new Float32Array(1);
@@ -35,7 +42,10 @@ function nextDown(bits: number): number {
   return bits >>> 31 ? bits + 1 : bits - 1;
 }
 const nextUp = (bits: number): number => ((bits & 0x7fffffff) === 0 ? 1 : bits >>> 31 ? bits - 1 : bits + 1);
-const bitsValue = (bits: number): number => { f32Bits[0] = bits; return f32[0]!; };
+const bitsValue = (bits: number): number => {
+  f32Bits[0] = bits;
+  return f32[0]!;
+};
 
 /** Largest float32 <= b (b finite). */
 export function floorF32(b: number): number {
@@ -96,7 +106,11 @@ export function gpuStep(op: string, params: unknown, t: ElemType): GpuStep | nul
     case 'clamp': {
       const ps = [...valueWords(p.min as number | string, t), ...valueWords(p.max as number | string, t)];
       if (t === 'float32') return step(t, '    if (flt(x.x, P[q])) { x.x = P[q]; } else if (flt(P[q + 2u], x.x)) { x.x = P[q + 2u]; }', ps);
-      return step(t, '    let lo = vec2u(P[q], P[q + 1u]);\n    let hi = vec2u(P[q + 2u], P[q + 3u]);\n    if (lt64s(x, lo)) { x = lo; } else if (lt64s(hi, x)) { x = hi; }', ps);
+      return step(
+        t,
+        '    let lo = vec2u(P[q], P[q + 1u]);\n    let hi = vec2u(P[q + 2u], P[q + 3u]);\n    if (lt64s(x, lo)) { x = lo; } else if (lt64s(hi, x)) { x = hi; }',
+        ps,
+      );
     }
     case 'cast': {
       const to = p.to as ElemType;
@@ -111,11 +125,18 @@ export function gpuStep(op: string, params: unknown, t: ElemType): GpuStep | nul
       if (t === 'int64') return null; // compared through float64 rounding: CPU
       const th = t === 'int32' ? intThresholds(borders, right) : floatThresholds(borders, right);
       const pred = t === 'int32' ? 'bitcast<i32>(P[q + 1u + mid]) <= bitcast<i32>(x.x)' : right ? 'fle(P[q + 1u + mid], x.x)' : 'flt(P[q + 1u + mid], x.x)';
-      return step('int32', `    var lo = 0u;\n    var hi = P[q];\n    while (lo < hi) { let mid = (lo + hi) >> 1u; if (${pred}) { lo = mid + 1u; } else { hi = mid; } }\n    x = vec2u(lo, 0u);`, [th.length, ...th]);
+      return step(
+        'int32',
+        `    var lo = 0u;\n    var hi = P[q];\n    while (lo < hi) { let mid = (lo + hi) >> 1u; if (${pred}) { lo = mid + 1u; } else { hi = mid; } }\n    x = vec2u(lo, 0u);`,
+        [th.length, ...th],
+      );
     }
     case 'sigridHash':
       if (t === 'float32') return null;
-      return step('int64', '    x = sigrid(x, vec2u(P[q], P[q + 1u]), vec2u(P[q + 2u], P[q + 3u]));', [...words64(p.salt as number | string), ...words64(p.max as number | string)]);
+      return step('int64', '    x = sigrid(x, vec2u(P[q], P[q + 1u]), vec2u(P[q + 2u], P[q + 3u]));', [
+        ...words64(p.salt as number | string),
+        ...words64(p.max as number | string),
+      ]);
     case 'modulus':
       if (t === 'float32') return null;
       return step(t, '    x = floorMod64(x, vec2u(P[q], P[q + 1u]));', words64(p.m as number | string));

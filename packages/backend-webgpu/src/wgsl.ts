@@ -187,7 +187,8 @@ export interface GpuStep {
 
 /** WGSL for one fused chain: load, every step in registers, store (vertical fusion). */
 export function chainFunction(name: string, from: ElemType, to: ElemType, steps: readonly GpuStep[], makesNulls: boolean): string {
-  const load = from === 'int64' ? 'vec2u(I[jb.inOff + 2u * i], I[jb.inOff + 2u * i + 1u])' : from === 'int32' ? 'sx(I[jb.inOff + i])' : 'vec2u(I[jb.inOff + i], 0u)';
+  const load =
+    from === 'int64' ? 'vec2u(I[jb.inOff + 2u * i], I[jb.inOff + 2u * i + 1u])' : from === 'int32' ? 'sx(I[jb.inOff + i])' : 'vec2u(I[jb.inOff + i], 0u)';
   const body = steps.map((s, k) => `  { let q = P[jb.pb + ${k}u];\n${s.code}\n  }`).join('\n');
   const store = to === 'int64' ? '  O[jb.outOff + 2u * i] = x.x;\n  O[jb.outOff + 2u * i + 1u] = x.y;' : '  O[jb.outOff + i] = x.x;';
   return `fn ${name}(jb: Job, i: u32) {

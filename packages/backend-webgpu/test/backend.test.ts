@@ -10,9 +10,55 @@ import { ceilF32, floorF32, intThresholds } from '../src/placement.js';
 
 const MIN64 = -(2n ** 63n);
 const MAX64 = 2n ** 63n - 1n;
-const int64s: bigint[] = [0n, 1n, -1n, 2n, 15n, MIN64, MAX64, MIN64 + 1n, MAX64 - 1n, 2n ** 32n, -(2n ** 32n), 2n ** 31n, -(2n ** 31n), 2n ** 31n - 1n, 2n ** 53n + 1n, -(2n ** 53n) - 1n, 0xdeadbeefcafebaben, -0x123456789abcdefn];
+const int64s: bigint[] = [
+  0n,
+  1n,
+  -1n,
+  2n,
+  15n,
+  MIN64,
+  MAX64,
+  MIN64 + 1n,
+  MAX64 - 1n,
+  2n ** 32n,
+  -(2n ** 32n),
+  2n ** 31n,
+  -(2n ** 31n),
+  2n ** 31n - 1n,
+  2n ** 53n + 1n,
+  -(2n ** 53n) - 1n,
+  0xdeadbeefcafebaben,
+  -0x123456789abcdefn,
+];
 for (let i = 0; i < 600; i++) int64s.push(BigInt.asIntN(64, (BigInt(i) * 0x9e3779b97f4a7c15n) ^ (BigInt(i) << 40n)));
-const f32s = [0, -0, 1, -1, 0.5, -0.5, 1.5, -2.5, NaN, Infinity, -Infinity, 1e-45, -1e-45, 3.4e38, -3.4e38, 2147483520, 2147483648, -2147483648, -2147483904, 9.2e18, -9.223372036854776e18, 9.3e18, 1e-10, 99.99, 100, 100.00001];
+const f32s = [
+  0,
+  -0,
+  1,
+  -1,
+  0.5,
+  -0.5,
+  1.5,
+  -2.5,
+  NaN,
+  Infinity,
+  -Infinity,
+  1e-45,
+  -1e-45,
+  3.4e38,
+  -3.4e38,
+  2147483520,
+  2147483648,
+  -2147483648,
+  -2147483904,
+  9.2e18,
+  -9.223372036854776e18,
+  9.3e18,
+  1e-10,
+  99.99,
+  100,
+  100.00001,
+];
 for (let i = 0; i < 300; i++) f32s.push(Math.sin(i) * 10 ** ((i % 12) - 3));
 const int32s = [0, 1, -1, 2147483647, -2147483648, 100, -100, 16777217, -16777217, 2147483520];
 for (let i = 0; i < 300; i++) int32s.push(((i * 2654435761) | 0) >> (i % 31));
@@ -33,29 +79,98 @@ function cols(): Map<string, Column> {
     ['L', { type: 'list', offsets: listOffsets, child: { type: 'int64', values: BigInt64Array.from(int64s), valid: valid(n) }, valid: null }],
   ]);
 }
-const schema = new Map<string, ColumnType>([['B', { kind: 'int64' }], ['Bn', { kind: 'int64' }], ['F', { kind: 'float32' }], ['Fn', { kind: 'float32' }], ['I', { kind: 'int32' }], ['L', { kind: 'list', child: 'int64' }]]);
+const schema = new Map<string, ColumnType>([
+  ['B', { kind: 'int64' }],
+  ['Bn', { kind: 'int64' }],
+  ['F', { kind: 'float32' }],
+  ['Fn', { kind: 'float32' }],
+  ['I', { kind: 'int32' }],
+  ['L', { kind: 'list', child: 'int64' }],
+]);
 
 const features: FeatureSpec[] = [
   { name: 'golden', input: 'B', kind: 'sparse', ops: [{ op: 'sigridHash', salt: 0, max: 100 }] },
   ...['0', '-1', '9223372036854775807', '-9223372036854775808'].flatMap((salt, k) =>
-    [2, 3, 100, 65535, 65536, 500000, 2 ** 31, 2 ** 32 + 1, '9223372036854775807', '4611686018427387904'].map((max, j) => ({ name: `h${k}_${j}`, input: k % 2 ? 'Bn' : 'B', kind: 'sparse' as const, ops: [{ op: 'sigridHash', salt, max }] }))),
+    [2, 3, 100, 65535, 65536, 500000, 2 ** 31, 2 ** 32 + 1, '9223372036854775807', '4611686018427387904'].map((max, j) => ({
+      name: `h${k}_${j}`,
+      input: k % 2 ? 'Bn' : 'B',
+      kind: 'sparse' as const,
+      ops: [{ op: 'sigridHash', salt, max }],
+    })),
+  ),
   { name: 'h_max1', input: 'B', kind: 'sparse', ops: [{ op: 'sigridHash', salt: 5, max: 1 }] },
-  ...[1, 7, 1000003, 2 ** 31, 2 ** 31 + 1, '9223372036854775807'].map((m, j) => ({ name: `m${j}`, input: 'Bn', kind: 'sparse' as const, ops: [{ op: 'modulus', m }] })),
+  ...[1, 7, 1000003, 2 ** 31, 2 ** 31 + 1, '9223372036854775807'].map((m, j) => ({
+    name: `m${j}`,
+    input: 'Bn',
+    kind: 'sparse' as const,
+    ops: [{ op: 'modulus', m }],
+  })),
   { name: 'mi', input: 'I', kind: 'sparse', ops: [{ op: 'modulus', m: 2 ** 31 }] },
-  { name: 'mi7', input: 'I', kind: 'sparse', ops: [{ op: 'fillNull', value: -3 }, { op: 'modulus', m: 7 }] },
+  {
+    name: 'mi7',
+    input: 'I',
+    kind: 'sparse',
+    ops: [
+      { op: 'fillNull', value: -3 },
+      { op: 'modulus', m: 7 },
+    ],
+  },
   { name: 'ihash', input: 'I', kind: 'sparse', ops: [{ op: 'neg2zero' }, { op: 'clamp', min: -5, max: 1000000 }, { op: 'sigridHash', salt: 3, max: 1000 }] },
-  { name: 'c64', input: 'Bn', kind: 'sparse', ops: [{ op: 'clamp', min: '-9223372036854775000', max: '4611686018427387904' }, { op: 'neg2zero' }, { op: 'cast', to: 'int32' }] },
+  {
+    name: 'c64',
+    input: 'Bn',
+    kind: 'sparse',
+    ops: [{ op: 'clamp', min: '-9223372036854775000', max: '4611686018427387904' }, { op: 'neg2zero' }, { op: 'cast', to: 'int32' }],
+  },
   { name: 'f_neg', input: 'Fn', kind: 'dense', ops: [{ op: 'neg2zero' }] },
   { name: 'f_clamp', input: 'F', kind: 'dense', ops: [{ op: 'clamp', min: -0.1, max: 1e30 }] },
   { name: 'f_fill', input: 'Fn', kind: 'dense', ops: [{ op: 'fillNull', value: 0.1 }] },
   { name: 'f_i32', input: 'Fn', kind: 'sparse', ops: [{ op: 'cast', to: 'int32' }] },
-  { name: 'f_i64', input: 'F', kind: 'sparse', ops: [{ op: 'cast', to: 'int64' }, { op: 'sigridHash', salt: 1, max: 1000 }] },
-  { name: 'i_f32', input: 'I', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }, { op: 'cast', to: 'float32' }] },
+  {
+    name: 'f_i64',
+    input: 'F',
+    kind: 'sparse',
+    ops: [
+      { op: 'cast', to: 'int64' },
+      { op: 'sigridHash', salt: 1, max: 1000 },
+    ],
+  },
+  {
+    name: 'i_f32',
+    input: 'I',
+    kind: 'dense',
+    ops: [
+      { op: 'fillNull', value: 0 },
+      { op: 'cast', to: 'float32' },
+    ],
+  },
   { name: 'f_bucket', input: 'F', kind: 'sparse', ops: [{ op: 'bucketize', borders: [-1e30, -2.5, -0.1, 0, 0.1, 1, 99.99, 100.000001, 3e38] }] },
-  { name: 'f_bucket_r', input: 'Fn', kind: 'sparse', ops: [{ op: 'bucketize', borders: [-1e30, -2.5, -0.1, 0, 0.1, 1, 99.99, 100.000001, 3e38], right: true }] },
+  {
+    name: 'f_bucket_r',
+    input: 'Fn',
+    kind: 'sparse',
+    ops: [{ op: 'bucketize', borders: [-1e30, -2.5, -0.1, 0, 0.1, 1, 99.99, 100.000001, 3e38], right: true }],
+  },
   { name: 'i_bucket', input: 'I', kind: 'sparse', ops: [{ op: 'bucketize', borders: [-3e9, -100, -0.5, 0, 0.5, 1, 16777216.5, 2147483647, 3e9] }] },
-  { name: 'i_bucket_r', input: 'I', kind: 'sparse', ops: [{ op: 'fillNull', value: 1 }, { op: 'bucketize', borders: [-3e9, -100, -0.5, 0, 0.5, 1, 16777216.5, 2147483647, 3e9], right: true }] },
-  { name: 'list', input: 'L', kind: 'sparse', ops: [{ op: 'firstX', x: 2 }, { op: 'fillNull', value: 9 }, { op: 'sigridHash', salt: 0, max: 5000 }] },
+  {
+    name: 'i_bucket_r',
+    input: 'I',
+    kind: 'sparse',
+    ops: [
+      { op: 'fillNull', value: 1 },
+      { op: 'bucketize', borders: [-3e9, -100, -0.5, 0, 0.5, 1, 16777216.5, 2147483647, 3e9], right: true },
+    ],
+  },
+  {
+    name: 'list',
+    input: 'L',
+    kind: 'sparse',
+    ops: [
+      { op: 'firstX', x: 2 },
+      { op: 'fillNull', value: 9 },
+      { op: 'sigridHash', salt: 0, max: 5000 },
+    ],
+  },
   { name: 'log_cpu', input: 'I', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }, { op: 'neg2zero' }, { op: 'log', offset: 1 }] },
 ];
 const spec: PlanSpec = { batchSize: 1000, features };
@@ -69,14 +184,19 @@ beforeAll(async () => {
   if (skip) console.warn(`backend-webgpu tests skipped: ${skip}`);
   else backend = await createWebGpuBackend(typed, { name: 'webgpu' }, new Map());
 }, 120_000);
-afterAll(async () => { await backend?.dispose(); });
+afterAll(async () => {
+  await backend?.dispose();
+});
 
 /** Values of a column as comparable arrays (float32 as bit patterns, nulls marked). */
 function view(c: Column): unknown {
   if (c.type === 'list') return { offsets: Array.from(c.offsets), valid: c.valid && Array.from(c.valid), child: view(c.child) };
   if (c.type === 'utf8' || c.type === 'fixed') return c;
   const valid = c.valid ? Array.from(c.valid) : null;
-  const bits = c.type === 'float32' ? Array.from(new Uint32Array(c.values.buffer, c.values.byteOffset, c.values.length)) : Array.from(c.values as ArrayLike<number | bigint>);
+  const bits =
+    c.type === 'float32'
+      ? Array.from(new Uint32Array(c.values.buffer, c.values.byteOffset, c.values.length))
+      : Array.from(c.values as ArrayLike<number | bigint>);
   // Values at null slots are not part of the contract (batches and output files drop them).
   return { type: c.type, valid: valid && (valid.indexOf(0) === -1 ? null : valid), values: bits.map((v, i) => (valid && valid[i] === 0 ? null : v)) };
 }

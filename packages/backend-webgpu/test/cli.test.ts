@@ -53,7 +53,11 @@ describe('sluice run --backend webgpu', () => {
     // to either. On a GPU machine whose environment sets VK_DRIVER_FILES (the H100 machine where
     // this suite ran) the driver stayed visible and the CLI exited 0.
     const none = join(dir, 'no-such-icd.json');
-    const r = await sluice(['run', '--plan', plan, '--input', input, '--output', join(dir, 'none.parquet'), '--backend', 'webgpu'], { VK_DRIVER_FILES: none, VK_ICD_FILENAMES: none }, ['VK_ADD_DRIVER_FILES']);
+    const r = await sluice(
+      ['run', '--plan', plan, '--input', input, '--output', join(dir, 'none.parquet'), '--backend', 'webgpu'],
+      { VK_DRIVER_FILES: none, VK_ICD_FILENAMES: none },
+      ['VK_ADD_DRIVER_FILES'],
+    );
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/sluice run: backend webgpu: .*(no WebGPU adapter|failed to load).*mesa-vulkan-drivers/);
   });

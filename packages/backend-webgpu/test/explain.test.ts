@@ -17,7 +17,10 @@ const planFile = join(dir, 'rap3.json');
 
 beforeAll(async () => {
   skip = await webgpuUnavailable();
-  if (skip) { console.warn(`webgpu explain tests skipped: ${skip}`); return; }
+  if (skip) {
+    console.warn(`webgpu explain tests skipped: ${skip}`);
+    return;
+  }
   await generateDataset({ preset: 'rap-plan3', rows: 600, out: file, seed: 3, rowGroupSize: 300 });
   const { writeFileSync } = await import('node:fs');
   writeFileSync(planFile, JSON.stringify({ ...getPreset('rap-plan3').defaultPlan(), batchSize: 300 }));
@@ -33,7 +36,10 @@ describe('explain agrees with the webgpu backend', () => {
     expect(e.kernelsByDevice.gpu).toBeGreaterThanOrEqual(1);
     const p = pipeline(planFile, { input: file, backend: 'webgpu' });
     let batches = 0;
-    for await (const b of p) { batches++; void b; }
+    for await (const b of p) {
+      batches++;
+      void b;
+    }
     expect(batches).toBe(2);
     const s = p.metrics().backendSummary!;
     expect(s['kernels per chunk (fused)']).toBe(e.kernelsByDevice.gpu);

@@ -57,9 +57,14 @@ function schemaOf(meta: Uint8Array): Schema | null {
 
 function supported(t: DataType): boolean {
   switch (t.typeId) {
-    case Type.Int: case Type.Float: return true;
-    case Type.List: case Type.Struct: return t.children.every((c: Field) => supported(c.type));
-    default: return false;
+    case Type.Int:
+    case Type.Float:
+      return true;
+    case Type.List:
+    case Type.Struct:
+      return t.children.every((c: Field) => supported(c.type));
+    default:
+      return false;
   }
 }
 
@@ -180,7 +185,10 @@ function readRecordBatch(v: DataView): RecordBatchHeader | null {
 class Loader {
   nodesUsed = 0;
   buffersUsed = 0;
-  constructor(private readonly body: Uint8Array, private readonly header: RecordBatchHeader) {}
+  constructor(
+    private readonly body: Uint8Array,
+    private readonly header: RecordBatchHeader,
+  ) {}
 
   private bytes(): Uint8Array | null {
     const b = this.header.buffers;
@@ -193,7 +201,7 @@ class Loader {
   }
 
   /** The bytes as a typed array over the body, or null when they are not aligned for it. */
-  private typed<T>(C: { new(b: ArrayBufferLike, o: number, n: number): T; BYTES_PER_ELEMENT: number }): T | null {
+  private typed<T>(C: { new (b: ArrayBufferLike, o: number, n: number): T; BYTES_PER_ELEMENT: number }): T | null {
     const u = this.bytes();
     if (u === null || u.byteOffset % C.BYTES_PER_ELEMENT !== 0) return null;
     return new C(u.buffer, u.byteOffset, Math.floor(u.byteLength / C.BYTES_PER_ELEMENT));
@@ -212,7 +220,8 @@ class Loader {
     const nullBitmap = nullCount > 0 ? validity : validity.subarray(0, 0);
     // The Data that apache-arrow's makeData builds for these props, without its visitor dispatch.
     switch (type.typeId) {
-      case Type.Int: case Type.Float: {
+      case Type.Int:
+      case Type.Float: {
         const data = this.typed((type as DataType<Type.Int | Type.Float>).ArrayType as unknown as Int32ArrayConstructor);
         return data === null ? null : new Data(type, 0, length, nullCount, [undefined, data, nullBitmap] as never);
       }

@@ -73,7 +73,10 @@ export interface ServerInfo {
  */
 export class HttpError extends SluiceError {
   override name = 'HttpError';
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -131,10 +134,17 @@ export interface BatchClient {
 }
 
 type Bin = { dtype: string; shape: number[]; data: Uint8Array };
-type Wire = { seq: number; epoch: number; rows: number; dense: { names: string[]; shape: [number, number]; data: Uint8Array }; sparse: { keys: string[]; lengths: Bin; values: Bin }; labels: Bin | null };
+type Wire = {
+  seq: number;
+  epoch: number;
+  rows: number;
+  dense: { names: string[]; shape: [number, number]; data: Uint8Array };
+  sparse: { keys: string[]; lengths: Bin; values: Bin };
+  labels: Bin | null;
+};
 
 /** A typed array over msgpack bin bytes: a view when aligned (the server aligns them), else an aligned copy. */
-function typed<T>(C: { new(b: ArrayBufferLike, o: number, n: number): T; BYTES_PER_ELEMENT: number }, u: Uint8Array): T {
+function typed<T>(C: { new (b: ArrayBufferLike, o: number, n: number): T; BYTES_PER_ELEMENT: number }, u: Uint8Array): T {
   const n = u.byteLength / C.BYTES_PER_ELEMENT;
   if (u.byteOffset % C.BYTES_PER_ELEMENT === 0) return new C(u.buffer, u.byteOffset, n);
   // A copy of its own at offset 0 (not `u.slice()`: msgpackr's bins are Node Buffers, whose slice is a view).
@@ -158,13 +168,24 @@ export function decodeMsgpackBatch(body: Uint8Array): ClientBatch {
   for (let k = 0; k < K; k++) {
     // Four independent running sums, so the adds do not wait on each other (this loop is most of the decode's time).
     const l = lengths.subarray(k * B, (k + 1) * B);
-    let s0 = 0, s1 = 0, s2 = 0, s3 = 0, r = 0;
-    for (; r + 3 < B; r += 4) { s0 += l[r]!; s1 += l[r + 1]!; s2 += l[r + 2]!; s3 += l[r + 3]!; }
+    let s0 = 0,
+      s1 = 0,
+      s2 = 0,
+      s3 = 0,
+      r = 0;
+    for (; r + 3 < B; r += 4) {
+      s0 += l[r]!;
+      s1 += l[r + 1]!;
+      s2 += l[r + 2]!;
+      s3 += l[r + 3]!;
+    }
     for (; r < B; r++) s0 += l[r]!;
     offsets[k + 1] = offsets[k]! + s0 + s1 + s2 + s3;
   }
   return {
-    seq: w.seq, epoch: w.epoch, rows: w.rows,
+    seq: w.seq,
+    epoch: w.epoch,
+    rows: w.rows,
     dense: { names: w.dense.names, dim: w.dense.shape[1], data: typed(Float32Array, w.dense.data) },
     sparse: { keys: w.sparse.keys, lengths, offsets, values: typed(BigInt64Array, w.sparse.values.data) },
     labels: w.labels === null ? null : typed(Float32Array, w.labels.data),
@@ -176,7 +197,14 @@ export function decodeMsgpackBatch(body: Uint8Array): ClientBatch {
  * are copied in as they arrive: no list of chunks, no concatenation, no stream), so the body is an
  * ArrayBuffer of its own at offset 0 and the server's 8-aligned arrays can be viewed in place.
  */
-function getOnce(agent: Agent, origin: string, path: string, headers: Record<string, string>, bodies: BodyPool, signal?: AbortSignal): Promise<{ status: number; body: Uint8Array }> {
+function getOnce(
+  agent: Agent,
+  origin: string,
+  path: string,
+  headers: Record<string, string>,
+  bodies: BodyPool,
+  signal?: AbortSignal,
+): Promise<{ status: number; body: Uint8Array }> {
   return new Promise((resolve, reject) => {
     let status = 0;
     let body: Uint8Array | null = null;
@@ -188,12 +216,16 @@ function getOnce(agent: Agent, origin: string, path: string, headers: Record<str
       if (settled) return;
       settled = true;
       if (onAbort !== null) signal!.removeEventListener('abort', onAbort);
-      if (e === null) resolve(r!); else reject(e);
+      if (e === null) resolve(r!);
+      else reject(e);
     };
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(controller) {
         if (signal === undefined || onAbort !== null) return;
-        if (signal.aborted) { controller.abort(signal.reason); return; }
+        if (signal.aborted) {
+          controller.abort(signal.reason);
+          return;
+        }
         onAbort = () => controller.abort(signal.reason);
         signal.addEventListener('abort', onAbort, { once: true });
       },
@@ -202,32 +234,56 @@ function getOnce(agent: Agent, origin: string, path: string, headers: Record<str
         at = 0;
         chunks = [];
         const len = Number(h['content-length']);
-        if (len > MAX_BODY_BYTES) { controller.abort(tooLarge(len)); return; }
+        if (len > MAX_BODY_BYTES) {
+          controller.abort(tooLarge(len));
+          return;
+        }
         body = Number.isSafeInteger(len) && len >= 0 ? bodies.take(len) : null;
       },
       onResponseData(controller, chunk) {
         if (body === null) {
           at += chunk.byteLength;
-          if (at > MAX_BODY_BYTES) { controller.abort(tooLarge(at)); return; }
+          if (at > MAX_BODY_BYTES) {
+            controller.abort(tooLarge(at));
+            return;
+          }
           chunks.push(chunk);
           return;
         }
-        if (at + chunk.byteLength > body.byteLength) { controller.abort(new HttpError(status, `${path}: body longer than its content-length`)); return; }
+        if (at + chunk.byteLength > body.byteLength) {
+          controller.abort(new HttpError(status, `${path}: body longer than its content-length`));
+          return;
+        }
         body.set(chunk, at);
         at += chunk.byteLength;
       },
       onResponseEnd() {
         if (body === null) body = Buffer.concat(chunks);
-        else if (at !== body.byteLength) { settle(Object.assign(new Error(`${path}: body cut off at ${at} of ${body.byteLength} bytes`), { code: 'UND_ERR_SOCKET' })); return; }
+        else if (at !== body.byteLength) {
+          settle(Object.assign(new Error(`${path}: body cut off at ${at} of ${body.byteLength} bytes`), { code: 'UND_ERR_SOCKET' }));
+          return;
+        }
         settle(null, { status, body });
       },
-      onResponseError(_controller, e) { settle(e); },
+      onResponseError(_controller, e) {
+        settle(e);
+      },
     };
     agent.dispatch({ origin, path, method: 'GET', headers }, handler);
   });
 }
 
-const TRANSIENT = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED']);
+const TRANSIENT = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CLOSED',
+]);
 
 function transient(e: unknown): boolean {
   if (e instanceof HttpError) return e.status >= 500;
@@ -292,7 +348,11 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
         if (attempt >= retries) {
           if (e instanceof HttpError) throw e;
           const err = e as { code?: string; cause?: { code?: string }; message?: string };
-          throw new SluiceError(`${path}: cannot reach ${base.origin} (${err.code ?? err.cause?.code ?? err.message}) after ${attempt + 1} attempts`, {}, { cause: e });
+          throw new SluiceError(
+            `${path}: cannot reach ${base.origin} (${err.code ?? err.cause?.code ?? err.message}) after ${attempt + 1} attempts`,
+            {},
+            { cause: e },
+          );
         }
         await new Promise((res) => setTimeout(res, delay));
         delay *= 2;
@@ -302,7 +362,11 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
 
   const fail = (path: string, r: { status: number; body: Uint8Array }): never => {
     let msg = new TextDecoder().decode(r.body);
-    try { msg = (JSON.parse(msg) as { error?: string }).error ?? msg; } catch { /* not JSON */ }
+    try {
+      msg = (JSON.parse(msg) as { error?: string }).error ?? msg;
+    } catch {
+      /* not JSON */
+    }
     throw new HttpError(r.status, `${path}: HTTP ${r.status}: ${msg}`);
   };
 
@@ -312,7 +376,11 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
     const path = `/v1/batches/${seq}`;
     const r = await get(path, accept, signal, true);
     if (r.status === 404) {
-      try { if ((JSON.parse(new TextDecoder().decode(r.body)) as { end?: boolean }).end) return null; } catch { /* not the end marker */ }
+      try {
+        if ((JSON.parse(new TextDecoder().decode(r.body)) as { end?: boolean }).end) return null;
+      } catch {
+        /* not the end marker */
+      }
     }
     if (r.status !== 200) fail(path, r);
     return r.body;
@@ -347,7 +415,10 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
         let next = state.cursor;
         try {
           for (;;) {
-            while (ahead.length < depth) { ahead.push(client.batch(next, o.signal)); next += step; }
+            while (ahead.length < depth) {
+              ahead.push(client.batch(next, o.signal));
+              next += step;
+            }
             const b = await ahead.shift()!;
             if (b === null) return;
             state.cursor = b.seq + step;
@@ -358,9 +429,17 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
           for (const p of ahead) p.catch(() => undefined);
         }
       };
-      return { [Symbol.asyncIterator]: it, get cursor() { return state.cursor; } };
+      return {
+        [Symbol.asyncIterator]: it,
+        get cursor() {
+          return state.cursor;
+        },
+      };
     },
-    close: async () => { direct?.close(); if (agentP !== null) await (await agentP).close(); },
+    close: async () => {
+      direct?.close();
+      if (agentP !== null) await (await agentP).close();
+    },
   };
   return client;
 }

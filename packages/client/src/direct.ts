@@ -7,7 +7,10 @@
 import { connect, type Socket } from 'node:net';
 
 /** A response as the client uses it: the status and the whole body in one buffer of its own. */
-export interface Got { status: number; body: Uint8Array }
+export interface Got {
+  status: number;
+  body: Uint8Array;
+}
 
 /** The response is not one this reader takes (no content-length, chunked, 1xx): ask through undici instead. */
 export class Unsupported extends Error {}
@@ -73,12 +76,22 @@ class Conn {
   private pending: { resolve: (g: Got) => void; reject: (e: unknown) => void } | null = null;
   dead = false;
 
-  constructor(host: string, port: number, private readonly onDead: (c: Conn) => void, private readonly bodies: BodyPool) {
+  constructor(
+    host: string,
+    port: number,
+    private readonly onDead: (c: Conn) => void,
+    private readonly bodies: BodyPool,
+  ) {
     this.sock = connect({
-      host, port, noDelay: true,
+      host,
+      port,
+      noDelay: true,
       onread: {
         buffer: () => (this.body !== null ? this.body.subarray(this.at) : this.scratch),
-        callback: (n: number, buf: Uint8Array) => { this.onRead(n, buf); return true; },
+        callback: (n: number, buf: Uint8Array) => {
+          this.onRead(n, buf);
+          return true;
+        },
       },
     });
     this.sock.on('error', (e) => this.destroy(e));
@@ -87,11 +100,25 @@ class Conn {
 
   request(text: string, signal?: AbortSignal): Promise<Got> {
     return new Promise((resolve, reject) => {
-      if (signal?.aborted) { reject(signal.reason); return; }
-      const onAbort = (): void => { this.destroy(signal!.reason); };
+      if (signal?.aborted) {
+        reject(signal.reason);
+        return;
+      }
+      const onAbort = (): void => {
+        this.destroy(signal!.reason);
+      };
       signal?.addEventListener('abort', onAbort, { once: true });
       const done = (): void => signal?.removeEventListener('abort', onAbort);
-      this.pending = { resolve: (g) => { done(); resolve(g); }, reject: (e) => { done(); reject(e); } };
+      this.pending = {
+        resolve: (g) => {
+          done();
+          resolve(g);
+        },
+        reject: (e) => {
+          done();
+          reject(e);
+        },
+      };
       this.sock.write(text);
     });
   }
@@ -108,21 +135,30 @@ class Conn {
   }
 
   private onRead(n: number, buf: Uint8Array): void {
-    if (this.pending === null) { this.destroy(socketError('bytes arrived with no request waiting')); return; }
+    if (this.pending === null) {
+      this.destroy(socketError('bytes arrived with no request waiting'));
+      return;
+    }
     if (this.body !== null && buf !== this.scratch) {
       this.at += n;
     } else {
       const got = this.head === null ? this.scratch.subarray(0, n) : Buffer.concat([this.head, this.scratch.subarray(0, n)]);
       const end = got.indexOf(CRLF2);
       if (end < 0) {
-        if (got.byteLength >= MAX_HEAD) { this.destroy(socketError('response head too long')); return; }
+        if (got.byteLength >= MAX_HEAD) {
+          this.destroy(socketError('response head too long'));
+          return;
+        }
         this.head = Buffer.from(got); // the scratch buffer is read into again
         return;
       }
       this.head = null;
       if (!this.parseHead(got.toString('latin1', 0, end))) return;
       const rest = got.subarray(end + 4);
-      if (rest.byteLength > this.body!.byteLength) { this.destroy(socketError('more bytes than the content-length')); return; }
+      if (rest.byteLength > this.body!.byteLength) {
+        this.destroy(socketError('more bytes than the content-length'));
+        return;
+      }
       this.body!.set(rest, 0);
       this.at = rest.byteLength;
     }
@@ -151,13 +187,20 @@ class Conn {
       const value = line.slice(colon + 1).trim();
       if (name === 'content-length') length = /^\d+$/.test(value) ? Number(value) : -2;
       else if (name === 'transfer-encoding') chunked = true;
-      else if (name === 'connection') this.close = value.toLowerCase().split(',').some((t) => t.trim() === 'close');
+      else if (name === 'connection')
+        this.close = value
+          .toLowerCase()
+          .split(',')
+          .some((t) => t.trim() === 'close');
     }
     if (m === null || Number(m[1]) < 200 || chunked || length < 0 || !Number.isSafeInteger(length)) {
       this.destroy(new Unsupported(`response not read directly: ${lines[0]}`));
       return false;
     }
-    if (length > MAX_BODY_BYTES) { this.destroy(tooLarge(length)); return false; }
+    if (length > MAX_BODY_BYTES) {
+      this.destroy(tooLarge(length));
+      return false;
+    }
     this.status = Number(m[1]);
     this.body = this.bodies.take(length);
     return true;
@@ -174,7 +217,13 @@ export class DirectPool {
   private open = 0;
   private closed = false;
 
-  constructor(private readonly host: string, private readonly port: number, private readonly hostHeader: string, private readonly bodies: BodyPool, private readonly max = 8) {}
+  constructor(
+    private readonly host: string,
+    private readonly port: number,
+    private readonly hostHeader: string,
+    private readonly bodies: BodyPool,
+    private readonly max = 8,
+  ) {}
 
   async get(path: string, headers: Record<string, string>, signal?: AbortSignal): Promise<Got> {
     let text = `GET ${path} HTTP/1.1\r\nhost: ${this.hostHeader}\r\n`;
@@ -195,7 +244,10 @@ export class DirectPool {
   private acquire(): Promise<Conn> {
     if (this.closed) return Promise.reject(new Error('the client is closed'));
     const c = this.idle.pop();
-    if (c !== undefined) { c.sock.ref(); return Promise.resolve(c); }
+    if (c !== undefined) {
+      c.sock.ref();
+      return Promise.resolve(c);
+    }
     if (this.open < this.max) {
       this.open++;
       return Promise.resolve(new Conn(this.host, this.port, (d) => this.gone(d), this.bodies));
@@ -205,9 +257,15 @@ export class DirectPool {
 
   private release(c: Conn): void {
     if (c.dead) return;
-    if (this.closed) { c.destroy(socketError('client closed')); return; }
+    if (this.closed) {
+      c.destroy(socketError('client closed'));
+      return;
+    }
     const w = this.waiters.shift();
-    if (w !== undefined) { w(c); return; }
+    if (w !== undefined) {
+      w(c);
+      return;
+    }
     // An idle connection does not keep the process alive (as undici's do not).
     c.sock.unref();
     this.idle.push(c);
@@ -219,6 +277,9 @@ export class DirectPool {
     if (i >= 0) this.idle.splice(i, 1);
     // A waiter gets a fresh connection in place of the one that went.
     const w = this.waiters.shift();
-    if (w !== undefined && !this.closed) { this.open++; w(new Conn(this.host, this.port, (d) => this.gone(d), this.bodies)); }
+    if (w !== undefined && !this.closed) {
+      this.open++;
+      w(new Conn(this.host, this.port, (d) => this.gone(d), this.bodies));
+    }
   }
 }

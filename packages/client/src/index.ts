@@ -8,4 +8,14 @@
  * const client = createClient('http://127.0.0.1:8080');
  * for await (const b of client.batches()) console.log(b.seq, b.rows);
  */
-export { createClient, decodeMsgpackBatch, HttpError, type BatchClient, type ClientBatch, type ClientTable, type ClientOptions, type BatchesOptions, type ServerInfo } from './client.js';
+export {
+  createClient,
+  decodeMsgpackBatch,
+  HttpError,
+  type BatchClient,
+  type ClientBatch,
+  type ClientTable,
+  type ClientOptions,
+  type BatchesOptions,
+  type ServerInfo,
+} from './client.js';

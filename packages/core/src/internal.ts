@@ -5,11 +5,49 @@
 export * from '@sluice/ops';
 export { eliminateRedundant, countOps, type Removal, type RewriteResult } from './plan/optimize.js';
 export { readColumnStats, type ColumnStats } from './plan/stats.js';
-export { buildGraph, scheduleStages, executeGraph, graphContext, nodeOps, FUSIBLE_OPS, type GraphNode, type PlanGraph, type DeviceOf, type Stage, type Schedule, type StagedPlan, type KernelLimit, type ScheduleOptions, type GraphRun } from './plan/graph.js';
+export {
+  buildGraph,
+  scheduleStages,
+  executeGraph,
+  graphContext,
+  nodeOps,
+  FUSIBLE_OPS,
+  type GraphNode,
+  type PlanGraph,
+  type DeviceOf,
+  type Stage,
+  type Schedule,
+  type StagedPlan,
+  type KernelLimit,
+  type ScheduleOptions,
+  type GraphRun,
+} from './plan/graph.js';
 export { explainPlan, explainStaged, type Explain, type ExplainStage, type ExplainOptions } from './plan/explain.js';
-export { calibrate, predictOps, placeFeatures, provision, autoCandidates, costModelCachePath, type CostModel, type OpCost, type Placement, type Provision } from './placement/cost.js';
+export {
+  calibrate,
+  predictOps,
+  placeFeatures,
+  provision,
+  autoCandidates,
+  costModelCachePath,
+  type CostModel,
+  type OpCost,
+  type Placement,
+  type Provision,
+} from './placement/cost.js';
 export { autoBackend, autoPlacement } from './placement/auto.js';
-export { candidatePlacements, chooseMeasured, measureCandidates, PROBE_HOPELESS, predictRun, readMeasurements, writeMeasurements, calibrationCachePath, type Candidate, type Measurement } from './placement/calibration.js';
+export {
+  candidatePlacements,
+  chooseMeasured,
+  measureCandidates,
+  PROBE_HOPELESS,
+  predictRun,
+  readMeasurements,
+  writeMeasurements,
+  calibrationCachePath,
+  type Candidate,
+  type Measurement,
+} from './placement/calibration.js';
 export { workerExecArgv } from './util/worker-argv.js';
 export { registerBackend, backendNames, createBackend, installedBackendPackages, readerKernels, type BackendRegistration } from './backend/registry.js';
 export type { Backend, BackendFactory, Capabilities, CostReport } from './backend/types.js';

@@ -33,10 +33,17 @@ export function writeParquet(path: string, columns: Record<string, Vector>, rowG
 /** A deterministic small data set: `id` 0..n-1, dense `I1` with nulls and negatives, hex `C1`, label. */
 export function writeSmall(path: string, n: number, rowGroupSize: number): string {
   const ids = Array.from({ length: n }, (_, i) => i);
-  return writeParquet(path, {
-    label: vec(new (Int32)(), ids.map((i) => i % 2)),
-    id: i32(ids),
-    I1: i32(ids.map((i) => (i % 7 === 0 ? null : (i % 5) - 2 + i))),
-    C1: str(ids.map((i) => (i % 11 === 0 ? null : (i * 2654435761 % 4096).toString(16).padStart(8, '0')))),
-  }, rowGroupSize);
+  return writeParquet(
+    path,
+    {
+      label: vec(
+        new Int32(),
+        ids.map((i) => i % 2),
+      ),
+      id: i32(ids),
+      I1: i32(ids.map((i) => (i % 7 === 0 ? null : (i % 5) - 2 + i))),
+      C1: str(ids.map((i) => (i % 11 === 0 ? null : ((i * 2654435761) % 4096).toString(16).padStart(8, '0')))),
+    },
+    rowGroupSize,
+  );
 }

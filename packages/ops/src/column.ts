@@ -9,12 +9,33 @@
 /** 1 = valid, 0 = null; `null` means every slot is valid. */
 export type ValidMask = Uint8Array | null;
 
-export interface Int32Column { readonly type: 'int32'; readonly values: Int32Array; readonly valid: ValidMask }
-export interface Int64Column { readonly type: 'int64'; readonly values: BigInt64Array; readonly valid: ValidMask }
-export interface Float32Column { readonly type: 'float32'; readonly values: Float32Array; readonly valid: ValidMask }
-export interface Float64Column { readonly type: 'float64'; readonly values: Float64Array; readonly valid: ValidMask }
+export interface Int32Column {
+  readonly type: 'int32';
+  readonly values: Int32Array;
+  readonly valid: ValidMask;
+}
+export interface Int64Column {
+  readonly type: 'int64';
+  readonly values: BigInt64Array;
+  readonly valid: ValidMask;
+}
+export interface Float32Column {
+  readonly type: 'float32';
+  readonly values: Float32Array;
+  readonly valid: ValidMask;
+}
+export interface Float64Column {
+  readonly type: 'float64';
+  readonly values: Float64Array;
+  readonly valid: ValidMask;
+}
 /** UTF-8 strings: value i is data[offsets[i] .. offsets[i+1]). offsets[0] need not be 0. */
-export interface Utf8Column { readonly type: 'utf8'; readonly offsets: Int32Array; readonly data: Uint8Array; readonly valid: ValidMask }
+export interface Utf8Column {
+  readonly type: 'utf8';
+  readonly offsets: Int32Array;
+  readonly data: Uint8Array;
+  readonly valid: ValidMask;
+}
 
 export type NumericColumn = Int32Column | Int64Column | Float32Column | Float64Column;
 export type PrimitiveColumn = NumericColumn | Utf8Column;
@@ -23,10 +44,20 @@ export type PrimitiveColumn = NumericColumn | Utf8Column;
  * Variable-length lists. Invariant: offsets[0] === 0 and offsets[length] === child length, so an
  * element-wise op can map the whole child at once. A null list (valid[i] = 0) has zero length.
  */
-export interface ListColumn { readonly type: 'list'; readonly offsets: Int32Array; readonly child: PrimitiveColumn; readonly valid: ValidMask }
+export interface ListColumn {
+  readonly type: 'list';
+  readonly offsets: Int32Array;
+  readonly child: PrimitiveColumn;
+  readonly valid: ValidMask;
+}
 
 /** Fixed-size float32 vectors (oneHot output): row i is values[i*size .. (i+1)*size). */
-export interface FixedColumn { readonly type: 'fixed'; readonly size: number; readonly values: Float32Array; readonly valid: ValidMask }
+export interface FixedColumn {
+  readonly type: 'fixed';
+  readonly size: number;
+  readonly values: Float32Array;
+  readonly valid: ValidMask;
+}
 
 export type Column = PrimitiveColumn | ListColumn | FixedColumn;
 
@@ -35,9 +66,7 @@ export type PrimitiveType = PrimitiveColumn['type'];
 
 /** The static type of a column, used to type-check a plan before any data is read. */
 export type ColumnType =
-  | { readonly kind: PrimitiveType }
-  | { readonly kind: 'list'; readonly child: PrimitiveType }
-  | { readonly kind: 'fixed'; readonly size: number };
+  { readonly kind: PrimitiveType } | { readonly kind: 'list'; readonly child: PrimitiveType } | { readonly kind: 'fixed'; readonly size: number };
 
 export const isIntegerType = (t: PrimitiveType): t is 'int32' | 'int64' => t === 'int32' || t === 'int64';
 export const isFloatType = (t: PrimitiveType): t is 'float32' | 'float64' => t === 'float32' || t === 'float64';
@@ -111,10 +140,14 @@ export const float64Column = (values: Float64Array, valid: ValidMask = null): Fl
 /** Builds a column of the given numeric type over a fresh array of n zeros. */
 export function allocNumeric(type: NumericType, n: number, valid: ValidMask = null): NumericColumn {
   switch (type) {
-    case 'int32': return int32Column(new Int32Array(n), valid);
-    case 'int64': return int64Column(new BigInt64Array(n), valid);
-    case 'float32': return float32Column(new Float32Array(n), valid);
-    case 'float64': return float64Column(new Float64Array(n), valid);
+    case 'int32':
+      return int32Column(new Int32Array(n), valid);
+    case 'int64':
+      return int64Column(new BigInt64Array(n), valid);
+    case 'float32':
+      return float32Column(new Float32Array(n), valid);
+    case 'float64':
+      return float64Column(new Float64Array(n), valid);
   }
 }
 
@@ -142,12 +175,18 @@ export function utf8FromStrings(values: ReadonlyArray<string | null>): Utf8Colum
 export function sliceColumn(c: Column, start: number, end: number): Column {
   const v = c.valid ? c.valid.subarray(start, end) : null;
   switch (c.type) {
-    case 'int32': return { type: 'int32', values: c.values.subarray(start, end), valid: v };
-    case 'int64': return { type: 'int64', values: c.values.subarray(start, end), valid: v };
-    case 'float32': return { type: 'float32', values: c.values.subarray(start, end), valid: v };
-    case 'float64': return { type: 'float64', values: c.values.subarray(start, end), valid: v };
-    case 'utf8': return { type: 'utf8', offsets: c.offsets.subarray(start, end + 1), data: c.data, valid: v };
-    case 'fixed': return { type: 'fixed', size: c.size, values: c.values.subarray(start * c.size, end * c.size), valid: v };
+    case 'int32':
+      return { type: 'int32', values: c.values.subarray(start, end), valid: v };
+    case 'int64':
+      return { type: 'int64', values: c.values.subarray(start, end), valid: v };
+    case 'float32':
+      return { type: 'float32', values: c.values.subarray(start, end), valid: v };
+    case 'float64':
+      return { type: 'float64', values: c.values.subarray(start, end), valid: v };
+    case 'utf8':
+      return { type: 'utf8', offsets: c.offsets.subarray(start, end + 1), data: c.data, valid: v };
+    case 'fixed':
+      return { type: 'fixed', size: c.size, values: c.values.subarray(start * c.size, end * c.size), valid: v };
     case 'list': {
       const base = c.offsets[start]!;
       const stop = c.offsets[end]!;
@@ -170,14 +209,30 @@ export function gatherColumn(c: Column, idx: Int32Array | Uint32Array): Column {
   const n = idx.length;
   const valid = gatherValid(c.valid, idx);
   switch (c.type) {
-    case 'int32': { const o = new Int32Array(n); for (let i = 0; i < n; i++) o[i] = c.values[idx[i]!]!; return int32Column(o, valid); }
-    case 'float32': { const o = new Float32Array(n); for (let i = 0; i < n; i++) o[i] = c.values[idx[i]!]!; return float32Column(o, valid); }
-    case 'float64': { const o = new Float64Array(n); for (let i = 0; i < n; i++) o[i] = c.values[idx[i]!]!; return float64Column(o, valid); }
+    case 'int32': {
+      const o = new Int32Array(n);
+      for (let i = 0; i < n; i++) o[i] = c.values[idx[i]!]!;
+      return int32Column(o, valid);
+    }
+    case 'float32': {
+      const o = new Float32Array(n);
+      for (let i = 0; i < n; i++) o[i] = c.values[idx[i]!]!;
+      return float32Column(o, valid);
+    }
+    case 'float64': {
+      const o = new Float64Array(n);
+      for (let i = 0; i < n; i++) o[i] = c.values[idx[i]!]!;
+      return float64Column(o, valid);
+    }
     case 'int64': {
       const o = new BigInt64Array(n);
       const src = int64Words(c.values);
       const dst = int64Words(o);
-      for (let i = 0; i < n; i++) { const j = idx[i]! * 2; dst[2 * i] = src[j]!; dst[2 * i + 1] = src[j + 1]!; }
+      for (let i = 0; i < n; i++) {
+        const j = idx[i]! * 2;
+        dst[2 * i] = src[j]!;
+        dst[2 * i + 1] = src[j + 1]!;
+      }
       return int64Column(o, valid);
     }
     case 'fixed': {
@@ -213,35 +268,53 @@ export function concatColumns(cols: readonly Column[]): Column {
   if (cols.some((c) => c.valid !== null)) {
     valid = new Uint8Array(total);
     let at = 0;
-    cols.forEach((c, k) => { if (c.valid) valid!.set(c.valid, at); else valid!.fill(1, at, at + lengths[k]!); at += lengths[k]!; });
+    cols.forEach((c, k) => {
+      if (c.valid) valid!.set(c.valid, at);
+      else valid!.fill(1, at, at + lengths[k]!);
+      at += lengths[k]!;
+    });
   }
   const first = cols[0]!;
   switch (first.type) {
-    case 'int32': case 'int64': case 'float32': case 'float64': {
+    case 'int32':
+    case 'int64':
+    case 'float32':
+    case 'float64': {
       const Ctor = first.values.constructor as { new (n: number): Int32Array | BigInt64Array | Float32Array | Float64Array };
       const out = new Ctor(total);
       let at = 0;
-      for (const c of cols) { (out as Int32Array).set((c as Int32Column).values, at); at += (c as Int32Column).values.length; }
+      for (const c of cols) {
+        (out as Int32Array).set((c as Int32Column).values, at);
+        at += (c as Int32Column).values.length;
+      }
       return { type: first.type, values: out, valid } as NumericColumn;
     }
     case 'fixed': {
       const out = new Float32Array(total * first.size);
       let at = 0;
-      for (const c of cols) { out.set((c as FixedColumn).values, at); at += (c as FixedColumn).values.length; }
+      for (const c of cols) {
+        out.set((c as FixedColumn).values, at);
+        at += (c as FixedColumn).values.length;
+      }
       return { type: 'fixed', size: first.size, values: out, valid };
     }
     case 'utf8': {
-      const bytes = cols.reduce((a, c) => { const u = c as Utf8Column; return a + u.offsets[u.offsets.length - 1]! - u.offsets[0]!; }, 0);
+      const bytes = cols.reduce((a, c) => {
+        const u = c as Utf8Column;
+        return a + u.offsets[u.offsets.length - 1]! - u.offsets[0]!;
+      }, 0);
       const data = new Uint8Array(bytes);
       const offsets = new Int32Array(total + 1);
-      let row = 0; let at = 0;
+      let row = 0;
+      let at = 0;
       for (const c of cols) {
         const u = c as Utf8Column;
         const n = u.offsets.length - 1;
         const b0 = u.offsets[0]!;
         data.set(u.data.subarray(b0, u.offsets[n]!), at);
         for (let i = 1; i <= n; i++) offsets[row + i] = at + u.offsets[i]! - b0;
-        row += n; at += u.offsets[n]! - b0;
+        row += n;
+        at += u.offsets[n]! - b0;
       }
       return { type: 'utf8', offsets, data, valid };
     }
@@ -265,8 +338,11 @@ export function concatColumns(cols: readonly Column[]): Column {
 export function columnBytes(c: Column): number {
   const v = c.valid ? c.valid.byteLength : 0;
   switch (c.type) {
-    case 'utf8': return v + c.offsets.byteLength + (c.offsets[c.offsets.length - 1]! - c.offsets[0]!);
-    case 'list': return v + c.offsets.byteLength + columnBytes(c.child);
-    default: return v + c.values.byteLength;
+    case 'utf8':
+      return v + c.offsets.byteLength + (c.offsets[c.offsets.length - 1]! - c.offsets[0]!);
+    case 'list':
+      return v + c.offsets.byteLength + columnBytes(c.child);
+    default:
+      return v + c.values.byteLength;
   }
 }

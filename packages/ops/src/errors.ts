@@ -28,7 +28,11 @@ export interface ErrorWhere {
  */
 export class SluiceError extends Error {
   override name = 'SluiceError';
-  constructor(message: string, readonly where: ErrorWhere = {}, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly where: ErrorWhere = {},
+    options?: { cause?: unknown },
+  ) {
     super(formatWhere(where) + message, options);
   }
 }

@@ -48,9 +48,12 @@ export function packColumns(columns: ReadonlyMap<string, Column>, shared = false
         }
         return { t: 'utf8', o: add(offsets), d: add(c.data.subarray(b0, c.offsets[n]!)), m: mask(c.valid) };
       }
-      case 'list': return { t: 'list', o: add(c.offsets), c: describe(c.child), m: mask(c.valid) };
-      case 'fixed': return { t: 'fixed', s: c.size, v: add(c.values), m: mask(c.valid) };
-      default: return { t: c.type, v: add(c.values), m: mask(c.valid) };
+      case 'list':
+        return { t: 'list', o: add(c.offsets), c: describe(c.child), m: mask(c.valid) };
+      case 'fixed':
+        return { t: 'fixed', s: c.size, v: add(c.values), m: mask(c.valid) };
+      default:
+        return { t: c.type, v: add(c.values), m: mask(c.valid) };
     }
   };
   const desc = [...columns].map(([name, c]) => [name, describe(c)] as [string, ColumnDesc]);
@@ -73,13 +76,20 @@ export function unpackColumns(p: PackedColumns): Map<string, Column> {
   const m = (a: ArrDesc | null): Uint8Array | null => (a === null ? null : u8(a));
   const view = (d: ColumnDesc): Column => {
     switch (d.t) {
-      case 'int32': return { type: 'int32', values: new Int32Array(b, d.v[0], d.v[1]), valid: m(d.m) };
-      case 'int64': return { type: 'int64', values: new BigInt64Array(b, d.v[0], d.v[1]), valid: m(d.m) };
-      case 'float32': return { type: 'float32', values: new Float32Array(b, d.v[0], d.v[1]), valid: m(d.m) };
-      case 'float64': return { type: 'float64', values: new Float64Array(b, d.v[0], d.v[1]), valid: m(d.m) };
-      case 'utf8': return { type: 'utf8', offsets: new Int32Array(b, d.o[0], d.o[1]), data: u8(d.d), valid: m(d.m) };
-      case 'list': return { type: 'list', offsets: new Int32Array(b, d.o[0], d.o[1]), child: view(d.c) as PrimitiveColumn, valid: m(d.m) };
-      case 'fixed': return { type: 'fixed', size: d.s, values: new Float32Array(b, d.v[0], d.v[1]), valid: m(d.m) };
+      case 'int32':
+        return { type: 'int32', values: new Int32Array(b, d.v[0], d.v[1]), valid: m(d.m) };
+      case 'int64':
+        return { type: 'int64', values: new BigInt64Array(b, d.v[0], d.v[1]), valid: m(d.m) };
+      case 'float32':
+        return { type: 'float32', values: new Float32Array(b, d.v[0], d.v[1]), valid: m(d.m) };
+      case 'float64':
+        return { type: 'float64', values: new Float64Array(b, d.v[0], d.v[1]), valid: m(d.m) };
+      case 'utf8':
+        return { type: 'utf8', offsets: new Int32Array(b, d.o[0], d.o[1]), data: u8(d.d), valid: m(d.m) };
+      case 'list':
+        return { type: 'list', offsets: new Int32Array(b, d.o[0], d.o[1]), child: view(d.c) as PrimitiveColumn, valid: m(d.m) };
+      case 'fixed':
+        return { type: 'fixed', size: d.s, values: new Float32Array(b, d.v[0], d.v[1]), valid: m(d.m) };
     }
   };
   return new Map(p.desc.map(([name, d]) => [name, view(d)]));

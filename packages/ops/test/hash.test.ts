@@ -40,7 +40,9 @@ describe('hash primitives', () => {
     const r = rng(3);
     const out = new Uint32Array(2);
     for (let t = 0; t < 20000; t++) {
-      const m = r.chance(0.3) ? r.pick([1n, 2n, 7n, 1n << 21n, (1n << 21n) + 1n, 1n << 32n, (1n << 32n) + 1n, INT64_MAX]) : 1n + BigInt.asUintN(1 + r.int(62), r.big64());
+      const m = r.chance(0.3)
+        ? r.pick([1n, 2n, 7n, 1n << 21n, (1n << 21n) + 1n, 1n << 32n, (1n << 32n) + 1n, INT64_MAX])
+        : 1n + BigInt.asUintN(1 + r.int(62), r.big64());
       const x = r.chance(0.3) ? r.pick(EXTREME_I64) : r.big64();
       new FloorMod64(m).apply(...bigToWords(x), out, 0);
       expect(big(out)).toBe(refFloorMod(x, m));
@@ -63,7 +65,10 @@ describe('hash primitives', () => {
     for (let t = 0; t < 5000; t++) {
       const k = r.chance(0.5) ? BigInt(r.int(300)) - 150n : r.chance(0.1) ? r.pick(EXTREME_I64) : r.big64();
       const id = ix.add(...bigToWords(k));
-      if (!seen.has(k)) { seen.set(k, keys.length); keys.push(k); }
+      if (!seen.has(k)) {
+        seen.set(k, keys.length);
+        keys.push(k);
+      }
       expect(id).toBe(seen.get(k));
     }
     expect(ix.size).toBe(keys.length);

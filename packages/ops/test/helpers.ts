@@ -2,7 +2,17 @@
  * Test helpers for the op kernels: a seeded PRNG, column builders and readers, random inputs with
  * extremes, and slow obvious reference implementations (BigInt for all int64 maths).
  */
-import { columnType, int64Column, listColumn, utf8FromStrings, type Column, type ColumnType, type ListColumn, type PrimitiveColumn, type PrimitiveType } from '../src/column.js';
+import {
+  columnType,
+  int64Column,
+  listColumn,
+  utf8FromStrings,
+  type Column,
+  type ColumnType,
+  type ListColumn,
+  type PrimitiveColumn,
+  type PrimitiveType,
+} from '../src/column.js';
 import { OPS } from '../src/ops/index.js';
 import { Rng as SeededRng } from '../../core/src/util/rng.js';
 import type { OpContext, OpDef } from '../src/ops/types.js';
@@ -46,13 +56,57 @@ export const INT32_MAX = 2147483647;
 export const P53 = 2 ** 53;
 
 export const EXTREME_I64: readonly bigint[] = [
-  0n, 1n, -1n, 2n, -2n, INT64_MIN, INT64_MAX, INT64_MIN + 1n, INT64_MAX - 1n, BigInt(INT32_MIN), BigInt(INT32_MAX),
-  (1n << 32n) - 1n, 1n << 32n, -(1n << 32n), BigInt(P53) - 1n, BigInt(P53), BigInt(P53) + 1n, -BigInt(P53) - 1n, -BigInt(P53) + 1n,
+  0n,
+  1n,
+  -1n,
+  2n,
+  -2n,
+  INT64_MIN,
+  INT64_MAX,
+  INT64_MIN + 1n,
+  INT64_MAX - 1n,
+  BigInt(INT32_MIN),
+  BigInt(INT32_MAX),
+  (1n << 32n) - 1n,
+  1n << 32n,
+  -(1n << 32n),
+  BigInt(P53) - 1n,
+  BigInt(P53),
+  BigInt(P53) + 1n,
+  -BigInt(P53) - 1n,
+  -BigInt(P53) + 1n,
 ];
 export const EXTREME_I32: readonly number[] = [0, 1, -1, 2, -2, INT32_MIN, INT32_MAX, INT32_MIN + 1, INT32_MAX - 1, 65535, -65536];
 export const EXTREME_F: readonly number[] = [
-  0, -0, 1, -1, 0.5, -0.5, 1e-7, -1e-7, NaN, Infinity, -Infinity, INT32_MAX, INT32_MIN, INT32_MAX + 0.5, INT32_MIN - 0.5,
-  2 ** 31, -(2 ** 31) - 1, P53 - 1, P53, P53 + 2, -P53, 2 ** 63, -(2 ** 63), 2 ** 64, 3.4e38, -3.4e38, 1e-45, 123.456, -987.25,
+  0,
+  -0,
+  1,
+  -1,
+  0.5,
+  -0.5,
+  1e-7,
+  -1e-7,
+  NaN,
+  Infinity,
+  -Infinity,
+  INT32_MAX,
+  INT32_MIN,
+  INT32_MAX + 0.5,
+  INT32_MIN - 0.5,
+  2 ** 31,
+  -(2 ** 31) - 1,
+  P53 - 1,
+  P53,
+  P53 + 2,
+  -P53,
+  2 ** 63,
+  -(2 ** 63),
+  2 ** 64,
+  3.4e38,
+  -3.4e38,
+  1e-45,
+  123.456,
+  -987.25,
 ];
 
 /** A random value of a primitive type, extremes included ~1/4 of the time. */
@@ -61,7 +115,7 @@ export function randValue(r: Rng, t: PrimitiveType): number | bigint | string {
     case 'int64':
       return r.chance(0.25) ? r.pick(EXTREME_I64) : r.chance(0.5) ? BigInt(r.int(2001) - 1000) : r.big64();
     case 'int32':
-      return r.chance(0.25) ? r.pick(EXTREME_I32) : r.chance(0.5) ? r.int(2001) - 1000 : (r.int(4294967296) | 0);
+      return r.chance(0.25) ? r.pick(EXTREME_I32) : r.chance(0.5) ? r.int(2001) - 1000 : r.int(4294967296) | 0;
     case 'float32':
       return Math.fround(r.chance(0.25) ? r.pick(EXTREME_F) : (r.float() - 0.5) * 10 ** r.int(8));
     case 'float64':
@@ -103,11 +157,19 @@ const mask = (xs: readonly unknown[]): Uint8Array | null => (xs.some((x) => x ==
 export function col(t: PrimitiveType, xs: readonly Scalar[]): PrimitiveColumn {
   const valid = mask(xs);
   switch (t) {
-    case 'int32': return { type: t, values: Int32Array.from(xs, (x) => (x === null ? -7 : Number(x))), valid };
-    case 'float32': return { type: t, values: Float32Array.from(xs, (x) => (x === null ? -7.5 : Number(x))), valid };
-    case 'float64': return { type: t, values: Float64Array.from(xs, (x) => (x === null ? -7.5 : Number(x))), valid };
-    case 'int64': return int64Column(BigInt64Array.from(xs, (x) => (x === null ? -7n : BigInt(x))), valid);
-    case 'utf8': return { ...utf8FromStrings(xs.map((x) => (x === null ? null : String(x)))), valid };
+    case 'int32':
+      return { type: t, values: Int32Array.from(xs, (x) => (x === null ? -7 : Number(x))), valid };
+    case 'float32':
+      return { type: t, values: Float32Array.from(xs, (x) => (x === null ? -7.5 : Number(x))), valid };
+    case 'float64':
+      return { type: t, values: Float64Array.from(xs, (x) => (x === null ? -7.5 : Number(x))), valid };
+    case 'int64':
+      return int64Column(
+        BigInt64Array.from(xs, (x) => (x === null ? -7n : BigInt(x))),
+        valid,
+      );
+    case 'utf8':
+      return { ...utf8FromStrings(xs.map((x) => (x === null ? null : String(x)))), valid };
   }
 }
 
@@ -155,7 +217,8 @@ export function run(op: string, params: Record<string, unknown>, input: Column, 
   const before = snapshot(input);
   const out = def.apply(input, p, c);
   if (snapshot(input) !== before) throw new Error(`${op} mutated its input`);
-  if (JSON.stringify(columnType(out)) !== JSON.stringify(t)) throw new Error(`${op}: output ${JSON.stringify(columnType(out))} but outputType said ${JSON.stringify(t)}`);
+  if (JSON.stringify(columnType(out)) !== JSON.stringify(t))
+    throw new Error(`${op}: output ${JSON.stringify(columnType(out))} but outputType said ${JSON.stringify(t)}`);
   return out;
 }
 

@@ -2,12 +2,28 @@ import { describe, expect, it } from 'vitest';
 import type { Column, ColumnType, PrimitiveType } from '../src/column.js';
 import { OpDataError } from '../src/ops/types.js';
 import {
-  EXTREME_I64, INT64_MAX, type Row, type Scalar, col, ctx, list, randLists, randScalars, refFloorMod, refFold, refSigrid, rng, rows, run, typeOf,
+  EXTREME_I64,
+  INT64_MAX,
+  type Row,
+  type Scalar,
+  col,
+  ctx,
+  list,
+  randLists,
+  randScalars,
+  refFloorMod,
+  refFold,
+  refSigrid,
+  rng,
+  rows,
+  run,
+  typeOf,
 } from './helpers.js';
 
 const INTS: readonly PrimitiveType[] = ['int32', 'int64'];
 const big = (x: Scalar): bigint => BigInt(x as number | bigint);
-const mapRows = (rs: Row[], f: (x: Scalar) => Scalar): Row[] => rs.map((r) => (r === null ? null : Array.isArray(r) ? r.map((x) => (x === null ? null : f(x))) : f(r)));
+const mapRows = (rs: Row[], f: (x: Scalar) => Scalar): Row[] =>
+  rs.map((r) => (r === null ? null : Array.isArray(r) ? r.map((x) => (x === null ? null : f(x))) : f(r)));
 
 /** Random integer inputs, scalar and list, of both integer types. */
 function* intInputs(seed: number, reps = 15): Generator<[PrimitiveType, Column, Row[]]> {
@@ -24,10 +40,34 @@ function* intInputs(seed: number, reps = 15): Generator<[PrimitiveType, Column, 
 
 describe('sigridHash op', () => {
   it('golden lists (TorchArrow)', () => {
-    const out = run('sigridHash', { salt: 0, max: 100 }, list('int64', [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]));
-    expect(rows(out)).toEqual([[6n, 60n, 54n, 54n], [9n, 4n, 91n], [11n, 67n, 79n]]);
-    expect(rows(run('sigridHash', { max: 100 }, col('int32', Array.from({ length: 16 }, (_, i) => i)))).map(Number).join(' '))
-      .toBe('6 60 54 54 9 4 91 11 67 79 2 25 92 98 83 66');
+    const out = run(
+      'sigridHash',
+      { salt: 0, max: 100 },
+      list('int64', [
+        [0, 1, 2, 3],
+        [4, 5, 6],
+        [7, 8, 9],
+      ]),
+    );
+    expect(rows(out)).toEqual([
+      [6n, 60n, 54n, 54n],
+      [9n, 4n, 91n],
+      [11n, 67n, 79n],
+    ]);
+    expect(
+      rows(
+        run(
+          'sigridHash',
+          { max: 100 },
+          col(
+            'int32',
+            Array.from({ length: 16 }, (_, i) => i),
+          ),
+        ),
+      )
+        .map(Number)
+        .join(' '),
+    ).toBe('6 60 54 54 9 4 91 11 67 79 2 25 92 98 83 66');
   });
   it('matches BigInt for random salts and maxes (int32 sign-extended)', () => {
     const r = rng(20);
@@ -44,7 +84,8 @@ describe('modulus', () => {
   it('matches BigInt floor-mod', () => {
     const r = rng(22);
     for (const [t, c, xs] of intInputs(23)) {
-      const m = t === 'int32' ? r.pick([1n, 2n, 7n, 1000n, 1n << 31n, (1n << 31n) - 1n]) : r.pick([1n, 7n, 1000n, 1n << 21n, (1n << 32n) + 3n, 1n << 53n, INT64_MAX]);
+      const m =
+        t === 'int32' ? r.pick([1n, 2n, 7n, 1000n, 1n << 31n, (1n << 31n) - 1n]) : r.pick([1n, 7n, 1000n, 1n << 21n, (1n << 32n) + 3n, 1n << 53n, INT64_MAX]);
       const out = run('modulus', { m: m.toString() }, c);
       expect(rows(out)).toEqual(mapRows(xs, (x) => (t === 'int32' ? Number(refFloorMod(big(x), m)) : refFloorMod(big(x), m))));
     }
@@ -59,7 +100,21 @@ describe('mapId', () => {
   it('object and pair forms, decimal strings and default', () => {
     const big = '9223372036854775807';
     expect(rows(run('mapId', { mapping: { '1': 10, '-2': big } }, col('int32', [1, -2, 3, null])))).toEqual([10n, 2n ** 63n - 1n, 0n, null]);
-    expect(rows(run('mapId', { mapping: [[big, 1], [0, '-5']], default: -1 }, list('int64', [[2n ** 63n - 1n, 0n, 5n], null])))).toEqual([[1n, -5n, -1n], null]);
+    expect(
+      rows(
+        run(
+          'mapId',
+          {
+            mapping: [
+              [big, 1],
+              [0, '-5'],
+            ],
+            default: -1,
+          },
+          list('int64', [[2n ** 63n - 1n, 0n, 5n], null]),
+        ),
+      ),
+    ).toEqual([[1n, -5n, -1n], null]);
   });
   it('matches a Map over random mappings', () => {
     const r = rng(24);
@@ -85,11 +140,21 @@ describe('hex2int', () => {
       const expL = ls.map((l) => (l === null ? null : l.map((s) => (s === null || s === '' ? null : BigInt.asIntN(64, BigInt(`0x${s}`))))));
       expect(rows(run('hex2int', {}, list('utf8', ls)))).toEqual(expL);
     }
-    expect(rows(run('hex2int', {}, col('utf8', ['ffffffffffffffff', '8000000000000000', '7FFFFFFFFFFFFFFF', '0000000000000001', 'a'])))).toEqual([-1n, -(2n ** 63n), 2n ** 63n - 1n, 1n, 10n]);
+    expect(rows(run('hex2int', {}, col('utf8', ['ffffffffffffffff', '8000000000000000', '7FFFFFFFFFFFFFFF', '0000000000000001', 'a'])))).toEqual([
+      -1n,
+      -(2n ** 63n),
+      2n ** 63n - 1n,
+      1n,
+      10n,
+    ]);
   });
   it('rejects other bytes and > 16 digits, naming the row and the value', () => {
     const err = (c: Column): OpDataError => {
-      try { run('hex2int', {}, c); } catch (e) { return e as OpDataError; }
+      try {
+        run('hex2int', {}, c);
+      } catch (e) {
+        return e as OpDataError;
+      }
       throw new Error('no error');
     };
     for (const bad of ['0x1f', ' 1f', '1f ', 'g', '-1', '12345678901234567', 'é', '+1']) {
@@ -110,7 +175,23 @@ describe('hex2int', () => {
 
 describe('firstX', () => {
   it('golden: x=2', () => {
-    expect(rows(run('firstX', { x: 2 }, list('int64', [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]])))).toEqual([[0n, 1n], [4n, 5n], [7n, 8n]]);
+    expect(
+      rows(
+        run(
+          'firstX',
+          { x: 2 },
+          list('int64', [
+            [0, 1, 2, 3],
+            [4, 5, 6],
+            [7, 8, 9],
+          ]),
+        ),
+      ),
+    ).toEqual([
+      [0n, 1n],
+      [4n, 5n],
+      [7n, 8n],
+    ]);
   });
   it('matches slice on random lists of every type, and promotes scalars', () => {
     const r = rng(27);
@@ -118,7 +199,9 @@ describe('firstX', () => {
       for (let k = 0; k < 10; k++) {
         const x = 1 + r.int(4);
         const ls = randLists(r, t, 30);
-        expect(rows(run('firstX', { x }, list(t, ls)))).toEqual(ls.map((l) => (l === null ? null : l.slice(0, x).map((v) => (t === 'int64' && v !== null ? big(v) : v)))));
+        expect(rows(run('firstX', { x }, list(t, ls)))).toEqual(
+          ls.map((l) => (l === null ? null : l.slice(0, x).map((v) => (t === 'int64' && v !== null ? big(v) : v)))),
+        );
         const xs = randScalars(r, t, 30);
         expect(rows(run('firstX', { x }, col(t, xs)))).toEqual(xs.map((v) => (v === null ? null : [t === 'int64' ? big(v) : v])));
       }
@@ -131,11 +214,13 @@ describe('ngram', () => {
     for (const [, c, xs] of intInputs(29, 8)) {
       for (const n of [1, 2, 3]) {
         const out = run('ngram', { n }, c);
-        expect(rows(out)).toEqual(xs.map((row) => {
-          if (row === null) return null;
-          const ids = (Array.isArray(row) ? row : [row]).filter((x) => x !== null).map(big);
-          return Array.from({ length: Math.max(0, ids.length - n + 1) }, (_, s) => refFold(ids.slice(s, s + n)));
-        }));
+        expect(rows(out)).toEqual(
+          xs.map((row) => {
+            if (row === null) return null;
+            const ids = (Array.isArray(row) ? row : [row]).filter((x) => x !== null).map(big);
+            return Array.from({ length: Math.max(0, ids.length - n + 1) }, (_, s) => refFold(ids.slice(s, s + n)));
+          }),
+        );
       }
     }
   });
@@ -152,7 +237,10 @@ describe('cross', () => {
   const fTypes = (m: Record<string, ColumnType>) => new Map(Object.entries(m));
   function refCross(operands: Row[][], max: bigint): Row[] {
     return operands[0]!.map((_, i) => {
-      const lists = operands.map((o) => { const v = o[i]; return (v === null ? [] : Array.isArray(v) ? v : [v]).filter((x) => x !== null).map(big); });
+      const lists = operands.map((o) => {
+        const v = o[i];
+        return (v === null ? [] : Array.isArray(v) ? v : [v]).filter((x) => x !== null).map(big);
+      });
       let tuples: bigint[][] = [[]];
       for (const l of lists) tuples = tuples.flatMap((t) => l.map((x) => [...t, x]));
       return tuples.map((t) => refFloorMod(refFold(t), max));
@@ -165,13 +253,19 @@ describe('cross', () => {
       const ops = Array.from({ length: 1 + r.int(3) }, () => {
         const t = r.pick(INTS);
         const data = r.chance(0.5) ? randLists(r, t, n, 4) : randScalars(r, t, n);
-        const c = Array.isArray(data.find((x) => x !== null)) || data.every((x) => x === null) ? list(t, data as Array<Scalar[] | null>) : col(t, data as Scalar[]);
+        const c =
+          Array.isArray(data.find((x) => x !== null)) || data.every((x) => x === null) ? list(t, data as Array<Scalar[] | null>) : col(t, data as Scalar[]);
         return { c, data: data as Row[] };
       });
       const [first, ...rest] = ops;
       const names = rest.map((_, j) => `f${j}`);
       const features = new Map(rest.map((o, j) => [names[j]!, o.c]));
-      const featureTypes = new Map(rest.map((o, j): [string, ColumnType] => [names[j]!, o.c.type === 'list' ? { kind: 'list', child: o.c.child.type } : { kind: o.c.type as PrimitiveType }]));
+      const featureTypes = new Map(
+        rest.map((o, j): [string, ColumnType] => [
+          names[j]!,
+          o.c.type === 'list' ? { kind: 'list', child: o.c.child.type } : { kind: o.c.type as PrimitiveType },
+        ]),
+      );
       const max = r.pick([1n, 97n, 1n << 40n, INT64_MAX]);
       if (names.length === 0) continue;
       const out = run('cross', { inputs: names, max: max.toString() }, first!.c, ctx({ features, featureTypes }));
@@ -181,13 +275,25 @@ describe('cross', () => {
   it('row-major order, first operand slowest', () => {
     const a = list('int64', [[1, 2]]);
     const b = list('int32', [[3, 4, 5]]);
-    const out = run('cross', { inputs: ['b'], max: '9223372036854775807' }, a, ctx({ features: new Map([['b', b]]), featureTypes: fTypes({ b: { kind: 'list', child: 'int32' } }) }));
+    const out = run(
+      'cross',
+      { inputs: ['b'], max: '9223372036854775807' },
+      a,
+      ctx({ features: new Map([['b', b]]), featureTypes: fTypes({ b: { kind: 'list', child: 'int32' } }) }),
+    );
     const h = (x: bigint, y: bigint) => refFloorMod(refFold([x, y]), INT64_MAX);
     expect(rows(out)).toEqual([[h(1n, 3n), h(1n, 4n), h(1n, 5n), h(2n, 3n), h(2n, 4n), h(2n, 5n)]]);
   });
   it('rejects unknown and non-integer features at plan time', () => {
-    expect(() => typeOf('cross', { inputs: ['nope'], max: 10 }, { kind: 'int64' })).toThrow('"inputs" names "nope", which is not a feature defined before this one');
-    expect(() => typeOf('cross', { inputs: ['d'], max: 10 }, { kind: 'int64' }, fTypes({ d: { kind: 'float32' } }))).toThrow('"inputs" feature "d" needs an integer scalar or list input, got float32');
-    expect(typeOf('cross', { inputs: ['d'], max: 10 }, { kind: 'int32' }, fTypes({ d: { kind: 'list', child: 'int64' } }))).toEqual({ kind: 'list', child: 'int64' });
+    expect(() => typeOf('cross', { inputs: ['nope'], max: 10 }, { kind: 'int64' })).toThrow(
+      '"inputs" names "nope", which is not a feature defined before this one',
+    );
+    expect(() => typeOf('cross', { inputs: ['d'], max: 10 }, { kind: 'int64' }, fTypes({ d: { kind: 'float32' } }))).toThrow(
+      '"inputs" feature "d" needs an integer scalar or list input, got float32',
+    );
+    expect(typeOf('cross', { inputs: ['d'], max: 10 }, { kind: 'int32' }, fTypes({ d: { kind: 'list', child: 'int64' } }))).toEqual({
+      kind: 'list',
+      child: 'int64',
+    });
   });
 });

@@ -11,7 +11,13 @@ const NUMERIC: readonly PrimitiveType[] = ['int32', 'int64', 'float32', 'float64
  * element. `ref` gets the value and the input element type; it returns the expected element, or
  * null for a null. Nulls in → nulls out unless `nullTo` is given; null output slots must hold 0.
  */
-function checkElementwise(op: string, params: Record<string, unknown>, types: readonly PrimitiveType[], ref: (x: Num, t: PrimitiveType) => Num | null, nullTo?: (t: PrimitiveType) => Num) {
+function checkElementwise(
+  op: string,
+  params: Record<string, unknown>,
+  types: readonly PrimitiveType[],
+  ref: (x: Num, t: PrimitiveType) => Num | null,
+  nullTo?: (t: PrimitiveType) => Num,
+) {
   for (const [seed, t] of types.entries()) {
     const r = rng(100 + seed);
     for (let rep = 0; rep < 20; rep++) {
@@ -34,7 +40,9 @@ function checkElementwise(op: string, params: Record<string, unknown>, types: re
 function expectZeroNulls(c: Column): void {
   if (c.type === 'list' || c.type === 'fixed' || c.valid === null) return;
   const raw = rawValues(c as PrimitiveColumn);
-  c.valid.forEach((v, i) => { if (v === 0) expect(Number(raw[i])).toBe(0); });
+  c.valid.forEach((v, i) => {
+    if (v === 0) expect(Number(raw[i])).toBe(0);
+  });
 }
 
 /** The value an element type stores for a JS number (float32 rounds, int64 is a bigint). */
@@ -55,30 +63,57 @@ describe('fillNull', () => {
     expect(rows(run('fillNull', { value: '-9223372036854775808' }, col('int64', [null, 1])))).toEqual([-(2n ** 63n), 1n]);
   });
   it('matches the obvious implementation', () => {
-    checkElementwise('fillNull', { value: 3 }, NUMERIC, (x) => x, (t) => store(3, t));
-    checkElementwise('fillNull', { value: 0.25 }, ['float32', 'float64'], (x) => x, () => 0.25);
+    checkElementwise(
+      'fillNull',
+      { value: 3 },
+      NUMERIC,
+      (x) => x,
+      (t) => store(3, t),
+    );
+    checkElementwise(
+      'fillNull',
+      { value: 0.25 },
+      ['float32', 'float64'],
+      (x) => x,
+      () => 0.25,
+    );
   });
 });
 
 describe('cast', () => {
   const TO = ['float32', 'int32', 'int64'] as const;
-  const ref = (to: (typeof TO)[number]) => (x: Num, t: PrimitiveType): Num | null => {
-    if (t === to) return x;
-    if (to === 'float32') return f32(num(x));
-    if (typeof x === 'bigint') return to === 'int32' ? Number(BigInt.asIntN(32, x)) : x;
-    if (t === 'int32') return to === 'int64' ? BigInt(x) : x;
-    const tr = Math.trunc(x) + 0; // + 0 turns -0 into 0, as integer storage does
-    if (to === 'int32') return Number.isFinite(tr) && tr >= -(2 ** 31) && tr < 2 ** 31 ? tr : null;
-    return Number.isFinite(tr) && tr >= -(2 ** 63) && tr < 2 ** 63 ? BigInt(tr) : null;
-  };
+  const ref =
+    (to: (typeof TO)[number]) =>
+    (x: Num, t: PrimitiveType): Num | null => {
+      if (t === to) return x;
+      if (to === 'float32') return f32(num(x));
+      if (typeof x === 'bigint') return to === 'int32' ? Number(BigInt.asIntN(32, x)) : x;
+      if (t === 'int32') return to === 'int64' ? BigInt(x) : x;
+      const tr = Math.trunc(x) + 0; // + 0 turns -0 into 0, as integer storage does
+      if (to === 'int32') return Number.isFinite(tr) && tr >= -(2 ** 31) && tr < 2 ** 31 ? tr : null;
+      return Number.isFinite(tr) && tr >= -(2 ** 63) && tr < 2 ** 63 ? BigInt(tr) : null;
+    };
   for (const to of TO) it(`to ${to} matches the obvious implementation`, () => checkElementwise('cast', { to }, NUMERIC, ref(to)));
   it('returns the input itself for the same type', () => {
     const c = col('int32', [1, null]);
     expect(run('cast', { to: 'int32' }, c)).toBe(c);
   });
   it('edge cases', () => {
-    expect(rows(run('cast', { to: 'int32' }, col('float64', [2.9, -2.9, NaN, Infinity, 2 ** 31, -(2 ** 31), null])))).toEqual([2, -2, null, null, null, -(2 ** 31), null]);
-    expect(rows(run('cast', { to: 'int64' }, col('float64', [2 ** 63, -(2 ** 63), 2 ** 62 + 2 ** 40, -1.5])))).toEqual([null, -(2n ** 63n), 2n ** 62n + 2n ** 40n, -1n]);
+    expect(rows(run('cast', { to: 'int32' }, col('float64', [2.9, -2.9, NaN, Infinity, 2 ** 31, -(2 ** 31), null])))).toEqual([
+      2,
+      -2,
+      null,
+      null,
+      null,
+      -(2 ** 31),
+      null,
+    ]);
+    expect(rows(run('cast', { to: 'int64' }, col('float64', [2 ** 63, -(2 ** 63), 2 ** 62 + 2 ** 40, -1.5])))).toEqual([
+      null,
+      -(2n ** 63n),
+      2n ** 62n + 2n ** 40n,
+      -1n,
+    ]);
     expect(rows(run('cast', { to: 'int32' }, col('int64', [2n ** 32n + 5n, -1n, 2n ** 31n])))).toEqual([5, -1, -(2 ** 31)]);
     expect(rows(run('cast', { to: 'float32' }, col('int64', [2n ** 53n + 1n])))).toEqual([f32(2 ** 53)]);
   });
@@ -92,15 +127,29 @@ describe('neg2zero', () => {
 
 describe('clamp', () => {
   it('golden: 0..20 on lists', () => {
-    const out = run('clamp', { min: 0, max: 20 }, list('int64', [[0, 1, 2, 3], [-100, 100, 10], [0, -1, -2, -3]]));
-    expect(rows(out)).toEqual([[0n, 1n, 2n, 3n], [0n, 20n, 10n], [0n, 0n, 0n, 0n]]);
+    const out = run(
+      'clamp',
+      { min: 0, max: 20 },
+      list('int64', [
+        [0, 1, 2, 3],
+        [-100, 100, 10],
+        [0, -1, -2, -3],
+      ]),
+    );
+    expect(rows(out)).toEqual([
+      [0n, 1n, 2n, 3n],
+      [0n, 20n, 10n],
+      [0n, 0n, 0n, 0n],
+    ]);
   });
-  const refClamp = (min: number | string, max: number | string) => (x: Num, t: PrimitiveType): Num => {
-    if (typeof x === 'bigint') return x < BigInt(min) ? BigInt(min) : x > BigInt(max) ? BigInt(max) : x;
-    const lo = t === 'float32' ? f32(Number(min)) : Number(min);
-    const hi = t === 'float32' ? f32(Number(max)) : Number(max);
-    return x < lo ? lo : x > hi ? hi : x;
-  };
+  const refClamp =
+    (min: number | string, max: number | string) =>
+    (x: Num, t: PrimitiveType): Num => {
+      if (typeof x === 'bigint') return x < BigInt(min) ? BigInt(min) : x > BigInt(max) ? BigInt(max) : x;
+      const lo = t === 'float32' ? f32(Number(min)) : Number(min);
+      const hi = t === 'float32' ? f32(Number(max)) : Number(max);
+      return x < lo ? lo : x > hi ? hi : x;
+    };
   it('matches the obvious implementation', () => {
     checkElementwise('clamp', { min: -5, max: 100 }, NUMERIC, refClamp(-5, 100));
     checkElementwise('clamp', { min: -0.1, max: 0.3 }, ['float32', 'float64'], refClamp(-0.1, 0.3));
@@ -117,10 +166,12 @@ describe('log, logit, boxCox', () => {
     expect(rows(run('log', {}, col('float64', [-1, -2, 0, 1e-10])))).toEqual([-Infinity, NaN, 0, f32(Math.log1p(1e-10))]);
   });
   it('logit matches the obvious implementation', () => {
-    const lg = (eps: number) => (x: Num): number => {
-      const p = Math.min(Math.max(num(x), eps), 1 - eps);
-      return f32(Math.log(p / (1 - p)));
-    };
+    const lg =
+      (eps: number) =>
+      (x: Num): number => {
+        const p = Math.min(Math.max(num(x), eps), 1 - eps);
+        return f32(Math.log(p / (1 - p)));
+      };
     checkElementwise('logit', {}, NUMERIC, (x) => (Number.isNaN(num(x)) ? NaN : lg(1e-6)(x)));
     checkElementwise('logit', { eps: 0.1 }, NUMERIC, (x) => (Number.isNaN(num(x)) ? NaN : lg(0.1)(x)));
     expect(rows(run('logit', {}, col('float32', [0.5, 0, 1])))).toEqual([0, f32(Math.log(1e-6 / (1 - 1e-6))), f32(Math.log((1 - 1e-6) / 1e-6))]);
@@ -135,7 +186,11 @@ describe('log, logit, boxCox', () => {
   });
   it('boxCox: x <= 0 and NaN are data errors naming the row; nulls are skipped', () => {
     const err = (c: Column): OpDataError => {
-      try { run('boxCox', { lambda: 1 }, c); } catch (e) { return e as OpDataError; }
+      try {
+        run('boxCox', { lambda: 1 }, c);
+      } catch (e) {
+        return e as OpDataError;
+      }
       throw new Error('no error');
     };
     const e1 = err(col('float64', [1, null, 2, 0, -1]));
@@ -170,7 +225,19 @@ describe('oneHot', () => {
     const out = run('oneHot', { numClasses: 3 }, col('int64', [0, 2, 3, -1, null, 2n ** 32n + 1n, 1]));
     expect(out.type).toBe('fixed');
     expect(out.valid).toBeNull();
-    expect(rows(out)).toEqual([[1, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 1, 0]]);
-    expect(rows(run('oneHot', { numClasses: 2 }, col('int32', [1, -2147483648, null])))).toEqual([[0, 1], [0, 0], [0, 0]]);
+    expect(rows(out)).toEqual([
+      [1, 0, 0],
+      [0, 0, 1],
+      [0, 0, 0],
+      [0, 0, 0],
+      [0, 0, 0],
+      [0, 0, 0],
+      [0, 1, 0],
+    ]);
+    expect(rows(run('oneHot', { numClasses: 2 }, col('int32', [1, -2147483648, null])))).toEqual([
+      [0, 1],
+      [0, 0],
+      [0, 0],
+    ]);
   });
 });

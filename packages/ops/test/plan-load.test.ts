@@ -33,7 +33,12 @@ const LIST_I64: ColumnType = { kind: 'list', child: 'int64' };
 
 /** The schema of a Criteo-like file the example plan reads. */
 const SCHEMA: ReadonlyMap<string, ColumnType> = new Map<string, ColumnType>([
-  ['label', F32], ['I1', I32], ['I2', F32], ['C1', STR], ['ids', LIST_I64], ['n64', I64],
+  ['label', F32],
+  ['I1', I32],
+  ['I2', F32],
+  ['C1', STR],
+  ['ids', LIST_I64],
+  ['n64', I64],
 ]);
 
 const feature = (name: string, input: string, kind: 'dense' | 'sparse', ...ops: OpSpec[]): FeatureSpec => ({ name, input, kind, ops });
@@ -70,10 +75,14 @@ describe('loadPlan', () => {
       expect(p.backend).toEqual({ name: 'cpu', workers: 2 });
       expect(p.label).toBe('label');
       expect(p.features.map((f) => [f.name, f.input, f.kind])).toEqual([
-        ['I1', 'I1', 'dense'], ['I1_bucket', 'I1', 'sparse'], ['C1', 'C1', 'sparse'],
+        ['I1', 'I1', 'dense'],
+        ['I1_bucket', 'I1', 'sparse'],
+        ['C1', 'C1', 'sparse'],
       ]);
       expect(p.features.map((f) => f.ops.map((o) => o.op))).toEqual([
-        ['fillNull', 'neg2zero', 'log'], ['fillNull', 'bucketize'], ['hex2int', 'sigridHash'],
+        ['fillNull', 'neg2zero', 'log'],
+        ['fillNull', 'bucketize'],
+        ['hex2int', 'sigridHash'],
       ]);
       expect(p.features.flatMap((f) => f.ops.map((o) => o.index))).toEqual([0, 1, 2, 0, 1, 0, 1]);
       for (const f of p.features) for (const o of f.ops) expect(o.def.name).toBe(o.op);
@@ -120,8 +129,14 @@ describe('loadPlan', () => {
 
   it('keeps values that are given', () => {
     const p = loadPlan({
-      batchSize: 10, prefetch: 2, dropLast: true, epochs: 3, label: 'y', input: ['a.parquet', 'b.parquet'],
-      shard: { rank: 1, worldSize: 4 }, shuffle: { seed: 0, bufferRows: 0 },
+      batchSize: 10,
+      prefetch: 2,
+      dropLast: true,
+      epochs: 3,
+      label: 'y',
+      input: ['a.parquet', 'b.parquet'],
+      shard: { rank: 1, worldSize: 4 },
+      shuffle: { seed: 0, bufferRows: 0 },
       features: [feature('I1', 'I1', 'dense')],
     });
     expect([p.batchSize, p.prefetch, p.dropLast, p.epochs, p.label]).toEqual([10, 2, true, 3, 'y']);
@@ -132,22 +147,38 @@ describe('loadPlan', () => {
 
   describe('rejects a bad op, naming feature and op as `feature F, op NAME (#k): reason`', () => {
     it.each<[string, FeatureSpec, RegExp]>([
-      ['an unknown op', feature('I1', 'I1', 'dense', { op: 'fillNull', value: 0 }, { op: 'log2' }),
-        /^feature I1, op log2 \(#2\): unknown op \(known: .*\bfillNull\b.*\bvocab\b/],
-      ['bucketize with decreasing borders', feature('I1_bucket', 'I1', 'sparse', { op: 'bucketize', borders: [0, 10, 5] }),
-        /^feature I1_bucket, op bucketize \(#1\): "borders" must be non-decreasing/],
-      ['bucketize with no borders', feature('B', 'I1', 'sparse', { op: 'bucketize', borders: [] }),
-        /^feature B, op bucketize \(#1\): "borders" must be a non-empty list/],
-      ['clamp with min > max', feature('X', 'I1', 'dense', { op: 'fillNull', value: 0 }, { op: 'neg2zero' }, { op: 'clamp', min: 5, max: 1 }),
-        /^feature X, op clamp \(#3\): "min" \(5\) must be <= "max" \(1\)/],
-      ['sigridHash with max 0', feature('C1', 'C1', 'sparse', { op: 'hex2int' }, { op: 'sigridHash', salt: 0, max: 0 }),
-        /^feature C1, op sigridHash \(#2\): "max" must be >= 1/],
-      ['sigridHash without max', feature('C1', 'C1', 'sparse', { op: 'hex2int' }, { op: 'sigridHash' }),
-        /^feature C1, op sigridHash \(#2\): missing required param "max"/],
-      ['an unknown param', feature('I1', 'I1', 'dense', { op: 'log', ofset: 1 }),
-        /^feature I1, op log \(#1\): unknown param "ofset"/],
-      ['a bad param type', feature('I1', 'I1', 'dense', { op: 'oneHot', numClasses: 'ten' }),
-        /^feature I1, op oneHot \(#1\): "numClasses" must be/],
+      [
+        'an unknown op',
+        feature('I1', 'I1', 'dense', { op: 'fillNull', value: 0 }, { op: 'log2' }),
+        /^feature I1, op log2 \(#2\): unknown op \(known: .*\bfillNull\b.*\bvocab\b/,
+      ],
+      [
+        'bucketize with decreasing borders',
+        feature('I1_bucket', 'I1', 'sparse', { op: 'bucketize', borders: [0, 10, 5] }),
+        /^feature I1_bucket, op bucketize \(#1\): "borders" must be non-decreasing/,
+      ],
+      [
+        'bucketize with no borders',
+        feature('B', 'I1', 'sparse', { op: 'bucketize', borders: [] }),
+        /^feature B, op bucketize \(#1\): "borders" must be a non-empty list/,
+      ],
+      [
+        'clamp with min > max',
+        feature('X', 'I1', 'dense', { op: 'fillNull', value: 0 }, { op: 'neg2zero' }, { op: 'clamp', min: 5, max: 1 }),
+        /^feature X, op clamp \(#3\): "min" \(5\) must be <= "max" \(1\)/,
+      ],
+      [
+        'sigridHash with max 0',
+        feature('C1', 'C1', 'sparse', { op: 'hex2int' }, { op: 'sigridHash', salt: 0, max: 0 }),
+        /^feature C1, op sigridHash \(#2\): "max" must be >= 1/,
+      ],
+      [
+        'sigridHash without max',
+        feature('C1', 'C1', 'sparse', { op: 'hex2int' }, { op: 'sigridHash' }),
+        /^feature C1, op sigridHash \(#2\): missing required param "max"/,
+      ],
+      ['an unknown param', feature('I1', 'I1', 'dense', { op: 'log', ofset: 1 }), /^feature I1, op log \(#1\): unknown param "ofset"/],
+      ['a bad param type', feature('I1', 'I1', 'dense', { op: 'oneHot', numClasses: 'ten' }), /^feature I1, op oneHot \(#1\): "numClasses" must be/],
     ])('%s', (_what, f, re) => {
       const e = planError(plan(feature('ok', 'I1', 'dense'), f));
       expect(e.message).toMatch(re);
@@ -167,11 +198,19 @@ describe('loadPlan', () => {
       ['duplicate feature names', plan(feature('I1', 'I1', 'dense'), feature('I1', 'I2', 'dense')), 'feature I1: duplicate feature name'],
       ['a missing input', plan({ name: 'I1', kind: 'dense' } as FeatureSpec), 'feature I1: needs an "input" column name'],
       ['an empty input', plan(feature('I1', '', 'dense')), 'feature I1: needs an "input" column name'],
-      ['a bad kind', plan({ name: 'I1', input: 'I1', kind: 'categorical' } as unknown as FeatureSpec), 'feature I1: kind must be "dense" or "sparse", got "categorical"'],
+      [
+        'a bad kind',
+        plan({ name: 'I1', input: 'I1', kind: 'categorical' } as unknown as FeatureSpec),
+        'feature I1: kind must be "dense" or "sparse", got "categorical"',
+      ],
       ['a missing kind', plan({ name: 'I1', input: 'I1' } as FeatureSpec), 'feature I1: kind must be "dense" or "sparse", got undefined'],
       ['a feature without a name', plan({ input: 'I1', kind: 'dense' } as FeatureSpec), 'features[0] needs a "name"'],
       ['a feature that is not an object', { features: ['I1'] }, 'features[0] must be an object'],
-      ['ops that are not a list', plan({ name: 'I1', input: 'I1', kind: 'dense', ops: { op: 'log' } } as unknown as FeatureSpec), 'feature I1: ops must be a list'],
+      [
+        'ops that are not a list',
+        plan({ name: 'I1', input: 'I1', kind: 'dense', ops: { op: 'log' } } as unknown as FeatureSpec),
+        'feature I1: ops must be a list',
+      ],
       ['no features', { features: [] }, 'features must be a non-empty list'],
       ['features missing', { label: 'label' }, 'features must be a non-empty list'],
       ['a plan that is not an object', [feature('I1', 'I1', 'dense')], 'plan must be a JSON object'],
@@ -188,8 +227,16 @@ describe('loadPlan', () => {
       ['an empty input list', { input: [], features: [feature('I1', 'I1', 'dense')] }, /^input must be a path/],
       // Values JSON would misreport (as null, or 0) are quoted as they are.
       ['an infinite batchSize', { batchSize: Infinity, features: [feature('I1', 'I1', 'dense')] }, 'batchSize must be a positive integer, got Infinity'],
-      ['a fillNull value of Infinity', plan(feature('I1', 'I1', 'dense', { op: 'fillNull', value: Infinity })), 'feature I1, op fillNull (#1): "value" must be a finite number or an int64 decimal string, got Infinity'],
-      ['a clamp bound of NaN', plan(feature('I1', 'I1', 'dense', { op: 'clamp', min: Number.NaN, max: 1 })), 'feature I1, op clamp (#1): "min" must be a finite number or an int64 decimal string, got NaN'],
+      [
+        'a fillNull value of Infinity',
+        plan(feature('I1', 'I1', 'dense', { op: 'fillNull', value: Infinity })),
+        'feature I1, op fillNull (#1): "value" must be a finite number or an int64 decimal string, got Infinity',
+      ],
+      [
+        'a clamp bound of NaN',
+        plan(feature('I1', 'I1', 'dense', { op: 'clamp', min: Number.NaN, max: 1 })),
+        'feature I1, op clamp (#1): "min" must be a finite number or an int64 decimal string, got NaN',
+      ],
       ['a bigint batchSize', { batchSize: 10n, features: [feature('I1', 'I1', 'dense')] }, 'batchSize must be a positive integer, got 10'],
     ])('%s', (_what, spec, expected) => {
       const msg = loadError(spec);
@@ -261,8 +308,9 @@ describe('typeCheckPlan', () => {
     const e = planError(plan(feature('I9', 'I9_raw', 'dense')), SCHEMA);
     expect(e.message).toMatch(/^feature I9: input column "I9_raw" is not in the input \(columns: label, I1, I2, C1, ids, n64\)$/);
     expect(e.where.feature).toBe('I9');
-    expect(() => typeCheckPlan(loadPlan(plan(feature('I9', 'I9_raw', 'dense'))), SCHEMA, 'day_0.parquet'))
-      .toThrow(/^feature I9: input column "I9_raw" is not in day_0\.parquet/);
+    expect(() => typeCheckPlan(loadPlan(plan(feature('I9', 'I9_raw', 'dense'))), SCHEMA, 'day_0.parquet')).toThrow(
+      /^feature I9: input column "I9_raw" is not in day_0\.parquet/,
+    );
   });
 
   it('lists at most 20 columns of a wide schema', () => {
@@ -279,22 +327,28 @@ describe('typeCheckPlan', () => {
   });
 
   it('names the op position of a type error further down the chain', () => {
-    expect(typeError(plan(feature('C1', 'C1', 'sparse', { op: 'hex2int' }, { op: 'sigridHash', max: 10 }, { op: 'log' }, { op: 'oneHot', numClasses: 3 }))))
-      .toMatch(/^feature C1, op oneHot \(#4\): needs an integer scalar input, got float32/);
+    expect(
+      typeError(plan(feature('C1', 'C1', 'sparse', { op: 'hex2int' }, { op: 'sigridHash', max: 10 }, { op: 'log' }, { op: 'oneHot', numClasses: 3 }))),
+    ).toMatch(/^feature C1, op oneHot \(#4\): needs an integer scalar input, got float32/);
   });
 
   it('rejects a dense feature that ends as a list or a string', () => {
     expect(typeError(plan(feature('L', 'ids', 'dense')))).toBe('feature L: a dense feature must end as a numeric scalar, got list<int64>');
-    expect(typeError(plan(feature('L', 'ids', 'dense', { op: 'firstX', x: 1 })))).toMatch(/^feature L: a dense feature must end as a numeric scalar, got list</);
+    expect(typeError(plan(feature('L', 'ids', 'dense', { op: 'firstX', x: 1 })))).toMatch(
+      /^feature L: a dense feature must end as a numeric scalar, got list</,
+    );
     expect(typeError(plan(feature('S', 'C1', 'dense')))).toBe('feature S: a dense feature must end as a numeric scalar, got utf8');
   });
 
   it('rejects a sparse feature that ends as floats, a string or a dense vector', () => {
-    expect(typeError(plan(feature('F', 'I1', 'sparse', { op: 'log' })))).toMatch(/^feature F: a sparse feature must end as integer ids \(scalar or list\), got float32; add hex2int/);
+    expect(typeError(plan(feature('F', 'I1', 'sparse', { op: 'log' })))).toMatch(
+      /^feature F: a sparse feature must end as integer ids \(scalar or list\), got float32; add hex2int/,
+    );
     expect(typeError(plan(feature('F', 'I2', 'sparse')))).toMatch(/^feature F: a sparse feature must end as integer ids .*got float32/);
     expect(typeError(plan(feature('S', 'C1', 'sparse')))).toMatch(/^feature S: a sparse feature must end as integer ids .*got utf8/);
-    expect(typeError(plan(feature('O', 'I1', 'sparse', { op: 'fillNull', value: 0 }, { op: 'oneHot', numClasses: 3 }))))
-      .toMatch(/^feature O: a sparse feature must end as integer ids .*got float32\[3\]/);
+    expect(typeError(plan(feature('O', 'I1', 'sparse', { op: 'fillNull', value: 0 }, { op: 'oneHot', numClasses: 3 })))).toMatch(
+      /^feature O: a sparse feature must end as integer ids .*got float32\[3\]/,
+    );
   });
 
   it('rejects a missing label column', () => {
@@ -312,7 +366,10 @@ describe('typeCheckPlan', () => {
     const crossOf = (...inputs: string[]): FeatureSpec => feature('X', 'ids', 'sparse', { op: 'cross', inputs, max: 1000 });
 
     it('accepts a cross of features defined before it', () => {
-      const t = typeCheckPlan(loadPlan(plan(c1, feature('B', 'I1', 'sparse', { op: 'fillNull', value: 0 }, { op: 'bucketize', borders: [1, 10] }), crossOf('C1', 'B'))), SCHEMA);
+      const t = typeCheckPlan(
+        loadPlan(plan(c1, feature('B', 'I1', 'sparse', { op: 'fillNull', value: 0 }, { op: 'bucketize', borders: [1, 10] }), crossOf('C1', 'B'))),
+        SCHEMA,
+      );
       expect(t.features[2]!.outputType).toEqual(LIST_I64);
     });
 
@@ -328,7 +385,9 @@ describe('typeCheckPlan', () => {
     });
 
     it('rejects a cross of a dense float feature', () => {
-      expect(typeError(plan(feature('I1', 'I1', 'dense', { op: 'log' }), crossOf('I1')))).toMatch(/^feature X, op cross \(#1\): "inputs" feature "I1" needs an integer/);
+      expect(typeError(plan(feature('I1', 'I1', 'dense', { op: 'log' }), crossOf('I1')))).toMatch(
+        /^feature X, op cross \(#1\): "inputs" feature "I1" needs an integer/,
+      );
     });
   });
 });

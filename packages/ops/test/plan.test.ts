@@ -34,9 +34,23 @@ function typeError(op: string, params: Record<string, unknown>, t: ColumnType): 
 }
 
 const MIN_PARAMS: Record<string, Record<string, unknown>> = {
-  fillNull: { value: 0 }, cast: { to: 'int64' }, neg2zero: {}, clamp: { min: 0, max: 1 }, log: {}, logit: {}, boxCox: { lambda: 0 },
-  oneHot: { numClasses: 4 }, bucketize: { borders: [0] }, sigridHash: { max: 10 }, firstX: { x: 1 }, ngram: { n: 2 },
-  cross: { inputs: ['a'], max: 10 }, mapId: { mapping: {} }, hex2int: {}, modulus: { m: 3 }, vocab: {},
+  fillNull: { value: 0 },
+  cast: { to: 'int64' },
+  neg2zero: {},
+  clamp: { min: 0, max: 1 },
+  log: {},
+  logit: {},
+  boxCox: { lambda: 0 },
+  oneHot: { numClasses: 4 },
+  bucketize: { borders: [0] },
+  sigridHash: { max: 10 },
+  firstX: { x: 1 },
+  ngram: { n: 2 },
+  cross: { inputs: ['a'], max: 10 },
+  mapId: { mapping: {} },
+  hex2int: {},
+  modulus: { m: 3 },
+  vocab: {},
 };
 
 describe('registry', () => {
@@ -96,7 +110,16 @@ describe('param validation', () => {
     ['mapId', { mapping: 5 }, '"mapping" must be an object'],
     ['mapId', { mapping: [[1, 2, 3]] }, '"mapping"[0] must be a [from, to] pair'],
     ['mapId', { mapping: { x: 1 } }, '"mapping" key must be an int64'],
-    ['mapId', { mapping: [[1, 2], ['1', 3]] }, '"mapping" maps 1 more than once'],
+    [
+      'mapId',
+      {
+        mapping: [
+          [1, 2],
+          ['1', 3],
+        ],
+      },
+      '"mapping" maps 1 more than once',
+    ],
     ['mapId', { mapping: {}, default: 'no' }, '"default" must be an int64'],
     ['modulus', { m: 0 }, '"m" must be >= 1'],
     ['vocab', { minCount: 0 }, '"minCount" must be >= 1'],
@@ -132,7 +155,9 @@ describe('type rules', () => {
   });
   it('wrong input types name the expected and actual type, with a fix when there is one', () => {
     expect(typeError('sigridHash', { max: 3 }, F32)).toBe('needs an integer scalar or list input, got float32; add {"op":"cast","to":"int64"} first');
-    expect(typeError('sigridHash', { max: 3 }, L('float64'))).toBe('needs an integer scalar or list input, got list<float64>; add {"op":"cast","to":"int64"} first');
+    expect(typeError('sigridHash', { max: 3 }, L('float64'))).toBe(
+      'needs an integer scalar or list input, got list<float64>; add {"op":"cast","to":"int64"} first',
+    );
     expect(typeError('modulus', { m: 3 }, STR)).toBe('needs an integer scalar or list input, got utf8; add {"op":"hex2int"} first');
     expect(typeError('log', {}, STR)).toBe('needs a numeric scalar or list input, got utf8; add {"op":"hex2int"} first');
     expect(typeError('log', {}, FIX)).toBe('needs a numeric scalar or list input, got float32[3]');
@@ -140,7 +165,8 @@ describe('type rules', () => {
     expect(typeError('oneHot', { numClasses: 2 }, L('int32'))).toBe('needs an integer scalar input, got list<int32>');
     expect(typeError('oneHot', { numClasses: 2 }, F64)).toContain('got float64; add {"op":"cast","to":"int64"} first');
     expect(typeError('firstX', { x: 1 }, FIX)).toBe('needs a list or scalar input, got float32[3]');
-    for (const op of ['fillNull', 'cast', 'neg2zero', 'clamp', 'logit', 'boxCox', 'bucketize']) expect(typeError(op, MIN_PARAMS[op]!, STR)).toContain('got utf8');
+    for (const op of ['fillNull', 'cast', 'neg2zero', 'clamp', 'logit', 'boxCox', 'bucketize'])
+      expect(typeError(op, MIN_PARAMS[op]!, STR)).toContain('got utf8');
     for (const op of ['ngram', 'mapId', 'vocab']) expect(typeError(op, MIN_PARAMS[op]!, F32)).toContain('got float32');
   });
   it('params that do not fit the input type', () => {

@@ -45,8 +45,10 @@ describe('vocab', () => {
         // Small ranges so keys repeat; extremes so the int64 table sees both words.
         const xs = randScalars(r, t, 200).map((x) => (x === null ? null : r.chance(0.7) ? BigInt(r.int(60)) : t === 'int64' ? r.pick(EXTREME_I64) : x));
         const data = xs.map((x) => (x === null ? null : t === 'int32' ? Number(BigInt.asIntN(32, BigInt(x))) : x));
-        if (r.chance(0.5)) { chunks.push(col(t, data)); seen.push(...data); }
-        else {
+        if (r.chance(0.5)) {
+          chunks.push(col(t, data));
+          seen.push(...data);
+        } else {
           const ls = randLists(r, t, 40).map((l) => l && l.map((x) => (x === null ? null : t === 'int32' ? r.int(60) : BigInt(r.int(60)))));
           chunks.push(list(t, ls));
           seen.push(...ls.filter((l) => l !== null));
@@ -57,7 +59,9 @@ describe('vocab', () => {
       expect(Array.from(state.keys)).toEqual([...ref.keys()]);
       for (const c of chunks) {
         const out = run('vocab', { minCount, oov: 0 }, c, ctx({ state }));
-        const exp = rows(c).map((v) => (v === null ? null : Array.isArray(v) ? v.map((x) => (x === null ? null : ref.get(BigInt(x)) ?? 0n)) : ref.get(BigInt(v)) ?? 0n));
+        const exp = rows(c).map((v) =>
+          v === null ? null : Array.isArray(v) ? v.map((x) => (x === null ? null : (ref.get(BigInt(x)) ?? 0n))) : (ref.get(BigInt(v)) ?? 0n),
+        );
         expect(rows(out)).toEqual(exp);
       }
     }

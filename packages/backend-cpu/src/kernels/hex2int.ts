@@ -26,7 +26,13 @@ function hexColumn(w: Wasm, c: Utf8Column): Int64Column | undefined | typeof INV
     // More than 16 bytes a row means some non-null string is invalid (or nulls hide long strings):
     // the reference decides, and the scratch never has to hold a huge block.
     if (bytes > 16 * len) return INVALID;
-    const [pOff, pData, pValid, pOut, pOutValid] = w.reserve([4 * (len + 1), bytes + 16, valid ? len : 0, 8 * len, len]) as [number, number, number, number, number];
+    const [pOff, pData, pValid, pOut, pOutValid] = w.reserve([4 * (len + 1), bytes + 16, valid ? len : 0, 8 * len, len]) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
     const heap = w.heap;
     heap.set(bytesOf(offsets.subarray(start, start + len + 1)), pOff);
     heap.set(data.subarray(base, base + bytes), pData);
@@ -49,7 +55,10 @@ export function fastHex2int(w: Wasm, input: Column): Column | undefined {
   const res = mapFast(input, (c): PrimitiveColumn | undefined => {
     if (c.type !== 'utf8') return undefined;
     const r = hexColumn(w, c);
-    if (r === INVALID) { invalid = true; return undefined; }
+    if (r === INVALID) {
+      invalid = true;
+      return undefined;
+    }
     return r;
   });
   return invalid ? undefined : res;

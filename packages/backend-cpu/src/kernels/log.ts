@@ -75,10 +75,18 @@ function logColumn(w: Wasm, c: NumericColumn, offset: number): PrimitiveColumn |
       const list = ext[0]!;
       let count: number;
       switch (c.type) {
-        case 'int32': count = log1p ? k.log1pI32(pSrc, pValid, len, pDst, list, table) : k.logI32(pSrc, pValid, len, offset, pDst, list, table); break;
-        case 'float32': count = log1p ? k.log1pF32(pSrc, pValid, len, pDst, list, table) : k.logF32(pSrc, pValid, len, offset, pDst, list, table); break;
-        case 'float64': count = log1p ? k.log1pF64(pSrc, pValid, len, pDst, list) : k.logF64(pSrc, pValid, len, offset, pDst, list); break;
-        case 'int64': count = log1p ? k.log1pI64(pSrc, pValid, len, pDst, list) : k.logI64(pSrc, pValid, len, offset, pDst, list); break;
+        case 'int32':
+          count = log1p ? k.log1pI32(pSrc, pValid, len, pDst, list, table) : k.logI32(pSrc, pValid, len, offset, pDst, list, table);
+          break;
+        case 'float32':
+          count = log1p ? k.log1pF32(pSrc, pValid, len, pDst, list, table) : k.logF32(pSrc, pValid, len, offset, pDst, list, table);
+          break;
+        case 'float64':
+          count = log1p ? k.log1pF64(pSrc, pValid, len, pDst, list) : k.logF64(pSrc, pValid, len, offset, pDst, list);
+          break;
+        case 'int64':
+          count = log1p ? k.log1pI64(pSrc, pValid, len, pDst, list) : k.logI64(pSrc, pValid, len, offset, pDst, list);
+          break;
       }
       if (count === 0) return;
       // Recompute the handed-back lanes in place before the block is copied out.

@@ -32,8 +32,32 @@ export interface KernelExports {
   bucketizeTableI32(src: number, valid: number, n: number, borders: number, levels: number, nb: number, right: number, dst: number, table: number): void;
   hex2int(offsets: number, base: number, data: number, valid: number, n: number, out: number, outValid: number): number;
   hexNulls(): number;
-  sigridI64(src: number, valid: number, n: number, salt: bigint, mode: number, m: bigint, magic: bigint, sh1: bigint, sh2: bigint, c64: bigint, dst: number): void;
-  sigridI32(src: number, valid: number, n: number, salt: bigint, mode: number, m: bigint, magic: bigint, sh1: bigint, sh2: bigint, c64: bigint, dst: number): void;
+  sigridI64(
+    src: number,
+    valid: number,
+    n: number,
+    salt: bigint,
+    mode: number,
+    m: bigint,
+    magic: bigint,
+    sh1: bigint,
+    sh2: bigint,
+    c64: bigint,
+    dst: number,
+  ): void;
+  sigridI32(
+    src: number,
+    valid: number,
+    n: number,
+    salt: bigint,
+    mode: number,
+    m: bigint,
+    magic: bigint,
+    sh1: bigint,
+    sh2: bigint,
+    c64: bigint,
+    dst: number,
+  ): void;
   modI64(src: number, valid: number, n: number, mode: number, m: bigint, magic: bigint, sh1: bigint, sh2: bigint, c64: bigint, dst: number): void;
   modulusI32(src: number, valid: number, n: number, m: number, dst: number): void;
   neg2zeroI32(src: number, valid: number, n: number, dst: number): void;
@@ -89,7 +113,10 @@ export class Wasm {
     const ptrs: number[] = [];
     let at = this.scratch;
     for (const s of sizes) {
-      if (s === 0) { ptrs.push(0); continue; }
+      if (s === 0) {
+        ptrs.push(0);
+        continue;
+      }
       ptrs.push(at);
       at = roundUp(at + s + SLACK, ALIGN);
     }

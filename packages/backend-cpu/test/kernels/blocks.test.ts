@@ -36,7 +36,9 @@ describeFast('fast kernels with tiny ragged blocks', () => {
       }
       expect(checkOp('log', listOf(numeric(type, 5000, 0.1, r), r), { offset: 1 })).toBe(true);
     }
-    const hex = utf8FromStrings(Array.from({ length: 1001 }, (_, i) => (i % 7 === 0 ? null : i % 11 === 0 ? '' : (i * 2654435761).toString(16).slice(0, 1 + (i % 16)))));
+    const hex = utf8FromStrings(
+      Array.from({ length: 1001 }, (_, i) => (i % 7 === 0 ? null : i % 11 === 0 ? '' : (i * 2654435761).toString(16).slice(0, 1 + (i % 16)))),
+    );
     expect(checkOp('hex2int', hex, {})).toBe(true);
   });
 });

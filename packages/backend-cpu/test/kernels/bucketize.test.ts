@@ -58,7 +58,9 @@ describeFast('fast bucketize matches the reference bit for bit', () => {
     for (const nb of [1, 5, 1024, 4096]) {
       for (const right of [false, true]) {
         // Integer borders (ties with the values) and fractional ones.
-        const b = borders(nb, r).map((x, i) => (i % 3 === 0 ? Math.round(x) : x)).sort((x, y) => x - y);
+        const b = borders(nb, r)
+          .map((x, i) => (i % 3 === 0 ? Math.round(x) : x))
+          .sort((x, y) => x - y);
         const params = def.validate({ borders: b, right });
         for (let call = 0; call < 3; call++) {
           const n = 300_000 + call;

@@ -17,7 +17,13 @@ describeFast('fast kernel contract', () => {
   it('returns undefined (use the reference) for short columns and inputs it does not take', () => {
     const r = new Rand(51);
     const short = numeric('int32', 10, 0.2, r);
-    for (const [op, raw] of [['log', { offset: 1 }], ['neg2zero', {}], ['fillNull', { value: 0 }], ['bucketize', { borders: [1] }], ['sigridHash', { max: 10 }]] as const) {
+    for (const [op, raw] of [
+      ['log', { offset: 1 }],
+      ['neg2zero', {}],
+      ['fillNull', { value: 0 }],
+      ['bucketize', { borders: [1] }],
+      ['sigridHash', { max: 10 }],
+    ] as const) {
       expect(run(op, short, raw)).toBeUndefined();
     }
     const fixed: Column = { type: 'fixed', size: 2, values: new Float32Array(4000), valid: null };

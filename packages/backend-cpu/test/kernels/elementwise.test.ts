@@ -54,10 +54,34 @@ describeFast('fast fillNull / neg2zero / clamp / modulus match the reference bit
   it('clamp on every numeric type with integer, fractional and int64-string bounds', () => {
     const r = new Rand(3);
     const bounds: Record<string, [unknown, unknown][]> = {
-      int32: [[0, 20], [-100, 100], [5, 5], [-0x80000000, 0x7fffffff], [-1, 0]],
-      float32: [[0, 20], [0.1, 0.7], [-1e-40, 1e-40], [-3.5, 1e30], [-0, 0]],
-      float64: [[0, 20], [0.1, 0.7], [-1e-300, 1e-300], [-3.5, 1e300], [0, 0]],
-      int64: [[0, 20], ['-9223372036854775808', '9223372036854775807'], ['-9007199254740993', '9007199254740993'], [-1, -1], [-100, 4294967296]],
+      int32: [
+        [0, 20],
+        [-100, 100],
+        [5, 5],
+        [-0x80000000, 0x7fffffff],
+        [-1, 0],
+      ],
+      float32: [
+        [0, 20],
+        [0.1, 0.7],
+        [-1e-40, 1e-40],
+        [-3.5, 1e30],
+        [-0, 0],
+      ],
+      float64: [
+        [0, 20],
+        [0.1, 0.7],
+        [-1e-300, 1e-300],
+        [-3.5, 1e300],
+        [0, 0],
+      ],
+      int64: [
+        [0, 20],
+        ['-9223372036854775808', '9223372036854775807'],
+        ['-9007199254740993', '9007199254740993'],
+        [-1, -1],
+        [-100, 4294967296],
+      ],
     };
     for (const type of NUMERIC) {
       for (const [min, max] of bounds[type]!) {
@@ -88,7 +112,25 @@ describeFast('fast fillNull / neg2zero / clamp / modulus match the reference bit
   it.each([MOD_REM, MOD_MAGIC])('modulus on int64 for m from 1 to 2^63 - 1 (floorMod method %i)', (mode) => {
     tuning.modMode = mode;
     const r = new Rand(5);
-    const ms = [1, 2, 3, 7, 1000, 524288, 2 ** 21, 2 ** 21 + 1, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 1, 2 ** 53 - 1, '9007199254740993', '4611686018427387904', '4611686018427387905', '9223372036854775807', '9223372036854775806'];
+    const ms = [
+      1,
+      2,
+      3,
+      7,
+      1000,
+      524288,
+      2 ** 21,
+      2 ** 21 + 1,
+      2 ** 32 - 1,
+      2 ** 32,
+      2 ** 32 + 1,
+      2 ** 53 - 1,
+      '9007199254740993',
+      '4611686018427387904',
+      '4611686018427387905',
+      '9223372036854775807',
+      '9223372036854775806',
+    ];
     for (const m of ms) {
       for (const n of [0, 5, 64, 1000, 16385]) {
         for (const nullRate of [0, 0.1]) expect(checkOp('modulus', numeric('int64', n, nullRate, r), { m })).toBe(true);
@@ -102,7 +144,7 @@ describeFast('fast fillNull / neg2zero / clamp / modulus match the reference bit
     const r = new Rand(6);
     for (let t = 0; t < 200; t++) {
       const bits = 1 + r.int(63);
-      let m = (BigInt(r.u32()) << 32n | BigInt(r.u32())) & ((1n << BigInt(bits)) - 1n);
+      let m = ((BigInt(r.u32()) << 32n) | BigInt(r.u32())) & ((1n << BigInt(bits)) - 1n);
       if (m === 0n) m = 1n;
       expect(checkOp('modulus', numeric('int64', 2000, 0.05, r), { m: m.toString() })).toBe(true);
     }

@@ -42,8 +42,60 @@ export class Rand {
 }
 
 const I32_EDGES = [0, 1, -1, 2, -2, 0x7fffffff, -0x80000000, 0x7ffffffe, -0x7fffffff, 65535, 65536, 65519, 65520, -16, -17, 100, 1000];
-const F_EDGES = [0, -0, 1, -1, 2, -2, 0.5, -0.5, NaN, Infinity, -Infinity, 1e-300, -1e-300, 5e-324, 1e-40, -1e-40, 1.4e-45, 3.4028234663852886e38, 1.7976931348623157e308, -1.7976931348623157e308, 2 ** 53, 2 ** 53 + 2, 2 ** 63, -(2 ** 63), 1e-9, -1e-9, 2 ** -29, 2 ** -54, 65519, 65520, -0.999999, -1.000001, 0.1, 3.5];
-const I64_EDGES = [0n, 1n, -1n, 2n, -2n, (1n << 63n) - 1n, -(1n << 63n), (1n << 31n) - 1n, -(1n << 31n), 1n << 32n, (1n << 32n) - 1n, -(1n << 32n), 1n << 53n, (1n << 53n) + 1n, -(1n << 53n) - 1n, 123456789012345n];
+const F_EDGES = [
+  0,
+  -0,
+  1,
+  -1,
+  2,
+  -2,
+  0.5,
+  -0.5,
+  NaN,
+  Infinity,
+  -Infinity,
+  1e-300,
+  -1e-300,
+  5e-324,
+  1e-40,
+  -1e-40,
+  1.4e-45,
+  3.4028234663852886e38,
+  1.7976931348623157e308,
+  -1.7976931348623157e308,
+  2 ** 53,
+  2 ** 53 + 2,
+  2 ** 63,
+  -(2 ** 63),
+  1e-9,
+  -1e-9,
+  2 ** -29,
+  2 ** -54,
+  65519,
+  65520,
+  -0.999999,
+  -1.000001,
+  0.1,
+  3.5,
+];
+const I64_EDGES = [
+  0n,
+  1n,
+  -1n,
+  2n,
+  -2n,
+  (1n << 63n) - 1n,
+  -(1n << 63n),
+  (1n << 31n) - 1n,
+  -(1n << 31n),
+  1n << 32n,
+  (1n << 32n) - 1n,
+  -(1n << 32n),
+  1n << 53n,
+  (1n << 53n) + 1n,
+  -(1n << 53n) - 1n,
+  123456789012345n,
+];
 
 /** Values of one type: mostly random in several ranges, with the type's edge values mixed in. */
 export function values(type: NumericType, n: number, r: Rand): Int32Array | Float32Array | Float64Array | BigInt64Array {
@@ -52,7 +104,8 @@ export function values(type: NumericType, n: number, r: Rand): Int32Array | Floa
       const a = new Int32Array(n);
       for (let i = 0; i < n; i++) {
         const k = r.int(6);
-        a[i] = k === 0 ? r.pick(I32_EDGES) : k === 1 ? r.u32() | 0 : k === 2 ? r.int(200) - 20 : k === 3 ? Math.floor(Math.exp(r.next() * 12)) : r.int(70000) - 16;
+        a[i] =
+          k === 0 ? r.pick(I32_EDGES) : k === 1 ? r.u32() | 0 : k === 2 ? r.int(200) - 20 : k === 3 ? Math.floor(Math.exp(r.next() * 12)) : r.int(70000) - 16;
       }
       return a;
     }
@@ -62,12 +115,17 @@ export function values(type: NumericType, n: number, r: Rand): Int32Array | Floa
       for (let i = 0; i < n; i++) {
         const k = r.int(7);
         a[i] =
-          k === 0 ? r.pick(F_EDGES)
-          : k === 1 ? (r.next() - 0.5) * Math.exp((r.next() - 0.5) * 200)
-          : k === 2 ? r.int(70000) - 16
-          : k === 3 ? (r.next() * 2 - 1) * 1e-8
-          : k === 4 ? r.next() * 2 - 1
-          : (r.next() - 0.1) * 1e6;
+          k === 0
+            ? r.pick(F_EDGES)
+            : k === 1
+              ? (r.next() - 0.5) * Math.exp((r.next() - 0.5) * 200)
+              : k === 2
+                ? r.int(70000) - 16
+                : k === 3
+                  ? (r.next() * 2 - 1) * 1e-8
+                  : k === 4
+                    ? r.next() * 2 - 1
+                    : (r.next() - 0.1) * 1e6;
       }
       return a;
     }
@@ -76,11 +134,15 @@ export function values(type: NumericType, n: number, r: Rand): Int32Array | Floa
       for (let i = 0; i < n; i++) {
         const k = r.int(5);
         a[i] =
-          k === 0 ? r.pick(I64_EDGES)
-          : k === 1 ? BigInt.asIntN(64, (BigInt(r.u32()) << 32n) | BigInt(r.u32()))
-          : k === 2 ? BigInt(r.int(200) - 20)
-          : k === 3 ? BigInt(r.u32() | 0)
-          : BigInt.asIntN(64, BigInt(r.u32()) << BigInt(r.int(33)));
+          k === 0
+            ? r.pick(I64_EDGES)
+            : k === 1
+              ? BigInt.asIntN(64, (BigInt(r.u32()) << 32n) | BigInt(r.u32()))
+              : k === 2
+                ? BigInt(r.int(200) - 20)
+                : k === 3
+                  ? BigInt(r.u32() | 0)
+                  : BigInt.asIntN(64, BigInt(r.u32()) << BigInt(r.int(33)));
       }
       return a;
     }
@@ -131,7 +193,8 @@ export function columnDiff(a: Column, b: Column, path = 'column'): string | unde
     if (a.offsets.length !== b.offsets.length || a.offsets.some((o, i) => o !== b.offsets[i])) return `${path}: list offsets differ`;
     return columnDiff(a.child, b.child, `${path}.child`);
   }
-  if (a.type === 'list' || b.type === 'list' || a.type === 'utf8' || b.type === 'utf8' || a.type === 'fixed' || b.type === 'fixed') return `${path}: unexpected type ${a.type}`;
+  if (a.type === 'list' || b.type === 'list' || a.type === 'utf8' || b.type === 'utf8' || a.type === 'fixed' || b.type === 'fixed')
+    return `${path}: unexpected type ${a.type}`;
   const va = a.values;
   const vb = b.values;
   if (va.constructor !== vb.constructor) return `${path}: array ${va.constructor.name} vs ${vb.constructor.name}`;

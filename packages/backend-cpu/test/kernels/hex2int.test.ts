@@ -35,7 +35,21 @@ function shifted(c: Utf8Column): Utf8Column {
 describeFast('fast hex2int matches the reference bit for bit', () => {
   it('1 to 16 digits, either case, 16-digit wrap to negative, nulls and empty strings', () => {
     const r = new Rand(31);
-    const edges = ['0', 'f', 'F', '7fffffffffffffff', '8000000000000000', 'ffffffffffffffff', 'FFFFFFFFFFFFFFFF', '0000000000000000', '00000000000000001', 'deadBEEF', '1', '10', '123456789abcdef0'];
+    const edges = [
+      '0',
+      'f',
+      'F',
+      '7fffffffffffffff',
+      '8000000000000000',
+      'ffffffffffffffff',
+      'FFFFFFFFFFFFFFFF',
+      '0000000000000000',
+      '00000000000000001',
+      'deadBEEF',
+      '1',
+      '10',
+      '123456789abcdef0',
+    ];
     const fixed = utf8FromStrings([...edges.filter((s) => s.length <= 16), null, '', 'a']);
     expect(checkOp('hex2int', fixed, {})).toBe(true);
     for (const n of [0, 1, 5, 64, 1000, 16384, 16385, 40000]) {

@@ -131,7 +131,9 @@ export async function createBackend(plan: TypedPlan, spec: BackendSpec, state: P
   const factory = registry.get(spec.name);
   if (factory === undefined) {
     const known = [...new Set([...backendNames(), ...installedBackendPackages()])];
-    throw new PlanError(`unknown backend "${spec.name}" (available here: ${known.join(', ')}; a backend is a package @sluice/backend-NAME, or a name given to registerBackend)`);
+    throw new PlanError(
+      `unknown backend "${spec.name}" (available here: ${known.join(', ')}; a backend is a package @sluice/backend-NAME, or a name given to registerBackend)`,
+    );
   }
   return factory(plan, spec, state);
 }

@@ -16,7 +16,13 @@ export interface OpVisit {
  * @example
  * const out = traceExecution(plan, columns, state, locate, (v) => { bytes += columnBytes(v.input); });
  */
-export function traceExecution(plan: TypedPlan, columns: ReadonlyMap<string, Column>, state: PlanState, locate: RowLocator | undefined, visit: (v: OpVisit) => void): Map<string, Column> {
+export function traceExecution(
+  plan: TypedPlan,
+  columns: ReadonlyMap<string, Column>,
+  state: PlanState,
+  locate: RowLocator | undefined,
+  visit: (v: OpVisit) => void,
+): Map<string, Column> {
   // executePlan consults the override of every op in plan order; an override that returns
   // undefined falls through to the reference kernel, so the n-th call is the n-th op of the plan.
   const order = plan.features.flatMap((feature) => feature.ops.map((_, index) => ({ feature, index })));

@@ -53,29 +53,45 @@ export class PackArena {
    * `requestedBytes`: the slot size asked for (`take` matches on it). `fixedMax`: the most slots at
    * once (default: as many as DEFAULT_ARENA_BYTES holds at the current slot size, at least 4).
    */
-  constructor(readonly requestedBytes: number, private readonly fixedMax?: number) {
-    if (!Number.isInteger(requestedBytes) || requestedBytes <= 0 || requestedBytes % 8 !== 0) throw new RangeError(`slot size must be a positive multiple of 8 bytes, got ${requestedBytes}`);
+  constructor(
+    readonly requestedBytes: number,
+    private readonly fixedMax?: number,
+  ) {
+    if (!Number.isInteger(requestedBytes) || requestedBytes <= 0 || requestedBytes % 8 !== 0)
+      throw new RangeError(`slot size must be a positive multiple of 8 bytes, got ${requestedBytes}`);
     if (fixedMax !== undefined && (!Number.isInteger(fixedMax) || fixedMax < 1)) throw new RangeError(`maxSlots must be a positive integer, got ${fixedMax}`);
     this.bytes = requestedBytes;
   }
 
   /** Bytes of each slot made from now on. */
-  get slotBytes(): number { return this.bytes; }
+  get slotBytes(): number {
+    return this.bytes;
+  }
 
   /** The most slots this arena holds at once. */
-  get maxSlots(): number { return this.fixedMax ?? Math.max(4, Math.floor(DEFAULT_ARENA_BYTES / this.bytes)); }
+  get maxSlots(): number {
+    return this.fixedMax ?? Math.max(4, Math.floor(DEFAULT_ARENA_BYTES / this.bytes));
+  }
 
   /** Slots held now (lent or free). */
-  get size(): number { return this.slots.size; }
+  get size(): number {
+    return this.slots.size;
+  }
 
   /** Slots lent and not given back. */
-  get lent(): number { return this.out.size; }
+  get lent(): number {
+    return this.out.size;
+  }
 
   /** Whether slots are lent (after the first release). */
-  get pooling(): boolean { return this.active && !this.closed; }
+  get pooling(): boolean {
+    return this.active && !this.closed;
+  }
 
   /** The consumer releases batches: lend slots from now on. */
-  activate(): void { this.active = true; }
+  activate(): void {
+    this.active = true;
+  }
 
   /**
    * Up to `n` slots to lay packs out in: free ones first, then new ones while under `maxSlots`
@@ -87,7 +103,10 @@ export class PackArena {
     while (got.length < n) {
       let id = this.free.pop();
       if (id !== undefined) this.reused++;
-      else if (this.active && this.slots.size < this.maxSlots) { id = this.nextId++; this.slots.set(id, new SharedArrayBuffer(this.bytes)); } else break;
+      else if (this.active && this.slots.size < this.maxSlots) {
+        id = this.nextId++;
+        this.slots.set(id, new SharedArrayBuffer(this.bytes));
+      } else break;
       this.out.add(id);
       got.push([id, this.slots.get(id)!]);
     }
@@ -132,7 +151,10 @@ export class PackArena {
    */
   park(): void {
     if (this.closed || this.parked) return;
-    if (!this.active || this.slots.size === 0) { this.close(); return; }
+    if (!this.active || this.slots.size === 0) {
+      this.close();
+      return;
+    }
     if (parked.length >= MAX_PARKED) parked.shift()!.dropParked();
     this.parked = true;
     const timer = setTimeout(() => this.dropParked(), PARK_MS);
@@ -183,7 +205,6 @@ export const DEFAULT_ARENA_BYTES = 256 << 20;
 
 /** The largest slot `grow` makes: half the default budget, so that an arena still holds 4 slots within 2x of it. */
 export const MAX_SLOT_BYTES = DEFAULT_ARENA_BYTES / 2;
-
 
 /**
  * Bytes of a slot for a pack of up to `rows` rows: the dense matrix, lengths, offsets and labels,

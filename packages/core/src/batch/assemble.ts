@@ -41,7 +41,10 @@ export function assembleBatch(layout: BatchLayout, segments: readonly Segment[],
       // A loop, not segments.map (see the note above packRows): mergePacks deoptimized ("wrong
       // map") on a mapped array at its first use.
       const parts: Array<{ pack: Pack; from: number; to: number }> = [];
-      for (const s of segments) parts.push(s.chunk.packed !== undefined ? { pack: s.chunk.packed, from: s.from, to: s.to } : { pack: packRows(layout, [s]), from: 0, to: s.to - s.from });
+      for (const s of segments)
+        parts.push(
+          s.chunk.packed !== undefined ? { pack: s.chunk.packed, from: s.from, to: s.to } : { pack: packRows(layout, [s]), from: 0, to: s.to - s.from },
+        );
       const merged = mergePacks(layout, parts, slot?.[1]);
       if (slot !== undefined && !packInSlot(merged, slot[1])) arena!.grow?.(packBytes(merged));
       if (slot !== undefined && merged.inSlot) own = slot[0];

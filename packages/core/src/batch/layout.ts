@@ -18,7 +18,10 @@ export function batchLayout(plan: TypedPlan): BatchLayout {
   let dim = 0;
   const sparseKeys: string[] = [];
   for (const f of plan.features) {
-    if (f.kind === 'sparse') { sparseKeys.push(f.name); continue; }
+    if (f.kind === 'sparse') {
+      sparseKeys.push(f.name);
+      continue;
+    }
     const vector = f.outputType.kind === 'fixed';
     dense.push({ name: f.name, offset: dim, width: f.width, vector });
     if (vector) for (let j = 0; j < f.width; j++) denseNames.push(`${f.name}:${j}`);

@@ -5,7 +5,15 @@ import { copyElements } from '../util/copy.js';
 import type { BatchLayout } from './layout.js';
 import type { Pack, PackSource } from './types.js';
 import {
-  numberReader, writeDense, writeDenseIndexed, writeLengths, writeLengthsIndexed, writeLengthsIndexedList, writeSparse, writeSparseIndexed, writeSparseIndexedList,
+  numberReader,
+  writeDense,
+  writeDenseIndexed,
+  writeLengths,
+  writeLengthsIndexed,
+  writeLengthsIndexedList,
+  writeSparse,
+  writeSparseIndexed,
+  writeSparseIndexedList,
 } from './writers.js';
 
 /** `n` rounded up to a multiple of 8: where `packRows` starts each array of a pack in a slot. */
@@ -13,7 +21,13 @@ export const align8 = (n: number): number => (n + 7) & ~7;
 
 /** Bytes a pack's arrays take in a slot (laid out as `packRows` does), for `PackArena.grow`. */
 export function packBytes(p: Pack): number {
-  return align8(p.dense.byteLength) + align8(p.lengths.byteLength) + align8(p.offsets.byteLength) + (p.labels !== null ? align8(p.labels.byteLength) : 0) + p.values.byteLength;
+  return (
+    align8(p.dense.byteLength) +
+    align8(p.lengths.byteLength) +
+    align8(p.offsets.byteLength) +
+    (p.labels !== null ? align8(p.labels.byteLength) : 0) +
+    p.values.byteLength
+  );
 }
 
 /** Whether every array of a pack lies in `slot`. */
@@ -32,7 +46,9 @@ export function packInSlot(p: Pack, slot: SharedArrayBuffer): boolean {
  * item).
  */
 export function packRows(
-  layout: BatchLayout, segments: ReadonlyArray<{ readonly chunk: PackSource; readonly from: number; readonly to: number }>, slot?: SharedArrayBuffer,
+  layout: BatchLayout,
+  segments: ReadonlyArray<{ readonly chunk: PackSource; readonly from: number; readonly to: number }>,
+  slot?: SharedArrayBuffer,
 ): Pack & { readonly inSlot: boolean } {
   const rows = segments.reduce((a, s) => a + s.to - s.from, 0);
   const dim = layout.dim;
@@ -64,11 +80,12 @@ export function packRows(
       const key = layout.sparseKeys[k]!;
       const ix = ixs?.get(key);
       const il = lists?.get(key);
-      offsets[k + 1] += ix !== undefined
-        ? writeLengthsIndexed(ix.dict, ix.idx, seg.from, seg.to, lengths, k * rows + row0)
-        : il !== undefined
-          ? writeLengthsIndexedList(il, seg.from, seg.to, lengths, k * rows + row0)
-          : writeLengths(seg.chunk.outputs.get(key)!, seg.from, seg.to, lengths, k * rows + row0);
+      offsets[k + 1] +=
+        ix !== undefined
+          ? writeLengthsIndexed(ix.dict, ix.idx, seg.from, seg.to, lengths, k * rows + row0)
+          : il !== undefined
+            ? writeLengthsIndexedList(il, seg.from, seg.to, lengths, k * rows + row0)
+            : writeLengths(seg.chunk.outputs.get(key)!, seg.from, seg.to, lengths, k * rows + row0);
     }
     row0 += seg.to - seg.from;
   }
@@ -81,9 +98,12 @@ export function packRows(
     for (const seg of segments) {
       const ix = seg.chunk.indexed?.get(key);
       const il = seg.chunk.indexedLists?.get(key);
-      at = ix !== undefined
-        ? writeSparseIndexed(ix.dict, ix.idx, seg.from, seg.to, words, at)
-        : il !== undefined ? writeSparseIndexedList(il, seg.from, seg.to, words, at) : writeSparse(seg.chunk.outputs.get(key)!, seg.from, seg.to, words, at);
+      at =
+        ix !== undefined
+          ? writeSparseIndexed(ix.dict, ix.idx, seg.from, seg.to, words, at)
+          : il !== undefined
+            ? writeSparseIndexedList(il, seg.from, seg.to, words, at)
+            : writeSparse(seg.chunk.outputs.get(key)!, seg.from, seg.to, words, at);
     }
   }
 
@@ -121,9 +141,18 @@ class SlotLayout {
     return { buffer: new ArrayBuffer(bytes), offset: 0 };
   }
   // Methods, not arrow-function fields: a field makes new closures per instance (see `packRows`).
-  f32(n: number): Float32Array { const m = this.take(4 * n); return new Float32Array(m.buffer, m.offset, n); }
-  i32(n: number): Int32Array { const m = this.take(4 * n); return new Int32Array(m.buffer, m.offset, n); }
-  i64(n: number): BigInt64Array { const m = this.take(8 * n); return new BigInt64Array(m.buffer, m.offset, n); }
+  f32(n: number): Float32Array {
+    const m = this.take(4 * n);
+    return new Float32Array(m.buffer, m.offset, n);
+  }
+  i32(n: number): Int32Array {
+    const m = this.take(4 * n);
+    return new Int32Array(m.buffer, m.offset, n);
+  }
+  i64(n: number): BigInt64Array {
+    const m = this.take(8 * n);
+    return new BigInt64Array(m.buffer, m.offset, n);
+  }
 }
 
 /**
@@ -151,7 +180,11 @@ function rowStart(pack: Pack, k: number, row: number): number {
  * `packRows` lays a pack out, each array in the slot while it fits, else in fresh memory).
  * Every array is written in full, so a used slot needs no zeroing.
  */
-export function mergePacks(layout: BatchLayout, parts: ReadonlyArray<{ readonly pack: Pack; readonly from: number; readonly to: number }>, slot?: SharedArrayBuffer): Pack & { readonly inSlot: boolean } {
+export function mergePacks(
+  layout: BatchLayout,
+  parts: ReadonlyArray<{ readonly pack: Pack; readonly from: number; readonly to: number }>,
+  slot?: SharedArrayBuffer,
+): Pack & { readonly inSlot: boolean } {
   // Plain loops, not callbacks: see the note above `packRows`.
   let rows = 0;
   for (let i = 0; i < parts.length; i++) rows += parts[i]!.to - parts[i]!.from;

@@ -7,13 +7,30 @@ import type { IndexedListSource } from './types.js';
 /** Reads element i of a numeric column as a JS number (int64 through its words). */
 export function numberReader(c: Column): (i: number) => number {
   switch (c.type) {
-    case 'int32': case 'float32': case 'float64': { const v = c.values; return (i) => v[i]!; }
-    case 'int64': { const w = int64Words(c.values); return (i) => int64ToNumber(w[2 * i]!, w[2 * i + 1]!); }
-    default: throw new TypeError(`not a numeric scalar column: ${c.type}`);
+    case 'int32':
+    case 'float32':
+    case 'float64': {
+      const v = c.values;
+      return (i) => v[i]!;
+    }
+    case 'int64': {
+      const w = int64Words(c.values);
+      return (i) => int64ToNumber(w[2 * i]!, w[2 * i + 1]!);
+    }
+    default:
+      throw new TypeError(`not a numeric scalar column: ${c.type}`);
   }
 }
 
-export function writeDense(c: Column, seg: { readonly from: number; readonly to: number }, out: Float32Array, row0: number, dim: number, offset: number, width: number): void {
+export function writeDense(
+  c: Column,
+  seg: { readonly from: number; readonly to: number },
+  out: Float32Array,
+  row0: number,
+  dim: number,
+  offset: number,
+  width: number,
+): void {
   const { from, to } = seg;
   const valid = c.valid;
   if (c.type === 'fixed') {
@@ -49,7 +66,10 @@ function denseF64(v: Float64Array, valid: Uint8Array | null, from: number, to: n
 export function writeLengths(c: Column, from: number, to: number, out: Int32Array, at: number): number {
   const valid = c.valid;
   if (c.type !== 'list') {
-    if (valid === null) { out.fill(1, at, at + to - from); return to - from; }
+    if (valid === null) {
+      out.fill(1, at, at + to - from);
+      return to - from;
+    }
     let sum = 0;
     for (let r = from, o = at; r < to; r++, o++) sum += out[o] = valid[r]!;
     return sum;
@@ -58,8 +78,14 @@ export function writeLengths(c: Column, from: number, to: number, out: Int32Arra
   const cv = c.child.valid;
   let sum = 0;
   for (let r = from, o = at; r < to; r++, o++) {
-    if (valid !== null && valid[r] === 0) { out[o] = 0; continue; }
-    if (cv === null) { sum += out[o] = offsets[r + 1]! - offsets[r]!; continue; }
+    if (valid !== null && valid[r] === 0) {
+      out[o] = 0;
+      continue;
+    }
+    if (cv === null) {
+      sum += out[o] = offsets[r + 1]! - offsets[r]!;
+      continue;
+    }
     let n = 0;
     for (let j = offsets[r]!; j < offsets[r + 1]!; j++) n += cv[j]!;
     sum += out[o] = n;
@@ -84,19 +110,31 @@ export function writeSparse(c: Column, from: number, to: number, dst: Uint32Arra
     const j0 = ranges ? from : lists!.offsets[from]!;
     const j1 = ranges ? to : lists!.offsets[to]!;
     if (wide) copyElements(dst, 2 * at, (src as Uint32Array).subarray(2 * j0, 2 * j1));
-    else for (let j = j0, o = 2 * at; j < j1; j++, o += 2) { const x = src[j]!; dst[o] = x >>> 0; dst[o + 1] = x < 0 ? 0xffffffff : 0; }
+    else
+      for (let j = j0, o = 2 * at; j < j1; j++, o += 2) {
+        const x = src[j]!;
+        dst[o] = x >>> 0;
+        dst[o + 1] = x < 0 ? 0xffffffff : 0;
+      }
     return at + (j1 - j0);
   }
   if (ranges) {
     // Scalars with nulls: element r is row r.
-    return wide ? scalarsWide(src as Uint32Array, rowValid, elValid, from, to, dst, at) : scalarsNarrow(src as Int32Array, rowValid, elValid, from, to, dst, at);
+    return wide
+      ? scalarsWide(src as Uint32Array, rowValid, elValid, from, to, dst, at)
+      : scalarsNarrow(src as Int32Array, rowValid, elValid, from, to, dst, at);
   }
   for (let r = from; r < to; r++) {
     if (rowValid !== null && rowValid[r] === 0) continue;
     const j0 = lists!.offsets[r]!;
     const j1 = lists!.offsets[r + 1]!;
     if (wide) {
-      for (let j = j0; j < j1; j++) if (elValid === null || elValid[j] === 1) { dst[2 * at] = src[2 * j]!; dst[2 * at + 1] = src[2 * j + 1]!; at++; }
+      for (let j = j0; j < j1; j++)
+        if (elValid === null || elValid[j] === 1) {
+          dst[2 * at] = src[2 * j]!;
+          dst[2 * at + 1] = src[2 * j + 1]!;
+          at++;
+        }
     } else {
       for (let j = j0; j < j1; j++) {
         if (elValid !== null && elValid[j] === 0) continue;
@@ -116,7 +154,15 @@ function nullListsEmpty(offsets: Int32Array, valid: Uint8Array, from: number, to
   return true;
 }
 
-function scalarsWide(src: Uint32Array, rowValid: Uint8Array | null, elValid: Uint8Array | null, from: number, to: number, dst: Uint32Array, at: number): number {
+function scalarsWide(
+  src: Uint32Array,
+  rowValid: Uint8Array | null,
+  elValid: Uint8Array | null,
+  from: number,
+  to: number,
+  dst: Uint32Array,
+  at: number,
+): number {
   for (let r = from; r < to; r++) {
     if ((rowValid !== null && rowValid[r] === 0) || (elValid !== null && elValid[r] === 0)) continue;
     dst[2 * at] = src[2 * r]!;
@@ -126,7 +172,15 @@ function scalarsWide(src: Uint32Array, rowValid: Uint8Array | null, elValid: Uin
   return at;
 }
 
-function scalarsNarrow(src: Int32Array, rowValid: Uint8Array | null, elValid: Uint8Array | null, from: number, to: number, dst: Uint32Array, at: number): number {
+function scalarsNarrow(
+  src: Int32Array,
+  rowValid: Uint8Array | null,
+  elValid: Uint8Array | null,
+  from: number,
+  to: number,
+  dst: Uint32Array,
+  at: number,
+): number {
   for (let r = from; r < to; r++) {
     if ((rowValid !== null && rowValid[r] === 0) || (elValid !== null && elValid[r] === 0)) continue;
     const x = src[r]!;
@@ -145,20 +199,35 @@ export function writeDenseIndexed(c: Column, idx: Int32Array, from: number, to: 
   if (c.type === 'int32') return denseIdxI32(c.values, valid, idx, from, to, out, o, dim);
   if (c.type === 'float64') return denseIdxF64(c.values, valid, idx, from, to, out, o, dim);
   const read = numberReader(c);
-  for (let r = from; r < to; r++, o += dim) { const j = idx[r]!; out[o] = valid === null || valid[j] === 1 ? read(j) : 0; }
+  for (let r = from; r < to; r++, o += dim) {
+    const j = idx[r]!;
+    out[o] = valid === null || valid[j] === 1 ? read(j) : 0;
+  }
 }
 
 function denseIdxF32(v: Float32Array, valid: Uint8Array | null, idx: Int32Array, from: number, to: number, out: Float32Array, o: number, dim: number): void {
   if (valid === null) for (let r = from; r < to; r++, o += dim) out[o] = v[idx[r]!]!;
-  else for (let r = from; r < to; r++, o += dim) { const j = idx[r]!; out[o] = valid[j] === 1 ? v[j]! : 0; }
+  else
+    for (let r = from; r < to; r++, o += dim) {
+      const j = idx[r]!;
+      out[o] = valid[j] === 1 ? v[j]! : 0;
+    }
 }
 function denseIdxI32(v: Int32Array, valid: Uint8Array | null, idx: Int32Array, from: number, to: number, out: Float32Array, o: number, dim: number): void {
   if (valid === null) for (let r = from; r < to; r++, o += dim) out[o] = v[idx[r]!]!;
-  else for (let r = from; r < to; r++, o += dim) { const j = idx[r]!; out[o] = valid[j] === 1 ? v[j]! : 0; }
+  else
+    for (let r = from; r < to; r++, o += dim) {
+      const j = idx[r]!;
+      out[o] = valid[j] === 1 ? v[j]! : 0;
+    }
 }
 function denseIdxF64(v: Float64Array, valid: Uint8Array | null, idx: Int32Array, from: number, to: number, out: Float32Array, o: number, dim: number): void {
   if (valid === null) for (let r = from; r < to; r++, o += dim) out[o] = v[idx[r]!]!;
-  else for (let r = from; r < to; r++, o += dim) { const j = idx[r]!; out[o] = valid[j] === 1 ? v[j]! : 0; }
+  else
+    for (let r = from; r < to; r++, o += dim) {
+      const j = idx[r]!;
+      out[o] = valid[j] === 1 ? v[j]! : 0;
+    }
 }
 
 const compactCache = new WeakMap<Column, Int32Array | null>();
@@ -214,7 +283,10 @@ function soleNullSlot(c: Column): number {
   if (valid !== null) {
     for (let j = 0; j < valid.length; j++) {
       if (valid[j] !== 0) continue;
-      if (r >= 0) { r = -1; break; }
+      if (r >= 0) {
+        r = -1;
+        break;
+      }
       r = j;
     }
   }
@@ -225,7 +297,10 @@ function soleNullSlot(c: Column): number {
 /** Writes the lengths (0 or 1) of rows [from, to) of an indexed scalar column; returns their sum. */
 export function writeLengthsIndexed(c: Column, idx: Int32Array, from: number, to: number, out: Int32Array, at: number): number {
   const valid = c.valid;
-  if (valid === null) { out.fill(1, at, at + to - from); return to - from; }
+  if (valid === null) {
+    out.fill(1, at, at + to - from);
+    return to - from;
+  }
   let sum = 0;
   const s = soleNullSlot(c);
   if (s >= 0) {
@@ -252,10 +327,16 @@ export function writeLengthsIndexedList(l: IndexedListSource, from: number, to: 
   const dv = l.dict.valid;
   let sum = 0;
   for (let r = from, o = at; r < to; r++, o++) {
-    if (valid !== null && valid[r] === 0) { out[o] = 0; continue; }
+    if (valid !== null && valid[r] === 0) {
+      out[o] = 0;
+      continue;
+    }
     const s = offsets[r]!;
     const e = s + Math.min(keep, offsets[r + 1]! - s);
-    if (dv === null) { sum += out[o] = e - s; continue; }
+    if (dv === null) {
+      sum += out[o] = e - s;
+      continue;
+    }
     let n = 0;
     for (let j = s; j < e; j++) n += dv[idx[j]!]!;
     sum += out[o] = n;

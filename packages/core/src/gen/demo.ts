@@ -15,7 +15,12 @@ export function cacheDir(): string {
     mkdirSync(base, { recursive: true });
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'a file is in the way of the folder' : code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? 'it cannot be written here' : (e as Error).message;
+    const why =
+      code === 'EEXIST' || code === 'ENOTDIR'
+        ? 'a file is in the way of the folder'
+        : code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
+          ? 'it cannot be written here'
+          : (e as Error).message;
     throw new SluiceError(`cannot use ${base} as the cache folder (set SLUICE_CACHE_DIR to another): ${why}`, {}, { cause: e });
   }
   return base;
@@ -31,7 +36,9 @@ export const DEMO_ROWS = 200_000;
  * const file = await demoDataset();
  * for await (const b of pipeline(getPreset('rm1').defaultPlan(), { input: file })) console.log(b.rows);
  */
-export async function demoDataset(opts: { rows?: number; seed?: number; onGenerate?: (file: string) => void; onProgress?: (rows: number) => void } = {}): Promise<string> {
+export async function demoDataset(
+  opts: { rows?: number; seed?: number; onGenerate?: (file: string) => void; onProgress?: (rows: number) => void } = {},
+): Promise<string> {
   const rows = opts.rows ?? DEMO_ROWS;
   const seed = opts.seed ?? 42;
   const file = join(cacheDir(), `demo-rm1-${rows}-s${seed}.parquet`);

@@ -257,7 +257,7 @@ function* batchesOf(p: Preset, rows: number, seed: number, slab: number): Genera
   const schema = presetArrowSchema(p, { 'sluice.seed': String(seed) });
   const gens = p.columns.map((c, i) => columnGen(c, new Rng(seed, i + 1)));
   const structType = new arrow.Struct(schema.fields);
-  for (let done = 0; done < rows; ) {
+  for (let done = 0; done < rows;) {
     const n = Math.min(slab, rows - done);
     const children = gens.map((g) => g.next(n));
     yield new arrow.RecordBatch(schema, arrow.makeData({ type: structType, length: n, nullCount: 0, children }));

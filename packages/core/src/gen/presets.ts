@@ -8,7 +8,17 @@
 import type { FeatureSpec, PlanSpec } from '@sluice/ops';
 import { hash32, normalQuantile, Rng } from '../util/rng.js';
 import { randomRapPlan } from './rap-plans.js';
-import { basePlan, denseOf, op, sparseOf, type ColumnSpec, type DenseColumnSpec, type HexColumnSpec, type IdListColumnSpec, type LabelColumnSpec } from './spec.js';
+import {
+  basePlan,
+  denseOf,
+  op,
+  sparseOf,
+  type ColumnSpec,
+  type DenseColumnSpec,
+  type HexColumnSpec,
+  type IdListColumnSpec,
+  type LabelColumnSpec,
+} from './spec.js';
 
 /** A workload: the columns of its synthetic data and the plans that preprocess them. */
 export interface Preset {
@@ -41,8 +51,7 @@ const DENSE_NULL_RATE = 0.1;
  * "Total Hash Size 33.7M" for Criteo Kaggle.
  */
 export const CRITEO_KAGGLE_CARDINALITIES: readonly number[] = [
-  1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3, 93145, 5683, 8351593, 3194, 27, 14992, 5461306, 10, 5652,
-  2173, 4, 7046547, 18, 15, 286181, 105, 142572,
+  1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3, 93145, 5683, 8351593, 3194, 27, 14992, 5461306, 10, 5652, 2173, 4, 7046547, 18, 15, 286181, 105, 142572,
 ];
 
 /**
@@ -50,8 +59,8 @@ export const CRITEO_KAGGLE_CARDINALITIES: readonly number[] = [
  * sum to 177,944,275 = RAP Table 2's "Total Hash Size 177.9M" for Criteo Terabyte.
  */
 export const CRITEO_TERABYTE_CARDINALITIES: readonly number[] = [
-  45833188, 36746, 17245, 7413, 20243, 3, 7114, 1441, 62, 29275261, 1572176, 345138, 10, 2209, 11267, 128, 4, 974, 14,
-  48937457, 11316796, 40094537, 452104, 12606, 104, 35,
+  45833188, 36746, 17245, 7413, 20243, 3, 7114, 1441, 62, 29275261, 1572176, 345138, 10, 2209, 11267, 128, 4, 974, 14, 48937457, 11316796, 40094537, 452104,
+  12606, 104, 35,
 ];
 
 /** PreSto Table I: "Avg. # Embeddings 500,000" per table → the sigridHash max of the RM plans. */

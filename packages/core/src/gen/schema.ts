@@ -18,7 +18,10 @@ export function presetSchemaFor(plan: Plan): Map<string, ColumnType> | null {
   const need = [...new Set([...plan.features.map((f) => f.input), ...(plan.label ? [plan.label] : [])])];
   for (const p of Object.values(PRESETS)) {
     const schema = new Map<string, ColumnType>();
-    for (const f of presetArrowSchema(p).fields) { const t = arrowColumnType(f.type); if (t) schema.set(f.name, t); }
+    for (const f of presetArrowSchema(p).fields) {
+      const t = arrowColumnType(f.type);
+      if (t) schema.set(f.name, t);
+    }
     if (need.every((c) => schema.has(c))) return schema;
   }
   return null;
@@ -33,6 +36,9 @@ export function presetSchemaFor(plan: Plan): Map<string, ColumnType> | null {
 export function typedForExplain(plan: Plan | TypedPlan, schema?: ReadonlyMap<string, ColumnType>): TypedPlan {
   if ('columns' in plan) return plan;
   const s = schema ?? presetSchemaFor(plan);
-  if (s === null) throw new PlanError('explain needs the input types: pass --input (a Parquet file with the plan\'s columns), or use a plan of a preset (`sluice plan --preset NAME`)');
+  if (s === null)
+    throw new PlanError(
+      "explain needs the input types: pass --input (a Parquet file with the plan's columns), or use a plan of a preset (`sluice plan --preset NAME`)",
+    );
   return typeCheckPlan(loadPlan(plan), s);
 }

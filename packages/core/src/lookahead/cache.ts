@@ -235,7 +235,10 @@ class TableState {
     for (let e = 0; e < count; e++) {
       const lo = old[2 * e]!;
       const meta = old[2 * e + 1]!;
-      if ((meta & 3) === TOMBSTONE) { remap![e] = -1; continue; }
+      if ((meta & 3) === TOMBSTONE) {
+        remap![e] = -1;
+        continue;
+      }
       const hi = oldHis !== null ? oldHis[e]! : -((meta & HI_NEG) >>> 2);
       ent[2 * k] = lo;
       ent[2 * k + 1] = meta;
@@ -313,11 +316,14 @@ class TableState {
         // Both words of the entry at once (one cache line); meta << 29 >> 31 is the high half HI_NEG holds.
         const q = 2 * tag - 1;
         const meta = ent[q]!;
-        if (ent[q - 1] === lo && meta << 29 >> 31 === hi) {
+        if (ent[q - 1] === lo && (meta << 29) >> 31 === hi) {
           // Popped steps (hence tombstones' TTLs) are all before `step`.
           if ((meta & ~7) !== stamp) {
             // A tombstone of this id is its only entry: revive it.
-            if ((meta & 3) === TOMBSTONE) { ent[q] = stamp | (meta & HI_NEG) | WAITING; revived++; } else ent[q] = stamp | (meta & 7);
+            if ((meta & 3) === TOMBSTONE) {
+              ent[q] = stamp | (meta & HI_NEG) | WAITING;
+              revived++;
+            } else ent[q] = stamp | (meta & 7);
             list[u++] = tag - 1;
           }
           break;
@@ -336,7 +342,10 @@ class TableState {
   ingestInt32(ids: Int32Array, n: number, step: number, list: Int32Array): number {
     if (this.his !== null) {
       const words = new Int32Array(2 * n);
-      for (let i = 0; i < n; i++) { words[2 * i] = ids[i]!; words[2 * i + 1] = ids[i]! >> 31; }
+      for (let i = 0; i < n; i++) {
+        words[2 * i] = ids[i]!;
+        words[2 * i + 1] = ids[i]! >> 31;
+      }
       return this.ingestWide(words, 0, n, step, list, 0);
     }
     const idx = this.idx;
@@ -362,9 +371,12 @@ class TableState {
         }
         const q = 2 * tag - 1;
         const meta = ent[q]!;
-        if (ent[q - 1] === lo && meta << 29 >> 31 === hi) {
+        if (ent[q - 1] === lo && (meta << 29) >> 31 === hi) {
           if ((meta & ~7) !== stamp) {
-            if ((meta & 3) === TOMBSTONE) { ent[q] = stamp | (meta & HI_NEG) | WAITING; revived++; } else ent[q] = stamp | (meta & 7);
+            if ((meta & 3) === TOMBSTONE) {
+              ent[q] = stamp | (meta & HI_NEG) | WAITING;
+              revived++;
+            } else ent[q] = stamp | (meta & 7);
             list[u++] = tag - 1;
           }
           break;
@@ -406,7 +418,10 @@ class TableState {
         const meta = ent[q]!;
         if (ent[q - 1] === lo && his[tag - 1] === hi) {
           if ((meta & ~3) !== stamp) {
-            if ((meta & 3) === TOMBSTONE) { ent[q] = stamp | WAITING; revived++; } else ent[q] = stamp | (meta & 3);
+            if ((meta & 3) === TOMBSTONE) {
+              ent[q] = stamp | WAITING;
+              revived++;
+            } else ent[q] = stamp | (meta & 3);
             list[u++] = tag - 1;
           }
           break;
@@ -447,7 +462,10 @@ class TableState {
         const lo = ent[2 * e]!;
         const meta = ent[2 * e + 1]!;
         const hi = his !== null ? his[e]! : -((meta & HI_NEG) >>> 2);
-        if ((meta & 3) === WAITING) { pre[p++] = lo; pre[p++] = hi; }
+        if ((meta & 3) === WAITING) {
+          pre[p++] = lo;
+          pre[p++] = hi;
+        }
         if (meta >>> 3 === step) {
           gone[x++] = lo;
           gone[x++] = hi;
@@ -542,7 +560,9 @@ function budgetWeights(b: CacheBudget, tables: number): { budget: number; weight
   if (typeof per === 'number') weights.fill(checkPositive(per, 'cacheBudget.bytesPerId'));
   else {
     if (per.length !== tables) throw new RangeError(`cacheBudget.bytesPerId has ${per.length} entries for ${tables} tables`);
-    per.forEach((w, t) => { weights[t] = checkPositive(w, `cacheBudget.bytesPerId[${t}]`); });
+    per.forEach((w, t) => {
+      weights[t] = checkPositive(w, `cacheBudget.bytesPerId[${t}]`);
+    });
   }
   return { budget: checkPositive(b.bytes, 'cacheBudget.bytes'), weights };
 }
@@ -898,7 +918,9 @@ export class LookaheadCache {
     const h: StepHints = { step, window: this.L!, tables, unique, hits, hitRatio: unique === 0 ? 1 : hits / unique, cacheSize, retained };
     const pool = this.pool;
     // Each table's four arrays view one buffer (TableState.pop).
-    return defineRelease(h, () => { for (const th of tables) pool.give(th.ttl.buffer as ArrayBuffer); });
+    return defineRelease(h, () => {
+      for (const th of tables) pool.give(th.ttl.buffer as ArrayBuffer);
+    });
   }
 
   /** Buffers of released steps handed out again for later steps' hints. */

@@ -28,61 +28,62 @@ export interface LookaheadOperatorOptions extends Omit<LookaheadOptions, 'tables
 type Setup<T> = (first: T) => { readonly options: LookaheadOptions; readonly ids: (item: T) => readonly IdArray[] };
 
 function hinted<T>(setup: Setup<T>, flow: Flow | undefined): OperatorFunction<T, HintedBatch<T>> {
-  return (input) => new Observable<HintedBatch<T>>((subscriber) => {
-    let la: LookaheadCache | null = null;
-    let ids: ((item: T) => readonly IdArray[]) | null = null;
-    // Items in the window, oldest first: a growable ring, so emitting never shifts an array.
-    let queue: Array<T | undefined> = new Array<T | undefined>(16);
-    let head = 0;
-    let size = 0;
-    const enqueue = (item: T): void => {
-      if (size === queue.length) {
-        const bigger = new Array<T | undefined>(2 * queue.length);
-        for (let i = 0; i < size; i++) bigger[i] = queue[(head + i) % queue.length];
-        queue = bigger;
-        head = 0;
-      }
-      queue[(head + size++) % queue.length] = item;
-    };
-    const dequeue = (): T => {
-      const item = queue[head] as T;
-      queue[head] = undefined;
-      head = (head + 1) % queue.length;
-      size--;
-      return item;
-    };
-    return input.subscribe({
-      next(item) {
-        let h: StepHints | null;
-        try {
-          if (la === null) {
-            const s = setup(item);
-            la = new LookaheadCache(s.options);
-            ids = s.ids;
-          }
-          h = la.push(ids!(item));
-        } catch (e) {
-          subscriber.error(e);
-          return;
+  return (input) =>
+    new Observable<HintedBatch<T>>((subscriber) => {
+      let la: LookaheadCache | null = null;
+      let ids: ((item: T) => readonly IdArray[]) | null = null;
+      // Items in the window, oldest first: a growable ring, so emitting never shifts an array.
+      let queue: Array<T | undefined> = new Array<T | undefined>(16);
+      let head = 0;
+      let size = 0;
+      const enqueue = (item: T): void => {
+        if (size === queue.length) {
+          const bigger = new Array<T | undefined>(2 * queue.length);
+          for (let i = 0; i < size; i++) bigger[i] = queue[(head + i) % queue.length];
+          queue = bigger;
+          head = 0;
         }
-        enqueue(item);
-        flow?.consumed();
-        if (h !== null) subscriber.next({ batch: dequeue(), hints: h });
-      },
-      error: (e) => subscriber.error(e),
-      complete() {
-        if (la !== null) {
+        queue[(head + size++) % queue.length] = item;
+      };
+      const dequeue = (): T => {
+        const item = queue[head] as T;
+        queue[head] = undefined;
+        head = (head + 1) % queue.length;
+        size--;
+        return item;
+      };
+      return input.subscribe({
+        next(item) {
+          let h: StepHints | null;
           try {
-            for (const h of la.drain()) subscriber.next({ batch: dequeue(), hints: h });
+            if (la === null) {
+              const s = setup(item);
+              la = new LookaheadCache(s.options);
+              ids = s.ids;
+            }
+            h = la.push(ids!(item));
           } catch (e) {
             subscriber.error(e);
             return;
           }
-        }
-        subscriber.complete();
-      },
+          enqueue(item);
+          flow?.consumed();
+          if (h !== null) subscriber.next({ batch: dequeue(), hints: h });
+        },
+        error: (e) => subscriber.error(e),
+        complete() {
+          if (la !== null) {
+            try {
+              for (const h of la.drain()) subscriber.next({ batch: dequeue(), hints: h });
+            } catch (e) {
+              subscriber.error(e);
+              return;
+            }
+          }
+          subscriber.complete();
+        },
+      });
     });
-  });
 }
 
 /**

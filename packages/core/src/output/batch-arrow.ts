@@ -20,7 +20,9 @@ export function batchToArrow(b: Batch, labelName: string | null): Table {
       for (let r = 0; r < rows; r++) child.set(b.dense.data.subarray(r * D + f.offset, r * D + f.offset + f.width), r * f.width);
       const valueOffsets = Int32Array.from({ length: rows + 1 }, (_, r) => r * f.width);
       const childData = makeData({ type: new Float32(), length: child.length, data: child });
-      cols[f.name] = makeVector(makeData({ type: new List(new Field('item', new Float32(), false)), length: rows, valueOffsets, child: childData, nullCount: 0 }));
+      cols[f.name] = makeVector(
+        makeData({ type: new List(new Field('item', new Float32(), false)), length: rows, valueOffsets, child: childData, nullCount: 0 }),
+      );
     }
   }
   b.sparse.keys.forEach((key, k) => {

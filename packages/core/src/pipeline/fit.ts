@@ -8,7 +8,11 @@ import { readChunks, type Chunk } from '../stream/source.js';
  * Opens the input's footers and checks the plan against them: every column exists in every file
  * with one type, and every op accepts what it gets. Errors name the file, feature and op.
  */
-export async function openInput(plan: Plan, input: string | readonly string[] | null | undefined, pool: DecoderPool): Promise<{ dataset: Dataset; plan: TypedPlan }> {
+export async function openInput(
+  plan: Plan,
+  input: string | readonly string[] | null | undefined,
+  pool: DecoderPool,
+): Promise<{ dataset: Dataset; plan: TypedPlan }> {
   if (input === undefined || input === null) throw new PlanError('no input: pass { input } to pipeline() or set "input" in the plan');
   const dataset = await openDataset(typeof input === 'string' ? [input] : input, pool);
   const typed = typeCheckPlan(plan, dataset.schema, dataset.files[0]!.source, dataset.unsupported);

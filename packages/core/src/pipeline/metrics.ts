@@ -74,11 +74,37 @@ export interface PipelineMetrics {
 }
 
 /** Counters of a run that has not started. */
-export const emptyMetrics = (): PipelineMetrics => ({ rows: 0, batches: 0, preprocessMs: 0, setupMs: 0, sourceWaitMs: 0, batchMs: 0, bytesIn: 0, bytesOut: 0, maxBuffered: 0, lastReport: null, reportTotals: {}, backendSummary: null, pushdown: null, packedChunks: 0, sharedChunks: 0, splitChunks: 0, recycledPacks: 0, optimizer: null, placement: null });
+export const emptyMetrics = (): PipelineMetrics => ({
+  rows: 0,
+  batches: 0,
+  preprocessMs: 0,
+  setupMs: 0,
+  sourceWaitMs: 0,
+  batchMs: 0,
+  bytesIn: 0,
+  bytesOut: 0,
+  maxBuffered: 0,
+  lastReport: null,
+  reportTotals: {},
+  backendSummary: null,
+  pushdown: null,
+  packedChunks: 0,
+  sharedChunks: 0,
+  splitChunks: 0,
+  recycledPacks: 0,
+  optimizer: null,
+  placement: null,
+});
 
 /** A copy of `m` that the run's further counting does not change. */
 export function copyMetrics(m: PipelineMetrics): PipelineMetrics {
-  return { ...m, reportTotals: { ...m.reportTotals }, pushdown: m.pushdown && { ...m.pushdown }, optimizer: m.optimizer && { ...m.optimizer }, placement: m.placement && { ...m.placement, features: { ...m.placement.features }, measured: { ...m.placement.measured } } };
+  return {
+    ...m,
+    reportTotals: { ...m.reportTotals },
+    pushdown: m.pushdown && { ...m.pushdown },
+    optimizer: m.optimizer && { ...m.optimizer },
+    placement: m.placement && { ...m.placement, features: { ...m.placement.features }, measured: { ...m.placement.measured } },
+  };
 }
 
 /** Adds a backend's report for one chunk: bytes, the last report, and the totals of its extra numeric fields. */

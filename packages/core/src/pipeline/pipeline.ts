@@ -32,9 +32,13 @@ export class Pipeline implements AsyncIterable<Batch> {
   private fit: PlanState | null = null;
   private _metrics = emptyMetrics();
 
-  constructor(plan: PlanSpec | Plan | string, private readonly options: PipelineOptions = {}) {
+  constructor(
+    plan: PlanSpec | Plan | string,
+    private readonly options: PipelineOptions = {},
+  ) {
     this.plan = loadPlan(plan);
-    if (options.prefetch !== undefined && (!Number.isInteger(options.prefetch) || options.prefetch < 1)) throw new PlanError('prefetch must be a positive integer');
+    if (options.prefetch !== undefined && (!Number.isInteger(options.prefetch) || options.prefetch < 1))
+      throw new PlanError('prefetch must be a positive integer');
     const d = options.decoders;
     if (d !== undefined && (!Number.isInteger(d) || d < 1 || d > 256)) throw new PlanError(`decoders must be an integer from 1 to 256, got ${show(d)}`);
   }
@@ -89,7 +93,10 @@ export class Pipeline implements AsyncIterable<Batch> {
    * a batch counts as taken once its `next` handler returns.
    */
   observable(): Observable<Batch> {
-    return this.run((flow) => (b: Batch) => { this.take(b); flow.consumed(); });
+    return this.run((flow) => (b: Batch) => {
+      this.take(b);
+      flow.consumed();
+    });
   }
 
   /** The run as an Observable; `onTaken(flow)` is called when a batch is handed to the consumer. */
@@ -97,15 +104,25 @@ export class Pipeline implements AsyncIterable<Batch> {
     const spec = backendSpecOf(this.plan, this.options.backend);
     return defer(() => from(this.info())).pipe(
       // A backend finished after the run was cancelled is disposed at once (no stray worker pool).
-      mergeMap((info) => new Observable<RunSetup>((sub) => {
-        let cancelled = false;
-        prepareRun(info, spec, this.options.optimize, this.fit!, (s) => this.probe(info, s)).then((setup) => {
-          if (cancelled) { void setup.backend.dispose(); return; }
-          sub.next(setup);
-          sub.complete();
-        }).catch((e: unknown) => sub.error(e));
-        return () => { cancelled = true; };
-      })),
+      mergeMap(
+        (info) =>
+          new Observable<RunSetup>((sub) => {
+            let cancelled = false;
+            prepareRun(info, spec, this.options.optimize, this.fit!, (s) => this.probe(info, s))
+              .then((setup) => {
+                if (cancelled) {
+                  void setup.backend.dispose();
+                  return;
+                }
+                sub.next(setup);
+                sub.complete();
+              })
+              .catch((e: unknown) => sub.error(e));
+            return () => {
+              cancelled = true;
+            };
+          }),
+      ),
       mergeMap((setup) => {
         const stages = buildStages(setup, this.plan, spec, this.fit!, this.options);
         this._metrics = stages.metrics;
@@ -150,11 +167,28 @@ export class Pipeline implements AsyncIterable<Batch> {
     let failure: unknown = null;
     let wake: (() => void) | null = null;
     let flowRef: Flow | null = null;
-    const signal = (): void => { const w = wake; wake = null; w?.(); };
-    const sub = this.run((flow) => { flowRef = flow; return () => undefined; }).subscribe({
-      next: (b) => { queue.push(b); signal(); },
-      error: (e) => { failure = e; done = true; signal(); },
-      complete: () => { done = true; signal(); },
+    const signal = (): void => {
+      const w = wake;
+      wake = null;
+      w?.();
+    };
+    const sub = this.run((flow) => {
+      flowRef = flow;
+      return () => undefined;
+    }).subscribe({
+      next: (b) => {
+        queue.push(b);
+        signal();
+      },
+      error: (e) => {
+        failure = e;
+        done = true;
+        signal();
+      },
+      complete: () => {
+        done = true;
+        signal();
+      },
     });
     return {
       next: async (): Promise<IteratorResult<Batch>> => {
@@ -171,9 +205,16 @@ export class Pipeline implements AsyncIterable<Batch> {
             flowRef?.consumed();
             return { done: false, value: b };
           }
-          if (failure !== null) { const f = failure; failure = null; sub.unsubscribe(); throw f; }
+          if (failure !== null) {
+            const f = failure;
+            failure = null;
+            sub.unsubscribe();
+            throw f;
+          }
           if (done) return { done: true, value: undefined };
-          await new Promise<void>((r) => { wake = r; });
+          await new Promise<void>((r) => {
+            wake = r;
+          });
         }
       },
       return: async (): Promise<IteratorResult<Batch>> => {

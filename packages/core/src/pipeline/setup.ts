@@ -6,7 +6,19 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import type { Observable } from 'rxjs';
-import { PlanError, runFeature, show, stateFromJSON, statefulOps, type BackendSpec, type Column, type ColumnType, type Plan, type PlanState, type TypedPlan } from '@sluice/ops';
+import {
+  PlanError,
+  runFeature,
+  show,
+  stateFromJSON,
+  statefulOps,
+  type BackendSpec,
+  type Column,
+  type ColumnType,
+  type Plan,
+  type PlanState,
+  type TypedPlan,
+} from '@sluice/ops';
 import { batchLayout, PackArena, packSlotBytes, type Batch, type BatchLayout, type ProcessedChunk } from '../batch/index.js';
 import { createBackend, readerKernels } from '../backend/registry.js';
 import type { Backend } from '../backend/types.js';
@@ -92,7 +104,16 @@ export async function openRun(plan: Plan, options: PipelineOptions): Promise<{ i
   try {
     const { dataset, plan: typed } = await openInput(plan, options.input ?? plan.input, pool);
     const fit = loadFitState(typed, options.fitState);
-    return { info: { plan: typed, dataset, layout: batchLayout(typed), rowsPerEpoch: epochRows(dataset, { shard: typed.shard }), backend: backendSpecOf(plan, options.backend).name }, fit };
+    return {
+      info: {
+        plan: typed,
+        dataset,
+        layout: batchLayout(typed),
+        rowsPerEpoch: epochRows(dataset, { shard: typed.shard }),
+        backend: backendSpecOf(plan, options.backend).name,
+      },
+      fit,
+    };
   } finally {
     await pool.close();
   }
@@ -103,7 +124,10 @@ function loadFitState(plan: TypedPlan, fs: PipelineOptions['fitState']): PlanSta
   if (fs === undefined) {
     if (needs.length > 0) {
       const f = needs[0]!;
-      throw new PlanError('this plan has stateful ops; run `sluice fit` and pass its output (--state / fitState)', { feature: f.feature.name, op: `${f.feature.ops[f.index]!.op} (#${f.index + 1})` });
+      throw new PlanError('this plan has stateful ops; run `sluice fit` and pass its output (--state / fitState)', {
+        feature: f.feature.name,
+        op: `${f.feature.ops[f.index]!.op} (#${f.index + 1})`,
+      });
     }
     return new Map();
   }
@@ -124,7 +148,8 @@ function loadFitState(plan: TypedPlan, fs: PipelineOptions['fitState']): PlanSta
 function workersWanted(spec: BackendSpec): number {
   const w = spec.workers;
   if (w === undefined) return Math.max(1, availableParallelism() - 1);
-  if (!Number.isInteger(w) || (w as number) < 1 || (w as number) > 256) throw new PlanError(`backend ${spec.name}: workers must be an integer from 1 to 256, got ${show(w)}`);
+  if (!Number.isInteger(w) || (w as number) < 1 || (w as number) > 256)
+    throw new PlanError(`backend ${spec.name}: workers must be an integer from 1 to 256, got ${show(w)}`);
   return w as number;
 }
 
@@ -134,7 +159,11 @@ function workersWanted(spec: BackendSpec): number {
  * statistics (plan/optimize.ts). Outputs are identical either way. `spec` is the backend the
  * run resolved to (auto's choice), so an auto run on webgpu is optimized like webgpu.
  */
-async function optimizedPlan(info: PipelineInfo, spec: BackendSpec, optimize: boolean | undefined): Promise<{ plan: TypedPlan; optimizer: PipelineMetrics['optimizer'] }> {
+async function optimizedPlan(
+  info: PipelineInfo,
+  spec: BackendSpec,
+  optimize: boolean | undefined,
+): Promise<{ plan: TypedPlan; optimizer: PipelineMetrics['optimizer'] }> {
   const opt = optimize ?? spec.optimize;
   if (opt !== undefined && typeof opt !== 'boolean') throw new PlanError(`option "optimize" must be true or false, got ${show(opt)}`);
   if (!(opt ?? spec.name === 'webgpu')) return { plan: info.plan, optimizer: null };
@@ -177,7 +206,13 @@ export interface RunSetup {
  * Chooses and starts a run's backend: auto's placement (placement/resolve.ts; `probe` measures a
  * candidate), the optimizer, the reader's pushdown and its kernels, then the backend itself.
  */
-export async function prepareRun(info: PipelineInfo, spec: BackendSpec, optimize: boolean | undefined, fit: PlanState, probe: (spec: BackendSpec) => Promise<Measurement>): Promise<RunSetup> {
+export async function prepareRun(
+  info: PipelineInfo,
+  spec: BackendSpec,
+  optimize: boolean | undefined,
+  fit: PlanState,
+  probe: (spec: BackendSpec) => Promise<Measurement>,
+): Promise<RunSetup> {
   const t0 = performance.now();
   const { spec: resolved, placement, byFeature } = await resolveAuto(spec, info, probe);
   const { plan, optimizer } = await optimizedPlan(info, resolved, optimize);
@@ -228,7 +263,10 @@ export function buildStages(s: RunSetup, plan: Plan, spec: BackendSpec, fitState
   // which leaves workers beyond it idle.
   const flow = new Flow(options.prefetch ?? typed.spec.prefetch ?? Math.max(typed.prefetch, backend.concurrency));
   // With pushdown the decoders run the pushed ops too, so they get the backend's parallelism.
-  const pool = new DecoderPool(options.decoders ?? (pushdown === null ? Math.min(2, backend.concurrency) : allInReader(pushdown) ? workersWanted(spec) : backend.concurrency), { kernels });
+  const pool = new DecoderPool(
+    options.decoders ?? (pushdown === null ? Math.min(2, backend.concurrency) : allInReader(pushdown) ? workersWanted(spec) : backend.concurrency),
+    { kernels },
+  );
   const fp = fingerprint(plan, info.dataset);
   const { start, firstSeq } = resumeStart(options.resume, fp);
   const m = emptyMetrics();
@@ -246,16 +284,28 @@ export function buildStages(s: RunSetup, plan: Plan, spec: BackendSpec, fitState
   // more rows than a batch or a row group.
   let pack: PackRequest | undefined;
   if (allInReader(pushdown) && options.pack !== false) {
-    const packRowsMax = Math.min(typed.batchSize, info.dataset.units.reduce((a, u) => Math.max(a, u.rows), 1));
+    const packRowsMax = Math.min(
+      typed.batchSize,
+      info.dataset.units.reduce((a, u) => Math.max(a, u.rows), 1),
+    );
     pack = { layout: info.layout, outputs: [...pushdown.outputs], label: typed.label, arena: PackArena.take(packSlotBytes(info.layout, packRowsMax)) };
   }
   const arena = pack?.arena;
-  const chunks = (): AsyncIterator<Chunk> => timedSource(readChunks(info.dataset, pool, {
-    columns, chunkRows: typed.batchSize, shuffle: typed.shuffle, shard: typed.shard, epochs: typed.epochs, start,
-    ...(pushdown ? { derived: pushdown.derived } : {}),
-    ...(pack !== undefined ? { pack } : {}),
-    ...(options.signal ? { signal: options.signal } : {}),
-  }), m);
+  const chunks = (): AsyncIterator<Chunk> =>
+    timedSource(
+      readChunks(info.dataset, pool, {
+        columns,
+        chunkRows: typed.batchSize,
+        shuffle: typed.shuffle,
+        shard: typed.shard,
+        epochs: typed.epochs,
+        start,
+        ...(pushdown ? { derived: pushdown.derived } : {}),
+        ...(pack !== undefined ? { pack } : {}),
+        ...(options.signal ? { signal: options.signal } : {}),
+      }),
+      m,
+    );
   const run = async (c: Chunk): Promise<ProcessedChunk> => {
     if (c.shared) m.sharedChunks++;
     if (c.split) m.splitChunks++;
@@ -264,35 +314,69 @@ export function buildStages(s: RunSetup, plan: Plan, spec: BackendSpec, fitState
       m.packedChunks++;
       m.recycledPacks = arena?.reused ?? 0;
       m.rows += c.rows;
-      return { outputs: new Map(), label: null, rows: c.rows, at: c.at, windowRows: c.windowRows, lastInEpoch: c.lastInEpoch, locate: c.locate, packed: c.packed };
+      return {
+        outputs: new Map(),
+        label: null,
+        rows: c.rows,
+        at: c.at,
+        windowRows: c.windowRows,
+        lastInEpoch: c.lastInEpoch,
+        locate: c.locate,
+        packed: c.packed,
+      };
     }
     const t0 = performance.now();
     let inputs: ReadonlyMap<string, Column> = c.columns;
     // A derived column the reader could not compute: the chunk has its raw input, and the
     // feature's own ops make it here (their errors name the feature, op and row).
     for (const d of pushdown?.derived ?? []) {
-      if (inputs.has(d.name)) { m.pushdown!.computedInReader++; continue; }
+      if (inputs.has(d.name)) {
+        m.pushdown!.computedInReader++;
+        continue;
+      }
       m.pushdown!.computedInPipeline++;
       const copy = new Map(inputs);
       copy.set(d.name, runFeature(d.feature, inputs.get(d.input)!, new Map(), new Map(), fitState, c.locate));
       inputs = copy;
     }
     // Pushed-down features are done; the backend runs the rest (if any are left).
-    const { columns: outputs, report } = backendPlan !== null
-      ? await backend.run(inputs, c.locate)
-      : { columns: new Map<string, Column>(), report: { wallMs: 0, bytesIn: 0, bytesOut: 0 } };
+    const { columns: outputs, report } =
+      backendPlan !== null ? await backend.run(inputs, c.locate) : { columns: new Map<string, Column>(), report: { wallMs: 0, bytesIn: 0, bytesOut: 0 } };
     for (const [f, d] of pushdown?.outputs ?? []) outputs.set(f, inputs.get(d)!);
     m.preprocessMs += performance.now() - t0;
     addReport(m, report);
     m.rows += c.rows;
-    return { outputs, label: typed.label === null ? null : c.columns.get(typed.label)!, rows: c.rows, at: c.at, windowRows: c.windowRows, lastInEpoch: c.lastInEpoch, locate: c.locate };
+    return {
+      outputs,
+      label: typed.label === null ? null : c.columns.get(typed.label)!,
+      rows: c.rows,
+      at: c.at,
+      windowRows: c.windowRows,
+      lastInEpoch: c.lastInEpoch,
+      locate: c.locate,
+    };
   };
   const batches = source(chunks, flow).pipe(
     preprocess(run, backend.concurrency),
-    batch({ layout: info.layout, batchSize: typed.batchSize, dropLast: typed.dropLast, firstSeq, ...(arena ? { arena } : {}), onAssembled: (ms) => { m.batchMs += ms; } }, flow),
+    batch(
+      {
+        layout: info.layout,
+        batchSize: typed.batchSize,
+        dropLast: typed.dropLast,
+        firstSeq,
+        ...(arena ? { arena } : {}),
+        onAssembled: (ms) => {
+          m.batchMs += ms;
+        },
+      },
+      flow,
+    ),
   );
   return {
-    batches, flow, metrics: m, state,
+    batches,
+    flow,
+    metrics: m,
+    state,
     finish() {
       m.backendSummary = backend.summary?.() ?? null;
       void pool.close();
@@ -302,4 +386,3 @@ export function buildStages(s: RunSetup, plan: Plan, spec: BackendSpec, fitState
     },
   };
 }
-

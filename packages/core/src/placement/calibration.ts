@@ -60,11 +60,18 @@ function hashValue(h: Hash, v: unknown): void {
       return;
     }
     h.update('[');
-    for (const x of v) { hashValue(h, x); h.update(','); }
+    for (const x of v) {
+      hashValue(h, x);
+      h.update(',');
+    }
     h.update(']');
   } else if (typeof v === 'object' && v !== null) {
     h.update('{');
-    for (const [k, x] of Object.entries(v)) { h.update(JSON.stringify(k)).update(':'); hashValue(h, x); h.update(','); }
+    for (const [k, x] of Object.entries(v)) {
+      h.update(JSON.stringify(k)).update(':');
+      hashValue(h, x);
+      h.update(',');
+    }
     h.update('}');
   } else {
     h.update(typeof v === 'bigint' ? `${v}n` : String(JSON.stringify(v)));
@@ -92,8 +99,8 @@ export function calibrationCachePath(plan: TypedPlan): string {
   return join(cacheRoot(), `placement-${planKey(plan)}-${machineKey()}.json`);
 }
 
-const isMeasurement = (x: unknown): x is Measurement => typeof x === 'object' && x !== null
-  && Number.isFinite((x as Measurement).fixedMs) && Number.isFinite((x as Measurement).perBatchMs);
+const isMeasurement = (x: unknown): x is Measurement =>
+  typeof x === 'object' && x !== null && Number.isFinite((x as Measurement).fixedMs) && Number.isFinite((x as Measurement).perBatchMs);
 
 /** Cached measurements of a plan's candidates on this machine, by candidate label. */
 export function readMeasurements(plan: TypedPlan): Record<string, Measurement> {
@@ -113,7 +120,9 @@ export function writeMeasurements(plan: TypedPlan, measured: Readonly<Record<str
     const tmp = `${p}.tmp-${process.pid}`;
     writeFileSync(tmp, JSON.stringify({ ...readMeasurements(plan), ...measured }));
     renameSync(tmp, p);
-  } catch { /* ignore */ }
+  } catch {
+    /* ignore */
+  }
 }
 
 /**
@@ -125,15 +134,24 @@ export function writeMeasurements(plan: TypedPlan, measured: Readonly<Record<str
  * @param pushdown whether the run can push down (no shuffle, local files) and, if so, whether
  *   features are left for the backend afterwards.
  */
-export function candidatePlacements(backends: readonly string[], model: Placement, pushdown: { possible: boolean; leavesWork: boolean }, extra: Readonly<Record<string, unknown>> = {}): Candidate[] {
+export function candidatePlacements(
+  backends: readonly string[],
+  model: Placement,
+  pushdown: { possible: boolean; leavesWork: boolean },
+  extra: Readonly<Record<string, unknown>> = {},
+): Candidate[] {
   const out: Candidate[] = [];
   const withCpu = (name: string): BackendSpec => ({ name, ...(name === 'cpu' && extra.workers !== undefined ? { workers: extra.workers } : {}) });
   for (const b of backends) {
     out.push({ label: b, spec: withCpu(b) });
-    if (b !== 'cpu' && pushdown.possible && (pushdown.leavesWork || !backends.includes('cpu'))) out.push({ label: `${b}+pushdown`, spec: { ...withCpu(b), pushdown: true } });
+    if (b !== 'cpu' && pushdown.possible && (pushdown.leavesWork || !backends.includes('cpu')))
+      out.push({ label: `${b}+pushdown`, spec: { ...withCpu(b), pushdown: true } });
   }
   if (new Set(model.byFeature.values()).size > 1) {
-    out.push({ label: 'mixed', spec: { name: 'auto', placement: Object.fromEntries(model.byFeature), ...(extra.workers !== undefined ? { workers: extra.workers } : {}) } });
+    out.push({
+      label: 'mixed',
+      spec: { name: 'auto', placement: Object.fromEntries(model.byFeature), ...(extra.workers !== undefined ? { workers: extra.workers } : {}) },
+    });
   }
   return out;
 }
@@ -144,7 +162,13 @@ export function candidatePlacements(backends: readonly string[], model: Placemen
  * candidate the cost model alone picks: the choice while nothing is measured. The pipeline and
  * `sluice explain` both take them from here, so explain lists what a run would measure.
  */
-export function runCandidates(backends: readonly string[], model: Placement, plan: TypedPlan, dataset: Pick<Dataset, 'files'>, extra: Readonly<Record<string, unknown>> = {}): { candidates: Candidate[]; modelChoice: Candidate } {
+export function runCandidates(
+  backends: readonly string[],
+  model: Placement,
+  plan: TypedPlan,
+  dataset: Pick<Dataset, 'files'>,
+  extra: Readonly<Record<string, unknown>> = {},
+): { candidates: Candidate[]; modelChoice: Candidate } {
   const pd = extra.pushdown === false || !readerCanCompute(dataset, plan) ? 'none' : pushdownExtent(plan);
   const candidates = candidatePlacements(backends, model, { possible: pd !== 'none', leavesWork: pd === 'some' }, extra);
   const names = [...new Set(model.byFeature.values())];
@@ -168,7 +192,10 @@ export function chooseMeasured(candidates: readonly Candidate[], measured: Reado
     const m = measured[c.label];
     if (m === undefined) continue;
     const ms = predictRun(m, batches);
-    if (ms < bestMs) { best = c; bestMs = ms; }
+    if (ms < bestMs) {
+      best = c;
+      bestMs = ms;
+    }
   }
   return best;
 }
@@ -216,7 +243,12 @@ function estimate(xs: readonly Measurement[]): Measurement {
  * of probing (large row groups of wide data make each probe long). A candidate whose probe fails
  * is left out (the real run reports the error, if it has it too).
  */
-export async function measureCandidates(candidates: readonly Candidate[], batches: number, probe: (c: Candidate) => Promise<Measurement>, budgetMs = PROBE_BUDGET_MS): Promise<Record<string, Measurement>> {
+export async function measureCandidates(
+  candidates: readonly Candidate[],
+  batches: number,
+  probe: (c: Candidate) => Promise<Measurement>,
+  budgetMs = PROBE_BUDGET_MS,
+): Promise<Record<string, Measurement>> {
   const samples = new Map<string, Measurement[]>();
   let live = [...candidates];
   const t0 = performance.now();
@@ -227,9 +259,11 @@ export async function measureCandidates(candidates: readonly Candidate[], batche
     if (round >= 1) {
       const top = Math.min(...live.map(ms));
       // Round 2 looks at the steady part alone (PROBE_HOPELESS), later rounds at the whole run.
-      live = live.filter(round === 1
-        ? (c) => estimate(samples.get(c.label)!).perBatchMs * batches <= top * PROBE_HOPELESS
-        : (c) => ms(c) <= top * (round === 2 ? PROBE_DROP : PROBE_KEEP));
+      live = live.filter(
+        round === 1
+          ? (c) => estimate(samples.get(c.label)!).perBatchMs * batches <= top * PROBE_HOPELESS
+          : (c) => ms(c) <= top * (round === 2 ? PROBE_DROP : PROBE_KEEP),
+      );
       if (live.length < 2) break;
     }
     const next: Candidate[] = [];

@@ -59,14 +59,20 @@ const opKey = (op: string, t: ColumnType): string => `${op}|${typeKey(t)}`;
 function synthetic(t: ColumnType, n: number): Column | null {
   const rows = t.kind === 'list' ? Math.ceil(n / LIST_LEN) : n;
   const prim = (kind: string, m: number): Column | null => {
-    const idx = Array.from({ length: m }, (_, i) => 1 + ((i * 2654435761) >>> 0) % 1000);
+    const idx = Array.from({ length: m }, (_, i) => 1 + (((i * 2654435761) >>> 0) % 1000));
     switch (kind) {
-      case 'int32': return { type: 'int32', values: Int32Array.from(idx), valid: null };
-      case 'int64': return { type: 'int64', values: BigInt64Array.from(idx, (v) => BigInt(v)), valid: null };
-      case 'float32': return { type: 'float32', values: Float32Array.from(idx, (v) => v / 1001), valid: null };
-      case 'float64': return { type: 'float64', values: Float64Array.from(idx, (v) => v / 1001), valid: null };
-      case 'utf8': return utf8FromStrings(idx.map((v) => (v * 40503).toString(16).padStart(8, '0')));
-      default: return null;
+      case 'int32':
+        return { type: 'int32', values: Int32Array.from(idx), valid: null };
+      case 'int64':
+        return { type: 'int64', values: BigInt64Array.from(idx, (v) => BigInt(v)), valid: null };
+      case 'float32':
+        return { type: 'float32', values: Float32Array.from(idx, (v) => v / 1001), valid: null };
+      case 'float64':
+        return { type: 'float64', values: Float64Array.from(idx, (v) => v / 1001), valid: null };
+      case 'utf8':
+        return utf8FromStrings(idx.map((v) => (v * 40503).toString(16).padStart(8, '0')));
+      default:
+        return null;
     }
   };
   if (t.kind === 'list') {
@@ -99,7 +105,9 @@ function writeCache(backend: string, ops: Record<string, OpCost>): void {
     const tmp = `${p}.tmp-${process.pid}`;
     writeFileSync(tmp, JSON.stringify(ops));
     renameSync(tmp, p);
-  } catch { /* a read-only cache only costs a recalibration */ }
+  } catch {
+    /* a read-only cache only costs a recalibration */
+  }
 }
 
 /** Ops the predictor measures; vocab needs fitted state and cross other features: they run on the CPU. */
@@ -166,7 +174,7 @@ export async function calibrate(backend: string, plan: TypedPlan, options: { spe
         await b.dispose();
       }
     }
-    if (options.cache !== false) writeCache(backend, { ...ops, ...(sharesHost ? { '$sharesHost': { fixedMs: 1, perElementMs: 0 } } : {}) });
+    if (options.cache !== false) writeCache(backend, { ...ops, ...(sharesHost ? { $sharesHost: { fixedMs: 1, perElementMs: 0 } } : {}) });
   }
   if ('$sharesHost' in ops) sharesHost = true;
   const { $sharesHost: _s, ...rest } = ops;
@@ -214,7 +222,9 @@ export function placeFeatures(plan: TypedPlan, models: readonly CostModel[], row
   const single: Record<string, number> = {};
   for (const m of models) single[m.backend] = fixedMs(m) + plan.features.reduce((a, f) => a + predictOps(m, f, rows), 0);
   // Features that cross, or are crossed, form one group placed as a unit.
-  const crossed = new Set(plan.features.flatMap((f) => f.ops.filter((o) => o.op === 'cross').flatMap((o) => [f.name, ...(o.params as { inputs: string[] }).inputs])));
+  const crossed = new Set(
+    plan.features.flatMap((f) => f.ops.filter((o) => o.op === 'cross').flatMap((o) => [f.name, ...(o.params as { inputs: string[] }).inputs])),
+  );
   const units: TypedFeature[][] = plan.features.filter((f) => !crossed.has(f.name)).map((f) => [f]);
   if (crossed.size > 0) units.push(plan.features.filter((f) => crossed.has(f.name)));
   const cost = (m: CostModel, u: TypedFeature[]): number => u.reduce((a, f) => a + predictOps(m, f, rows), 0);
@@ -229,7 +239,10 @@ export function placeFeatures(plan: TypedPlan, models: readonly CostModel[], row
     let bestFinish = Infinity;
     for (const m of models) {
       const finish = load[m.backend]! + cost(m, u) + (used.has(m.backend) ? 0 : fixedMs(m));
-      if (finish < bestFinish) { best = m; bestFinish = finish; }
+      if (finish < bestFinish) {
+        best = m;
+        bestFinish = finish;
+      }
     }
     if (!Number.isFinite(bestFinish)) throw new PlanError(`no backend of ${models.map((m) => m.backend).join(', ')} can run feature ${u[0]!.name}`);
     load[best.backend] = bestFinish;
@@ -241,7 +254,12 @@ export function placeFeatures(plan: TypedPlan, models: readonly CostModel[], row
   const makespan = Math.max(shared, ...models.filter((m) => !m.sharesHost).map((m) => load[m.backend]!));
   const bestSingle = Object.entries(single).sort((a, b) => a[1] - b[1])[0]!;
   if (bestSingle[1] * (1 - MIXED_MARGIN) <= makespan || used.size === 1) {
-    return { byFeature: new Map(plan.features.map((f) => [f.name, bestSingle[0]])), predictedMs: { [bestSingle[0]]: bestSingle[1] }, makespanMs: bestSingle[1], singleMs: single };
+    return {
+      byFeature: new Map(plan.features.map((f) => [f.name, bestSingle[0]])),
+      predictedMs: { [bestSingle[0]]: bestSingle[1] },
+      makespanMs: bestSingle[1],
+      singleMs: single,
+    };
   }
   const predictedMs = Object.fromEntries(Object.entries(load).filter(([b]) => used.has(b)));
   return { byFeature, predictedMs, makespanMs: makespan, singleMs: single };

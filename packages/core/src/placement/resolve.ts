@@ -47,7 +47,11 @@ export interface RunInput {
  * candidate chosen as described above, with its report and the backend of each feature. `probe`
  * runs the pipeline over a prefix of the data with a candidate's spec and measures it.
  */
-export async function resolveAuto(spec: BackendSpec, run: RunInput, probe: (spec: BackendSpec) => Promise<Measurement>): Promise<{ spec: BackendSpec; placement: PlacementReport | null; byFeature: ReadonlyMap<string, string> | null }> {
+export async function resolveAuto(
+  spec: BackendSpec,
+  run: RunInput,
+  probe: (spec: BackendSpec) => Promise<Measurement>,
+): Promise<{ spec: BackendSpec; placement: PlacementReport | null; byFeature: ReadonlyMap<string, string> | null }> {
   if (autoCandidates(spec) === null) return { spec, placement: null, byFeature: null };
   const plan = run.plan;
   const { backends: _b, placement: given, calibrate: cal, ...rest } = spec;
@@ -56,10 +60,20 @@ export async function resolveAuto(spec: BackendSpec, run: RunInput, probe: (spec
   if (given !== undefined) {
     // A placement written in the plan is run as written (autoBackend checks it).
     const byFeature = new Map(Object.entries(given as Record<string, string>));
-    return { spec: { ...rest, name: 'auto', placement: given }, placement: { features: {}, predictedMs: {}, singleMs: {}, chosen: 'given', basis: 'given', measured: {} }, byFeature };
+    return {
+      spec: { ...rest, name: 'auto', placement: given },
+      placement: { features: {}, predictedMs: {}, singleMs: {}, chosen: 'given', basis: 'given', measured: {} },
+      byFeature,
+    };
   }
   const { placement: p, models } = await autoPlacement(plan, spec);
-  const { candidates, modelChoice } = runCandidates(models.map((m) => m.backend), p, plan, run.dataset, rest);
+  const { candidates, modelChoice } = runCandidates(
+    models.map((m) => m.backend),
+    p,
+    plan,
+    run.dataset,
+    rest,
+  );
   const batches = (run.rowsPerEpoch * plan.epochs) / plan.batchSize;
   let measured: Record<string, Measurement> = {};
   if (cal !== false && candidates.length > 1) {

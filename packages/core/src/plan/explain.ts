@@ -55,7 +55,11 @@ export function explainStaged(original: TypedPlan, staged: StagedPlan, backend: 
     let ops = 0;
     for (const id of s.nodes) {
       const n = staged.graph.nodes[id]!;
-      for (let k = n.from; k < n.to; k++) { const op = n.feature.ops[k]!.op; opTypes[op] = (opTypes[op] ?? 0) + 1; ops++; }
+      for (let k = n.from; k < n.to; k++) {
+        const op = n.feature.ops[k]!.op;
+        opTypes[op] = (opTypes[op] ?? 0) + 1;
+        ops++;
+      }
     }
     kernelsByDevice[s.device] = (kernelsByDevice[s.device] ?? 0) + s.shards.length;
     return { index, device: s.device, kind: s.kind, nodes: s.nodes.length, ops, opTypes, kernels: s.shards.length };
@@ -98,10 +102,12 @@ export interface ExplainOptions {
  */
 export function explainPlan(plan: TypedPlan, options: ExplainOptions = {}): Explain {
   const { plan: lean, removed } = eliminateRedundant(plan, options.stats);
-  const staged = options.backend?.stagedPlan?.() ?? (() => {
-    const device = options.backendName ?? 'cpu';
-    const graph = buildGraph(lean, () => device);
-    return { graph, schedule: scheduleStages(graph) };
-  })();
+  const staged =
+    options.backend?.stagedPlan?.() ??
+    (() => {
+      const device = options.backendName ?? 'cpu';
+      const graph = buildGraph(lean, () => device);
+      return { graph, schedule: scheduleStages(graph) };
+    })();
   return explainStaged(plan, staged, options.backendName ?? options.backend?.name ?? 'cpu', removed);
 }

@@ -23,7 +23,20 @@ import { isDeepStrictEqual } from 'node:util';
 import { runOps, type Column, type ColumnType, type PlanOp, type PlanState, type RowLocator, type TypedFeature, type TypedPlan } from '@sluice/ops';
 
 /** Ops that map one value to one value and keep no state: a run of them fuses vertically. */
-export const FUSIBLE_OPS: ReadonlySet<string> = new Set(['fillNull', 'cast', 'neg2zero', 'clamp', 'log', 'logit', 'boxCox', 'bucketize', 'hex2int', 'sigridHash', 'modulus', 'mapId']);
+export const FUSIBLE_OPS: ReadonlySet<string> = new Set([
+  'fillNull',
+  'cast',
+  'neg2zero',
+  'clamp',
+  'log',
+  'logit',
+  'boxCox',
+  'bucketize',
+  'hex2int',
+  'sigridHash',
+  'modulus',
+  'mapId',
+]);
 
 /** One kernel's worth of work for one value: ops [from, to) of `feature` (shared by `outputs` and by the features downstream). */
 export interface GraphNode {
@@ -115,13 +128,32 @@ export function buildGraph(plan: TypedPlan, deviceOf: DeviceOf = () => 'cpu', op
 
   // Vertical fusion: an entry joins its parent's node when nothing else branches off in between.
   const nodeOfEntry = new Int32Array(entries.length);
-  const draft: Array<{ parentEntry: number | null; feature: TypedFeature; from: number; to: number; device: string; fused: boolean; deps: number[]; last: number }> = [];
+  const draft: Array<{
+    parentEntry: number | null;
+    feature: TypedFeature;
+    from: number;
+    to: number;
+    device: string;
+    fused: boolean;
+    deps: number[];
+    last: number;
+  }> = [];
   for (const e of entries) {
     const o = e.feature.ops[e.k]!;
     const fusible = FUSIBLE_OPS.has(o.op) && !o.def.stateful;
     const p = e.parent === null ? null : entries[e.parent]!;
     const pd = p === null ? null : draft[nodeOfEntry[p.id]!]!;
-    if (p !== null && pd !== null && fusible && pd.fused && p.children === 1 && p.outputs.length === 0 && p.device === e.device && pd.last === p.id && e.deps.length === 1) {
+    if (
+      p !== null &&
+      pd !== null &&
+      fusible &&
+      pd.fused &&
+      p.children === 1 &&
+      p.outputs.length === 0 &&
+      p.device === e.device &&
+      pd.last === p.id &&
+      e.deps.length === 1
+    ) {
       pd.feature = e.feature;
       pd.to = e.k + 1;
       pd.last = e.id;
@@ -229,11 +261,23 @@ export function scheduleStages(g: PlanGraph, options: ScheduleOptions = {}): Sch
     const order: string[] = [];
     for (let left = n; left > 0;) {
       const byKey = new Map<string, number[]>();
-      for (const i of readyOf(done)) { const k = keys[i]!; (byKey.get(k) ?? byKey.set(k, []).get(k)!).push(i); }
+      for (const i of readyOf(done)) {
+        const k = keys[i]!;
+        (byKey.get(k) ?? byKey.set(k, []).get(k)!).push(i);
+      }
       let best = '';
       let bestScore = -1;
-      for (const [k, ids] of byKey) { const s = score(ids); if (s > bestScore || (s === bestScore && k < best)) { best = k; bestScore = s; } }
-      for (const i of byKey.get(best)!) { done[i] = 1; left--; }
+      for (const [k, ids] of byKey) {
+        const s = score(ids);
+        if (s > bestScore || (s === bestScore && k < best)) {
+          best = k;
+          bestScore = s;
+        }
+      }
+      for (const i of byKey.get(best)!) {
+        done[i] = 1;
+        left--;
+      }
       order.push(best);
     }
     return order;
@@ -249,7 +293,9 @@ export function scheduleStages(g: PlanGraph, options: ScheduleOptions = {}): Sch
   // promising ones (shortest remaining critical path, then fewest nodes left): a beam search.
   if (search === 'heuristic') {
     const beam = options.beam ?? 256;
-    let frontier: Array<{ done: Uint8Array; order: string[]; crit: number; left: number }> = [{ done: new Uint8Array(n), order: [], crit: lowerBound, left: n }];
+    let frontier: Array<{ done: Uint8Array; order: string[]; crit: number; left: number }> = [
+      { done: new Uint8Array(n), order: [], crit: lowerBound, left: n },
+    ];
     const seen = new Set<string>();
     let truncated = false;
     let found: string[] | null = null;
@@ -257,7 +303,10 @@ export function scheduleStages(g: PlanGraph, options: ScheduleOptions = {}): Sch
       const next: typeof frontier = [];
       for (const s of frontier) {
         const byKey = new Map<string, number[]>();
-        for (const i of readyOf(s.done)) { const k = keys[i]!; (byKey.get(k) ?? byKey.set(k, []).get(k)!).push(i); }
+        for (const i of readyOf(s.done)) {
+          const k = keys[i]!;
+          (byKey.get(k) ?? byKey.set(k, []).get(k)!).push(i);
+        }
         for (const [k, ids] of byKey) {
           const done = s.done.slice();
           for (const i of ids) done[i] = 1;
@@ -266,7 +315,10 @@ export function scheduleStages(g: PlanGraph, options: ScheduleOptions = {}): Sch
           seen.add(sig);
           const o = [...s.order, k];
           const rest = readyOf(done);
-          if (rest.length === 0) { found = o; break; }
+          if (rest.length === 0) {
+            found = o;
+            break;
+          }
           const crit = Math.max(...rest.map((i) => height[i]!));
           if (o.length + crit >= order.length) continue;
           next.push({ done, order: o, crit, left: s.left - ids.length });
@@ -304,8 +356,13 @@ function shard(g: PlanGraph, ids: readonly number[], limit: KernelLimit | undefi
   let bytes = 0;
   for (const i of ids) {
     const b = limit.maxBytes !== undefined && bytesOf ? bytesOf(g.nodes[i]!) : 0;
-    const full = cur.length > 0 && ((limit.maxNodes !== undefined && cur.length >= limit.maxNodes) || (limit.maxBytes !== undefined && bytes + b > limit.maxBytes));
-    if (full) { out.push(cur); cur = []; bytes = 0; }
+    const full =
+      cur.length > 0 && ((limit.maxNodes !== undefined && cur.length >= limit.maxNodes) || (limit.maxBytes !== undefined && bytes + b > limit.maxBytes));
+    if (full) {
+      out.push(cur);
+      cur = [];
+      bytes = 0;
+    }
     cur.push(i);
     bytes += b;
   }
@@ -360,7 +417,10 @@ export function graphContext(g: PlanGraph, columns: ReadonlyMap<string, Column>,
   const featureTypes = new Map<string, ColumnType>();
   const setValue = (id: number, c: Column): void => {
     values.set(id, c);
-    for (const f of g.nodes[id]!.outputs) { features.set(f, c); featureTypes.set(f, g.plan.features.find((x) => x.name === f)!.outputType); }
+    for (const f of g.nodes[id]!.outputs) {
+      features.set(f, c);
+      featureTypes.set(f, g.plan.features.find((x) => x.name === f)!.outputType);
+    }
   };
   return {
     input: (id) => nodeInput(g.nodes[id]!, values, columns),

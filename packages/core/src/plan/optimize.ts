@@ -72,7 +72,11 @@ function after(o: PlanOp, t: ColumnType, to: ColumnType, k: Known): Known {
       const hi0 = exact(p.max);
       const lo = lo0 === null ? null : r(lo0);
       const hi = hi0 === null ? null : r(hi0);
-      return { nulls, lo: lo === null ? -Infinity : Math.max(Math.min(k.lo, hi ?? Infinity), lo), hi: hi === null ? Infinity : Math.min(Math.max(k.hi, lo ?? -Infinity), hi) };
+      return {
+        nulls,
+        lo: lo === null ? -Infinity : Math.max(Math.min(k.lo, hi ?? Infinity), lo),
+        hi: hi === null ? Infinity : Math.min(Math.max(k.hi, lo ?? -Infinity), hi),
+      };
     }
     case 'modulus': {
       const m = exact(p.m);
@@ -101,7 +105,7 @@ function after(o: PlanOp, t: ColumnType, to: ColumnType, k: Known): Known {
       return { nulls: true, lo: Math.trunc(k.lo), hi: Math.trunc(k.hi) };
     }
     case 'mapId': {
-      const vals = Object.values(p.mapping as Record<string, unknown> ?? {}).map(exact);
+      const vals = Object.values((p.mapping as Record<string, unknown>) ?? {}).map(exact);
       const d = exact(p.default);
       const all = [...vals, d];
       if (all.some((v) => v === null)) return { nulls, lo: -Infinity, hi: Infinity };

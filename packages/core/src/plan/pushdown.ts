@@ -27,7 +27,19 @@ import { loadPlan, typeCheckPlan, type ColumnType, type FeatureSpec, type TypedF
 import { isUrl } from '../util/url.js';
 
 /** Ops whose output for a row depends only on that row's input value (and that keep no state). */
-export const PER_VALUE_OPS: ReadonlySet<string> = new Set(['fillNull', 'cast', 'neg2zero', 'clamp', 'log', 'logit', 'boxCox', 'bucketize', 'hex2int', 'sigridHash', 'modulus']);
+export const PER_VALUE_OPS: ReadonlySet<string> = new Set([
+  'fillNull',
+  'cast',
+  'neg2zero',
+  'clamp',
+  'log',
+  'logit',
+  'boxCox',
+  'bucketize',
+  'hex2int',
+  'sigridHash',
+  'modulus',
+]);
 
 export interface DerivedColumn {
   /** Column name the backend plan reads (not a name a Parquet file would use). */
@@ -54,7 +66,8 @@ export interface Pushdown {
  * local files only. Takes any object with the files' sources (a reader `Dataset`), so that plan/
  * does not depend on the reader.
  */
-export const readerCanCompute = (dataset: { readonly files: ReadonlyArray<{ readonly source: string }> }, plan: TypedPlan): boolean => plan.shuffle === null && !dataset.files.some((f) => isUrl(f.source));
+export const readerCanCompute = (dataset: { readonly files: ReadonlyArray<{ readonly source: string }> }, plan: TypedPlan): boolean =>
+  plan.shuffle === null && !dataset.files.some((f) => isUrl(f.source));
 
 /** True when the reader computes every feature, so no backend work is left (the plan runs in the decoders). */
 export const allInReader = (pd: Pushdown | null): pd is Pushdown & { readonly plan: null } => pd !== null && pd.plan === null;
@@ -64,19 +77,21 @@ const isScalar = (t: ColumnType): boolean => t.kind !== 'list' && t.kind !== 'fi
 const isNumericList = (t: ColumnType): boolean => t.kind === 'list' && t.child !== 'utf8';
 
 /** Features that a cross op reads by name: they stay with the backend, which computes them in order. */
-const crossedNames = (plan: TypedPlan): Set<string> => new Set(plan.features.flatMap((f) => f.ops.filter((o) => o.op === 'cross').flatMap((o) => (o.params as { inputs: readonly string[] }).inputs)));
+const crossedNames = (plan: TypedPlan): Set<string> =>
+  new Set(plan.features.flatMap((f) => f.ops.filter((o) => o.op === 'cross').flatMap((o) => (o.params as { inputs: readonly string[] }).inputs)));
 
 /**
  * Whether the reader can compute a feature: per-value, stateless ops from a scalar to a
  * non-string scalar, or per-value ops and firstX from a list of numbers to a list of numbers; and
  * not crossed.
  */
-const pushable = (f: TypedFeature, crossed: ReadonlySet<string>): boolean => f.ops.length > 0
-  && ((isScalar(f.inputType) && isScalar(f.outputType) && f.outputType.kind !== 'utf8' && f.ops.every((o) => PER_VALUE_OPS.has(o.op)))
-    || (isNumericList(f.inputType) && isNumericList(f.outputType) && f.ops.every((o) => PER_VALUE_OPS.has(o.op) || o.op === 'firstX')))
-  && f.ops.every((o) => !o.def.stateful)
+const pushable = (f: TypedFeature, crossed: ReadonlySet<string>): boolean =>
+  f.ops.length > 0 &&
+  ((isScalar(f.inputType) && isScalar(f.outputType) && f.outputType.kind !== 'utf8' && f.ops.every((o) => PER_VALUE_OPS.has(o.op))) ||
+    (isNumericList(f.inputType) && isNumericList(f.outputType) && f.ops.every((o) => PER_VALUE_OPS.has(o.op) || o.op === 'firstX'))) &&
+  f.ops.every((o) => !o.def.stateful) &&
   // A feature another feature crosses by name stays with the backend (cross looks it up by name).
-  && !crossed.has(f.name);
+  !crossed.has(f.name);
 
 /**
  * How much of a plan `planPushdown` would push into the reader — no feature, some, or all —
@@ -110,7 +125,13 @@ export function planPushdown(plan: TypedPlan): Pushdown | null {
     const same = byInput.get(f.input) ?? [];
     let d = same.find((c) => c.ops.length === f.ops.length && c.ops.every((o, k) => o.op === f.ops[k]!.op && isDeepStrictEqual(o.params, f.ops[k]!.params)));
     if (d === undefined) {
-      d = { name: `${f.input}\u241f${derived.length}`, input: f.input, type: f.outputType, ops: f.ops.map((o) => ({ op: o.op, params: o.params })), feature: f };
+      d = {
+        name: `${f.input}\u241f${derived.length}`,
+        input: f.input,
+        type: f.outputType,
+        ops: f.ops.map((o) => ({ op: o.op, params: o.params })),
+        feature: f,
+      };
       byInput.set(f.input, [...same, d]);
       derived.push(d);
     }

@@ -25,23 +25,35 @@ export function batchToMsgpack(b: Batch): Uint8Array {
   const B = b.rows;
   const w = new MsgpackWriter();
   w.map(6);
-  w.str('seq'); w.uint(b.seq);
-  w.str('epoch'); w.uint(b.epoch);
-  w.str('rows'); w.uint(B);
+  w.str('seq');
+  w.uint(b.seq);
+  w.str('epoch');
+  w.uint(b.epoch);
+  w.str('rows');
+  w.uint(B);
   w.str('dense');
   w.map(4);
-  w.str('names'); w.array(b.dense.names.length);
+  w.str('names');
+  w.array(b.dense.names.length);
   for (const n of b.dense.names) w.str(n);
   w.alignedArray(['shape', null, 'dtype', 'float32'], [B, b.dense.dim], bin(b.dense.data));
   w.str('sparse');
   w.map(3);
-  w.str('keys'); w.array(b.sparse.keys.length);
+  w.str('keys');
+  w.array(b.sparse.keys.length);
   for (const k of b.sparse.keys) w.str(k);
-  w.str('lengths'); w.map(3); w.alignedArray(['dtype', 'int32', 'shape', null], [b.sparse.keys.length * B], bin(b.sparse.lengths));
-  w.str('values'); w.map(3); w.alignedArray(['dtype', 'int64', 'shape', null], [b.sparse.values.length], bin(b.sparse.values));
+  w.str('lengths');
+  w.map(3);
+  w.alignedArray(['dtype', 'int32', 'shape', null], [b.sparse.keys.length * B], bin(b.sparse.lengths));
+  w.str('values');
+  w.map(3);
+  w.alignedArray(['dtype', 'int64', 'shape', null], [b.sparse.values.length], bin(b.sparse.values));
   w.str('labels');
   if (b.labels === null) w.nil();
-  else { w.map(3); w.alignedArray(['dtype', 'float32', 'shape', null], [B], bin(b.labels)); }
+  else {
+    w.map(3);
+    w.alignedArray(['dtype', 'float32', 'shape', null], [B], bin(b.labels));
+  }
   return w.finish();
 }
 
@@ -64,24 +76,64 @@ class MsgpackWriter {
     this.hv = new DataView(grown.buffer);
   }
 
-  private u8(x: number): void { this.room(1); this.head[this.n++] = x; this.pos++; }
-  private be16(x: number): void { this.room(2); this.hv.setUint16(this.n, x); this.n += 2; this.pos += 2; }
-  private be32(x: number): void { this.room(4); this.hv.setUint32(this.n, x); this.n += 4; this.pos += 4; }
-  private bytes(x: Uint8Array): void { this.room(x.byteLength); this.head.set(x, this.n); this.n += x.byteLength; this.pos += x.byteLength; }
+  private u8(x: number): void {
+    this.room(1);
+    this.head[this.n++] = x;
+    this.pos++;
+  }
+  private be16(x: number): void {
+    this.room(2);
+    this.hv.setUint16(this.n, x);
+    this.n += 2;
+    this.pos += 2;
+  }
+  private be32(x: number): void {
+    this.room(4);
+    this.hv.setUint32(this.n, x);
+    this.n += 4;
+    this.pos += 4;
+  }
+  private bytes(x: Uint8Array): void {
+    this.room(x.byteLength);
+    this.head.set(x, this.n);
+    this.n += x.byteLength;
+    this.pos += x.byteLength;
+  }
 
-  map(size: number): void { this.u8(0x80 | size); } // fixmap: this module's maps have at most 15 entries
-  nil(): void { this.u8(0xc0); }
+  map(size: number): void {
+    this.u8(0x80 | size);
+  } // fixmap: this module's maps have at most 15 entries
+  nil(): void {
+    this.u8(0xc0);
+  }
 
   array(size: number): void {
     if (size < 16) this.u8(0x90 | size);
-    else if (size < 0x10000) { this.u8(0xdc); this.be16(size); } else { this.u8(0xdd); this.be32(size); }
+    else if (size < 0x10000) {
+      this.u8(0xdc);
+      this.be16(size);
+    } else {
+      this.u8(0xdd);
+      this.be32(size);
+    }
   }
 
   uint(v: number): void {
     if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`not an unsigned integer: ${v}`);
     if (v < 0x80) this.u8(v);
-    else if (v < 0x100) { this.u8(0xcc); this.u8(v); } else if (v < 0x10000) { this.u8(0xcd); this.be16(v); } else if (v < 2 ** 32) { this.u8(0xce); this.be32(v); } else {
-      this.u8(0xcf); this.be32(Math.floor(v / 2 ** 32)); this.be32(v >>> 0);
+    else if (v < 0x100) {
+      this.u8(0xcc);
+      this.u8(v);
+    } else if (v < 0x10000) {
+      this.u8(0xcd);
+      this.be16(v);
+    } else if (v < 2 ** 32) {
+      this.u8(0xce);
+      this.be32(v);
+    } else {
+      this.u8(0xcf);
+      this.be32(Math.floor(v / 2 ** 32));
+      this.be32(v >>> 0);
     }
   }
 
@@ -90,7 +142,16 @@ class MsgpackWriter {
     const b = utf8.encode(s);
     const len = b.byteLength;
     if (wider === 0 && len < 32) this.u8(0xa0 | len);
-    else if ((wider === 0 || wider === 1) && len < 0x100) { this.u8(0xd9); this.u8(len); } else if ((wider === 0 || wider === 2) && len < 0x10000) { this.u8(0xda); this.be16(len); } else { this.u8(0xdb); this.be32(len); }
+    else if ((wider === 0 || wider === 1) && len < 0x100) {
+      this.u8(0xd9);
+      this.u8(len);
+    } else if ((wider === 0 || wider === 2) && len < 0x10000) {
+      this.u8(0xda);
+      this.be16(len);
+    } else {
+      this.u8(0xdb);
+      this.be32(len);
+    }
     this.bytes(b);
   }
 
@@ -108,7 +169,10 @@ class MsgpackWriter {
     const wider: Array<0 | 1 | 2 | 4> = [pad & 1 ? 1 : 0, pad & 2 ? 2 : 0, pad & 4 ? 4 : 0, 0];
     let i = 0;
     for (const e of entries) {
-      if (e === null) { this.array(shape.length); for (const d of shape) this.uint(d); } else this.str(e, wider[i++]!);
+      if (e === null) {
+        this.array(shape.length);
+        for (const d of shape) this.uint(d);
+      } else this.str(e, wider[i++]!);
     }
     this.str('data');
     this.u8(0xc6);
@@ -125,7 +189,10 @@ class MsgpackWriter {
     this.parts.push(this.head.subarray(0, this.n));
     const out = new Uint8Array(this.pos);
     let o = 0;
-    for (const p of this.parts) { out.set(p, o); o += p.byteLength; }
+    for (const p of this.parts) {
+      out.set(p, o);
+      o += p.byteLength;
+    }
     return out;
   }
 }
@@ -150,12 +217,18 @@ export function negotiate(accept: string | undefined): BodyFormat | null {
   let best: BodyFormat | null = null;
   let bestQ = 0;
   for (const part of accept.split(',')) {
-    const [type, ...params] = part.trim().split(';').map((s) => s.trim());
+    const [type, ...params] = part
+      .trim()
+      .split(';')
+      .map((s) => s.trim());
     const q = Number(params.find((p) => p.startsWith('q='))?.slice(2) ?? 1);
     let f: BodyFormat | null = null;
     if (type === MSGPACK || type === 'application/x-msgpack') f = MSGPACK;
     else if (type === ARROW_STREAM || type === '*/*' || type === 'application/*') f = ARROW_STREAM;
-    if (f !== null && Number.isFinite(q) && q > bestQ) { best = f; bestQ = q; }
+    if (f !== null && Number.isFinite(q) && q > bestQ) {
+      best = f;
+      bestQ = q;
+    }
   }
   return best;
 }

@@ -38,7 +38,11 @@ const SEQ = /^\/v1\/batches\/([^/]*)$/;
  * const s = await createBatchServer('plan.json', { input: 'train.parquet' }, { token: 'secret' });
  * console.log(await s.listen(8080)); // http://127.0.0.1:8080
  */
-export async function createBatchServer(planSpec: PlanSpec | Plan | string, pipelineOptions: PipelineOptions = {}, options: ServeOptions = {}): Promise<BatchServer> {
+export async function createBatchServer(
+  planSpec: PlanSpec | Plan | string,
+  pipelineOptions: PipelineOptions = {},
+  options: ServeOptions = {},
+): Promise<BatchServer> {
   const plan = loadPlan(planSpec);
   if (options.token !== undefined && options.token === '') throw new PlanError('the token must not be empty');
   const info = await pipeline(plan, pipelineOptions).info();
@@ -52,13 +56,37 @@ export async function createBatchServer(planSpec: PlanSpec | Plan | string, pipe
   const served = new Counter({ name: 'sluice_batches_served_total', help: 'Batch responses sent', labelNames: ['format'], registers: [registry] });
   const bytes = new Counter({ name: 'sluice_bytes_served_total', help: 'Batch body bytes sent', registers: [registry] });
   const latency = new Histogram({
-    name: 'sluice_request_duration_seconds', help: 'Time from request to response body handed to the socket', labelNames: ['route', 'status'],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [registry],
+    name: 'sluice_request_duration_seconds',
+    help: 'Time from request to response body handed to the socket',
+    labelNames: ['route', 'status'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
   });
   const waiting = new Gauge({ name: 'sluice_queue_depth', help: 'Batch requests waiting for their batch to be made', registers: [registry] });
-  new Gauge({ name: 'sluice_cached_batches', help: 'Batches held in memory', registers: [registry], collect() { this.set(store.cached); } });
-  new Gauge({ name: 'sluice_pipeline_runs', help: 'Pipeline runs alive', registers: [registry], collect() { this.set(store.activeRuns); } });
-  new Gauge({ name: 'sluice_batches_made_total', help: 'Batches the pipeline made, re-made ones included', registers: [registry], collect() { this.set(store.produced); } });
+  new Gauge({
+    name: 'sluice_cached_batches',
+    help: 'Batches held in memory',
+    registers: [registry],
+    collect() {
+      this.set(store.cached);
+    },
+  });
+  new Gauge({
+    name: 'sluice_pipeline_runs',
+    help: 'Pipeline runs alive',
+    registers: [registry],
+    collect() {
+      this.set(store.activeRuns);
+    },
+  });
+  new Gauge({
+    name: 'sluice_batches_made_total',
+    help: 'Batches the pipeline made, re-made ones included',
+    registers: [registry],
+    collect() {
+      this.set(store.produced);
+    },
+  });
 
   // Encoded bodies of recent batches, shared by clients asking for the same one (bounded like the batch cache).
   const bodies = new Map<string, Promise<Uint8Array>>();
@@ -68,7 +96,10 @@ export async function createBatchServer(planSpec: PlanSpec | Plan | string, pipe
     let p = bodies.get(key);
     if (p === undefined) {
       p = store.get(seq).then((b) => {
-        if (b === null) { bodies.delete(key); return null as unknown as Uint8Array; }
+        if (b === null) {
+          bodies.delete(key);
+          return null as unknown as Uint8Array;
+        }
         return format === MSGPACK ? batchToMsgpack(b) : batchToArrowStream(b, plan.label);
       });
       p.catch(() => bodies.delete(key));
@@ -110,26 +141,55 @@ export async function createBatchServer(planSpec: PlanSpec | Plan | string, pipe
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<string> {
     const url = req.url ?? '/';
-    if (url.length > maxUrl) { json(res, 414, { error: `request target longer than ${maxUrl} bytes` }); return 'other'; }
-    if (req.method !== 'GET') { res.setHeader('allow', 'GET'); json(res, 405, { error: `method ${req.method} not allowed` }); return 'other'; }
+    if (url.length > maxUrl) {
+      json(res, 414, { error: `request target longer than ${maxUrl} bytes` });
+      return 'other';
+    }
+    if (req.method !== 'GET') {
+      res.setHeader('allow', 'GET');
+      json(res, 405, { error: `method ${req.method} not allowed` });
+      return 'other';
+    }
     const path = url.split('?')[0]!;
-    if (path === '/healthz') { json(res, 200, { ok: true }); return 'healthz'; }
+    if (path === '/healthz') {
+      json(res, 200, { ok: true });
+      return 'healthz';
+    }
     if (path === '/metrics') {
       const text = await registry.metrics();
       res.writeHead(200, { 'content-type': registry.contentType });
       res.end(text);
       return 'metrics';
     }
-    if (!path.startsWith('/v1/')) { json(res, 404, { error: `no such path ${path}` }); return 'other'; }
-    if (!authorized(req)) { res.setHeader('www-authenticate', 'Bearer'); json(res, 401, { error: 'missing or wrong bearer token' }); return 'other'; }
-    if (path === '/v1/info') { json(res, 200, infoBody); return 'info'; }
+    if (!path.startsWith('/v1/')) {
+      json(res, 404, { error: `no such path ${path}` });
+      return 'other';
+    }
+    if (!authorized(req)) {
+      res.setHeader('www-authenticate', 'Bearer');
+      json(res, 401, { error: 'missing or wrong bearer token' });
+      return 'other';
+    }
+    if (path === '/v1/info') {
+      json(res, 200, infoBody);
+      return 'info';
+    }
     const m = SEQ.exec(path);
-    if (m === null) { json(res, 404, { error: `no such path ${path}` }); return 'other'; }
+    if (m === null) {
+      json(res, 404, { error: `no such path ${path}` });
+      return 'other';
+    }
     const text = m[1]!;
     const seq = Number(text);
-    if (!/^(0|[1-9][0-9]*)$/.test(text) || !Number.isSafeInteger(seq)) { json(res, 400, { error: `batch seq must be a non-negative integer, got "${decodeURIComponent(text)}"` }); return 'batch'; }
+    if (!/^(0|[1-9][0-9]*)$/.test(text) || !Number.isSafeInteger(seq)) {
+      json(res, 400, { error: `batch seq must be a non-negative integer, got "${decodeURIComponent(text)}"` });
+      return 'batch';
+    }
     const format = negotiate(req.headers.accept);
-    if (format === null) { json(res, 406, { error: `can send ${ARROW_STREAM} or ${MSGPACK}` }); return 'batch'; }
+    if (format === null) {
+      json(res, 406, { error: `can send ${ARROW_STREAM} or ${MSGPACK}` });
+      return 'batch';
+    }
     waiting.inc();
     let out: Uint8Array | null;
     try {
@@ -137,7 +197,10 @@ export async function createBatchServer(planSpec: PlanSpec | Plan | string, pipe
     } finally {
       waiting.dec();
     }
-    if (out === null) { json(res, 404, { end: true, batches: store.batches }); return 'batch'; }
+    if (out === null) {
+      json(res, 404, { end: true, batches: store.batches });
+      return 'batch';
+    }
     res.writeHead(200, { 'content-type': format, 'content-length': out.byteLength, 'x-sluice-seq': String(seq), 'cache-control': 'no-store' });
     res.end(out);
     served.inc({ format: format === MSGPACK ? 'msgpack' : 'arrow' });
@@ -147,13 +210,16 @@ export async function createBatchServer(planSpec: PlanSpec | Plan | string, pipe
 
   const server = createServer((req, res) => {
     const t0 = performance.now();
-    handle(req, res).then((route) => {
-      latency.observe({ route, status: String(res.statusCode) }, (performance.now() - t0) / 1000);
-    }, (e: unknown) => {
-      if (!res.headersSent) json(res, 500, { error: (e as Error).message });
-      else res.destroy();
-      latency.observe({ route: 'error', status: '500' }, (performance.now() - t0) / 1000);
-    });
+    handle(req, res).then(
+      (route) => {
+        latency.observe({ route, status: String(res.statusCode) }, (performance.now() - t0) / 1000);
+      },
+      (e: unknown) => {
+        if (!res.headersSent) json(res, 500, { error: (e as Error).message });
+        else res.destroy();
+        latency.observe({ route: 'error', status: '500' }, (performance.now() - t0) / 1000);
+      },
+    );
   });
   server.maxConnections = options.maxConnections ?? 64;
   server.requestTimeout = 60_000;
@@ -163,22 +229,30 @@ export async function createBatchServer(planSpec: PlanSpec | Plan | string, pipe
   return {
     server,
     store,
-    listen: (port, host = '127.0.0.1') => new Promise((resolve, reject) => {
-      server.once('error', (e: NodeJS.ErrnoException) => {
-        const why = e.code === 'EADDRINUSE' ? 'the port is in use'
-          : e.code === 'EACCES' ? 'permission denied (ports below 1024 need privileges)'
-            : e.code === 'EADDRNOTAVAIL' || e.code === 'ENOTFOUND' ? 'this machine has no such address'
-              : e.message;
-        reject(new SluiceError(`cannot listen on ${host}:${port}: ${why}`, {}, { cause: e }));
-      });
-      server.listen(port, host, () => {
-        server.removeAllListeners('error');
-        const a = server.address() as AddressInfo;
-        resolve(`http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`);
-      });
-    }),
+    listen: (port, host = '127.0.0.1') =>
+      new Promise((resolve, reject) => {
+        server.once('error', (e: NodeJS.ErrnoException) => {
+          const why =
+            e.code === 'EADDRINUSE'
+              ? 'the port is in use'
+              : e.code === 'EACCES'
+                ? 'permission denied (ports below 1024 need privileges)'
+                : e.code === 'EADDRNOTAVAIL' || e.code === 'ENOTFOUND'
+                  ? 'this machine has no such address'
+                  : e.message;
+          reject(new SluiceError(`cannot listen on ${host}:${port}: ${why}`, {}, { cause: e }));
+        });
+        server.listen(port, host, () => {
+          server.removeAllListeners('error');
+          const a = server.address() as AddressInfo;
+          resolve(`http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`);
+        });
+      }),
     close: async () => {
-      await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
       await store.close();
     },
   };

@@ -45,7 +45,12 @@ export class BatchStore {
   /** Batches made by runs (re-made ones included), for metrics. */
   produced = 0;
 
-  constructor(private readonly plan: Plan, private readonly options: PipelineOptions, info: PipelineInfo, o: BatchStoreOptions = {}) {
+  constructor(
+    private readonly plan: Plan,
+    private readonly options: PipelineOptions,
+    info: PipelineInfo,
+    o: BatchStoreOptions = {},
+  ) {
     this.cacheBatches = o.cacheBatches ?? 32;
     this.prefetch = Math.min(o.prefetch ?? 4, Math.floor(this.cacheBatches / 2));
     this.maxRuns = o.maxRuns ?? 3;
@@ -60,9 +65,15 @@ export class BatchStore {
   }
 
   /** Batches in the whole sequence. */
-  get batches(): number { return this.total!; }
-  get cached(): number { return this.cache.size; }
-  get activeRuns(): number { return this.runs.length; }
+  get batches(): number {
+    return this.total!;
+  }
+  get cached(): number {
+    return this.cache.size;
+  }
+  get activeRuns(): number {
+    return this.runs.length;
+  }
 
   /** Batch `seq`, or null past the end. */
   async get(seq: number): Promise<Batch | null> {

@@ -1,4 +1,16 @@
-import { Observable, catchError, concatMap, from, map, mergeMap, of, throwError, type ObservableInput, type OperatorFunction, type MonoTypeOperatorFunction } from 'rxjs';
+import {
+  Observable,
+  catchError,
+  concatMap,
+  from,
+  map,
+  mergeMap,
+  of,
+  throwError,
+  type ObservableInput,
+  type OperatorFunction,
+  type MonoTypeOperatorFunction,
+} from 'rxjs';
 import { SluiceError } from '@sluice/ops';
 import { assembleBatch, type Batch, type BatchLayout, type ProcessedChunk, type Segment, type SlotLender } from '../batch/index.js';
 import type { Chunk, Cursor } from './source.js';
@@ -41,13 +53,20 @@ export class Flow {
 
   /** Calls `cb` once the flow is open (at once if it is); returns a cancel function. */
   whenOpen(cb: () => void): () => void {
-    if (this.open) { cb(); return () => undefined; }
+    if (this.open) {
+      cb();
+      return () => undefined;
+    }
     this.waiters.push(cb);
-    return () => { this.waiters = this.waiters.filter((w) => w !== cb); };
+    return () => {
+      this.waiters = this.waiters.filter((w) => w !== cb);
+    };
   }
 
   /** The source emitted a chunk that can complete up to `weight` batches. */
-  chunkOut(weight: number): void { this.inFlight += weight; }
+  chunkOut(weight: number): void {
+    this.inFlight += weight;
+  }
 
   /** The batch stage finished a chunk of `weight`, producing `batches` batches. */
   chunkDone(weight: number, batches: number): void {
@@ -96,16 +115,28 @@ export function source<T extends { lastInEpoch: boolean }>(open: () => Iterator<
     let cancelWait: (() => void) | null = null;
     const handle = (r: IteratorResult<T>): boolean => {
       if (closed) return false;
-      if (r.done) { closed = true; subscriber.complete(); return false; }
+      if (r.done) {
+        closed = true;
+        subscriber.complete();
+        return false;
+      }
       flow?.chunkOut(chunkWeight(r.value));
       subscriber.next(r.value);
       return true;
     };
-    const fail = (e: unknown): void => { if (!closed) { closed = true; subscriber.error(e); } };
+    const fail = (e: unknown): void => {
+      if (!closed) {
+        closed = true;
+        subscriber.error(e);
+      }
+    };
     const pump = (): void => {
       cancelWait = null;
       while (!closed && !busy) {
-        if (flow && !flow.open) { cancelWait = flow.whenOpen(pump); return; }
+        if (flow && !flow.open) {
+          cancelWait = flow.whenOpen(pump);
+          return;
+        }
         let r: IteratorResult<T> | Promise<IteratorResult<T>>;
         try {
           r = it.next();
@@ -115,7 +146,10 @@ export function source<T extends { lastInEpoch: boolean }>(open: () => Iterator<
         }
         if (isPromise<IteratorResult<T>>(r)) {
           busy = true;
-          r.then((res) => { busy = false; if (handle(res)) pump(); }, fail);
+          r.then((res) => {
+            busy = false;
+            if (handle(res)) pump();
+          }, fail);
           return;
         }
         if (!handle(r)) return;
@@ -129,7 +163,9 @@ export function source<T extends { lastInEpoch: boolean }>(open: () => Iterator<
       try {
         const r = it.return?.();
         if (isPromise(r)) r.catch(() => undefined);
-      } catch { /* already closed */ }
+      } catch {
+        /* already closed */
+      }
     };
   });
 }
@@ -156,30 +192,40 @@ export function preprocess<I extends { locate: Chunk['locate'] }, O>(run: (chunk
   if (concurrency <= 1) return concatMap(one);
   // Up to `concurrency` chunks run at once; results are re-ordered to input order. A failure waits
   // its turn too, so every good chunk before the bad one is still delivered.
-  return (input) => new Observable<O>((subscriber) => {
-    const ready = new Map<number, { ok: true; value: O } | { ok: false; error: unknown }>();
-    let nextOut = 0;
-    return input.pipe(
-      map((chunk, i) => ({ chunk, i })),
-      mergeMap(({ chunk, i }) => one(chunk).pipe(
-        map((value) => ({ i, r: { ok: true as const, value } })),
-        catchError((error: unknown) => of({ i, r: { ok: false as const, error } })),
-      ), concurrency),
-    ).subscribe({
-      next: ({ i, r }) => {
-        ready.set(i, r);
-        while (ready.has(nextOut)) {
-          const v = ready.get(nextOut)!;
-          ready.delete(nextOut++);
-          if (!v.ok) { subscriber.error(v.error); return; }
-          subscriber.next(v.value);
-        }
-      },
-      error: (e) => subscriber.error(e),
-      // mergeMap completes after every inner result has been delivered, so nothing is left in `ready`.
-      complete: () => subscriber.complete(),
+  return (input) =>
+    new Observable<O>((subscriber) => {
+      const ready = new Map<number, { ok: true; value: O } | { ok: false; error: unknown }>();
+      let nextOut = 0;
+      return input
+        .pipe(
+          map((chunk, i) => ({ chunk, i })),
+          mergeMap(
+            ({ chunk, i }) =>
+              one(chunk).pipe(
+                map((value) => ({ i, r: { ok: true as const, value } })),
+                catchError((error: unknown) => of({ i, r: { ok: false as const, error } })),
+              ),
+            concurrency,
+          ),
+        )
+        .subscribe({
+          next: ({ i, r }) => {
+            ready.set(i, r);
+            while (ready.has(nextOut)) {
+              const v = ready.get(nextOut)!;
+              ready.delete(nextOut++);
+              if (!v.ok) {
+                subscriber.error(v.error);
+                return;
+              }
+              subscriber.next(v.value);
+            }
+          },
+          error: (e) => subscriber.error(e),
+          // mergeMap completes after every inner result has been delivered, so nothing is left in `ready`.
+          complete: () => subscriber.complete(),
+        });
     });
-  });
 }
 
 function wrap(e: unknown, chunk: { locate: Chunk['locate'] }): unknown {
@@ -224,61 +270,66 @@ export function cursorAfter(c: ProcessedChunk, to: number): Cursor {
  * processed$.pipe(batch({ layout, batchSize: 8192, dropLast: false }, flow))
  */
 export function batch(opts: BatchOptions, flow?: Flow): OperatorFunction<ProcessedChunk, Batch> {
-  return (input) => new Observable<Batch>((subscriber) => {
-    let segments: Segment[] = [];
-    let rows = 0;
-    let seq = opts.firstSeq ?? 0;
-    let epoch: number | null = null;
-    let produced = 0;
-    const emit = (): void => {
-      const last = segments[segments.length - 1]!;
-      const t0 = opts.onAssembled ? performance.now() : 0;
-      const b = assembleBatch(opts.layout, segments, seq++, cursorAfter(last.chunk, last.to), opts.arena);
-      opts.onAssembled?.(performance.now() - t0);
-      segments = [];
-      rows = 0;
-      produced++;
-      subscriber.next(b);
-    };
-    const flush = (): void => {
-      if (rows === 0) return;
-      if (opts.dropLast) { segments = []; rows = 0; return; }
-      emit();
-    };
-    return input.subscribe({
-      next(pc) {
-        produced = 0;
-        try {
-          if (epoch !== null && pc.at.epoch !== epoch) flush();
-          epoch = pc.at.epoch;
-          for (let from = 0; from < pc.rows;) {
-            const take = Math.min(opts.batchSize - rows, pc.rows - from);
-            segments.push({ chunk: pc, from, to: from + take });
-            rows += take;
-            from += take;
-            if (rows === opts.batchSize) emit();
+  return (input) =>
+    new Observable<Batch>((subscriber) => {
+      let segments: Segment[] = [];
+      let rows = 0;
+      let seq = opts.firstSeq ?? 0;
+      let epoch: number | null = null;
+      let produced = 0;
+      const emit = (): void => {
+        const last = segments[segments.length - 1]!;
+        const t0 = opts.onAssembled ? performance.now() : 0;
+        const b = assembleBatch(opts.layout, segments, seq++, cursorAfter(last.chunk, last.to), opts.arena);
+        opts.onAssembled?.(performance.now() - t0);
+        segments = [];
+        rows = 0;
+        produced++;
+        subscriber.next(b);
+      };
+      const flush = (): void => {
+        if (rows === 0) return;
+        if (opts.dropLast) {
+          segments = [];
+          rows = 0;
+          return;
+        }
+        emit();
+      };
+      return input.subscribe({
+        next(pc) {
+          produced = 0;
+          try {
+            if (epoch !== null && pc.at.epoch !== epoch) flush();
+            epoch = pc.at.epoch;
+            for (let from = 0; from < pc.rows;) {
+              const take = Math.min(opts.batchSize - rows, pc.rows - from);
+              segments.push({ chunk: pc, from, to: from + take });
+              rows += take;
+              from += take;
+              if (rows === opts.batchSize) emit();
+            }
+            if (pc.lastInEpoch) flush();
+          } catch (e) {
+            subscriber.error(e);
+            return;
           }
-          if (pc.lastInEpoch) flush();
-        } catch (e) {
-          subscriber.error(e);
-          return;
-        }
-        flow?.chunkDone(chunkWeight(pc), produced);
-      },
-      error: (e) => subscriber.error(e),
-      complete() {
-        produced = 0;
-        try {
-          flush();
-        } catch (e) {
-          subscriber.error(e);
-          return;
-        }
-        if (flow && produced > 0) flow.chunkDone(0, produced);
-        subscriber.complete();
-      },
+          flow?.chunkDone(chunkWeight(pc), produced);
+        },
+        error: (e) => subscriber.error(e),
+        complete() {
+          produced = 0;
+          try {
+            flush();
+          } catch (e) {
+            subscriber.error(e);
+            return;
+          }
+          if (flow && produced > 0) flow.chunkDone(0, produced);
+          subscriber.complete();
+        },
+      });
     });
-  });
 }
 
 /**
@@ -291,9 +342,15 @@ export function batch(opts: BatchOptions, flow?: Flow): OperatorFunction<Process
  * batches$.pipe(prefetch(flow)).subscribe((b) => train(b));
  */
 export function prefetch<T>(flow: Flow): MonoTypeOperatorFunction<T> {
-  return (input) => new Observable<T>((subscriber) => input.subscribe({
-    next(b) { subscriber.next(b); flow.consumed(); },
-    error: (e) => subscriber.error(e),
-    complete: () => subscriber.complete(),
-  }));
+  return (input) =>
+    new Observable<T>((subscriber) =>
+      input.subscribe({
+        next(b) {
+          subscriber.next(b);
+          flow.consumed();
+        },
+        error: (e) => subscriber.error(e),
+        complete: () => subscriber.complete(),
+      }),
+    );
 }

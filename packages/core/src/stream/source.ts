@@ -141,7 +141,11 @@ export function epochWindows(ds: Dataset, epoch: number, opts: Pick<SourceOption
   for (const u of mine) {
     cur.push(u);
     rows += u.rows;
-    if (rows >= target) { windows.push({ units: cur, rows }); cur = []; rows = 0; }
+    if (rows >= target) {
+      windows.push({ units: cur, rows });
+      cur = [];
+      rows = 0;
+    }
   }
   if (cur.length > 0) windows.push({ units: cur, rows });
   return windows;
@@ -161,7 +165,13 @@ function throwIfAborted(signal?: AbortSignal): void {
  * its chunk cuts (row-group-relative; null when a resumed run skips it all); and `range`, when it
  * is a part of the row group split by rows (see `SourceOptions.splitTail`).
  */
-interface PlanEntry { readonly w: number; readonly u: number; readonly at: number; readonly cuts: number[] | null; readonly range?: RowRange }
+interface PlanEntry {
+  readonly w: number;
+  readonly u: number;
+  readonly at: number;
+  readonly cuts: number[] | null;
+  readonly range?: RowRange;
+}
 
 /**
  * Reads chunks in output order from a cursor onward. Pull-based: nothing is decoded beyond
@@ -218,7 +228,8 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         const first = range?.first ?? 0;
         const pack = opts.pack !== undefined && cuts !== null ? { ...opts.pack, cuts: first === 0 ? cuts : cuts.map((c) => c - first) } : undefined;
         const unit = windows[w]!.units[u]!;
-        const p = dealt !== null ? readUnitShared(ds, pool, unit, dealt, types, decodeRows) : readUnit(ds, pool, unit, names, types, decodeRows, derived, pack, range);
+        const p =
+          dealt !== null ? readUnitShared(ds, pool, unit, dealt, types, decodeRows) : readUnit(ds, pool, unit, names, types, decodeRows, derived, pack, range);
         p.catch(() => undefined); // surfaced when awaited, in order
         inflight.push(p);
       }
@@ -240,7 +251,11 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
           const { columns: cols, packs, shared } = await inflight.shift()!;
           const { at, cuts, range } = plan[entry++]!;
           throwIfAborted(opts.signal);
-          if (shuffled) { unitCols.push(cols); windowShared ||= shared === true; continue; }
+          if (shuffled) {
+            unitCols.push(cols);
+            windowShared ||= shared === true;
+            continue;
+          }
           // Unshuffled: stream the row group (or part) as it is, in the chunks cut above.
           const unit = win.units[u]!;
           const rows = unit.rows;
@@ -254,7 +269,8 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
               const at0 = { epoch, window: w, offset: at + from };
               const last = lastWindow && u === win.units.length - 1 && end === rows;
               const locate: RowLocator = (row) => ({ file: ds.files[unit.file]!.source, rowGroup: unit.rowGroup, row: unit.firstRow + from + row });
-              if (packs !== null) yield { columns: new Map(), rows: end - from, at: at0, windowRows: win.rows, lastInEpoch: last, locate, packed: packs[i]!, ...flags };
+              if (packs !== null)
+                yield { columns: new Map(), rows: end - from, at: at0, windowRows: win.rows, lastInEpoch: last, locate, packed: packs[i]!, ...flags };
               else yield { ...makeChunk([...cols.keys()], [...cols.values()], from - first, end - first, at0, win.rows, last, locate), ...flags };
             }
           }
@@ -317,7 +333,7 @@ function shareColumns(names: readonly string[], derived: readonly DerivedColumn[
   const byInput = new Map<string, Share>();
   const group = (c: string): Share => {
     let g = byInput.get(c);
-    if (g === undefined) byInput.set(c, g = { names: [], derived: [] });
+    if (g === undefined) byInput.set(c, (g = { names: [], derived: [] }));
     return g;
   };
   for (const n of names) group(n).names.push(n);
@@ -380,7 +396,14 @@ async function splitTail(plan: PlanEntry[], unitOf: (e: PlanEntry) => Unit, ds: 
  * Decodes one row group with one decoder per share of its columns, at once, and puts the results
  * together. The chunks come as columns, laid out as batches on this thread.
  */
-async function readUnitShared(ds: Dataset, pool: DecoderPool, unit: Unit, dealt: readonly Share[], types: ReadonlyMap<string, ColumnType>, batchRows: number): Promise<UnitRead> {
+async function readUnitShared(
+  ds: Dataset,
+  pool: DecoderPool,
+  unit: Unit,
+  dealt: readonly Share[],
+  types: ReadonlyMap<string, ColumnType>,
+  batchRows: number,
+): Promise<UnitRead> {
   const reads = await Promise.all(dealt.map((s) => readUnit(ds, pool, unit, s.names, types, batchRows, s.derived)));
   const columns = new Map<string, Column>();
   for (const r of reads) for (const [n, c] of r.columns) columns.set(n, c);
@@ -389,8 +412,15 @@ async function readUnitShared(ds: Dataset, pool: DecoderPool, unit: Unit, dealt:
 
 /** Decodes one row group into one column per requested name (record batches concatenated), or into packed chunks. */
 async function readUnit(
-  ds: Dataset, pool: DecoderPool, unit: Unit, names: string[], types: ReadonlyMap<string, ColumnType>, batchRows: number,
-  derived: readonly DerivedColumn[] = [], pack?: PackRequest & { readonly cuts: readonly number[] }, range?: RowRange,
+  ds: Dataset,
+  pool: DecoderPool,
+  unit: Unit,
+  names: string[],
+  types: ReadonlyMap<string, ColumnType>,
+  batchRows: number,
+  derived: readonly DerivedColumn[] = [],
+  pack?: PackRequest & { readonly cuts: readonly number[] },
+  range?: RowRange,
 ): Promise<UnitRead> {
   const source = ds.files[unit.file]!.source;
   const where = { file: source, rowGroup: unit.rowGroup };
@@ -402,7 +432,11 @@ async function readUnit(
     if (columnLength(c) !== want) throw new InputError(`expected ${want} rows in column "${n}", decoded ${columnLength(c)}`, where);
     return c;
   };
-  const { columns: direct, ipc, packs } = await pool.readRowGroupColumns(source, unit.rowGroup, names, types, Math.max(1, Math.min(batchRows, unit.rows)), derived, pack, range);
+  const {
+    columns: direct,
+    ipc,
+    packs,
+  } = await pool.readRowGroupColumns(source, unit.rowGroup, names, types, Math.max(1, Math.min(batchRows, unit.rows)), derived, pack, range);
   if (packs !== null) {
     if (pack === undefined || packs.length !== pack.cuts.length - 1 || packs.some((p, i) => p.rows !== pack.cuts[i + 1]! - pack.cuts[i]!)) {
       throw new InputError('decoder returned packed chunks that do not match the requested cuts', where);

@@ -47,11 +47,18 @@ function headerBytesOf(...json: Uint8Array[]): Uint8Array {
   v.setUint32(0, MAGIC, true);
   v.setUint32(4, n, true);
   let at = 8;
-  for (const j of json) { head.set(j, at); at += j.byteLength; }
+  for (const j of json) {
+    head.set(j, at);
+    at += j.byteLength;
+  }
   return head;
 }
 
-interface Layout { readonly names: readonly string[]; readonly features: Batch['dense']['features']; readonly keys: readonly string[] }
+interface Layout {
+  readonly names: readonly string[];
+  readonly features: Batch['dense']['features'];
+  readonly keys: readonly string[];
+}
 
 /** A layout's fields as the tail of a header: its JSON without the opening brace, as UTF-8. */
 const layoutJson = (l: Layout): Uint8Array => utf8.encode(JSON.stringify({ names: l.names, features: l.features, keys: l.keys }).slice(1));
@@ -76,7 +83,13 @@ function layoutBytes(b: Batch): Uint8Array {
 export function encodeBatch(b: Batch, resume?: IteratorState): Uint8Array[] {
   // The header JSON: the batch's own fields, then the layout's (which close the object).
   const own: Omit<Header, 'names' | 'features' | 'keys'> = {
-    seq: b.seq, epoch: b.epoch, rows: b.rows, dim: b.dense.dim, nnz: b.sparse.values.length, labels: b.labels !== null, cursor: b.end,
+    seq: b.seq,
+    epoch: b.epoch,
+    rows: b.rows,
+    dim: b.dense.dim,
+    nnz: b.sparse.values.length,
+    labels: b.labels !== null,
+    cursor: b.end,
     ...(resume !== undefined ? { resume } : {}),
   };
   const text = JSON.stringify(own);
@@ -109,7 +122,13 @@ export function decodeHello(data: readonly Uint8Array[]): IteratorState | null {
   if (r === null || r === undefined) return null;
   const s = r as Record<string, unknown>;
   const int = (k: string): boolean => Number.isSafeInteger(s[k]) && (s[k] as number) >= 0;
-  if (typeof r !== 'object' || s.version !== 1 || !['epoch', 'window', 'offset', 'seq'].every(int) || typeof s.fingerprint !== 'string' || !(s.seed === null || Number.isSafeInteger(s.seed))) {
+  if (
+    typeof r !== 'object' ||
+    s.version !== 1 ||
+    !['epoch', 'window', 'offset', 'seq'].every(int) ||
+    typeof s.fingerprint !== 'string' ||
+    !(s.seed === null || Number.isSafeInteger(s.seed))
+  ) {
     throw new TransportError(`the trainer's resume state is malformed: ${JSON.stringify(r).slice(0, 200)}`);
   }
   return r as IteratorState;
@@ -137,14 +156,17 @@ function slice(data: readonly Uint8Array[], offset: number, length: number): Uin
   for (const d of data) {
     const s = Math.max(offset - base, 0);
     const e = Math.min(offset + length - base, d.byteLength);
-    if (e > s) { out.set(d.subarray(s, e), at); at += e - s; }
+    if (e > s) {
+      out.set(d.subarray(s, e), at);
+      at += e - s;
+    }
     base += d.byteLength;
   }
   if (at !== length) throw new TransportError(`truncated batch message: wanted ${length} bytes at ${offset}`);
   return out;
 }
 
-type Ctor<T> = { new(buffer: ArrayBufferLike, byteOffset: number, length: number): T; BYTES_PER_ELEMENT: number };
+type Ctor<T> = { new (buffer: ArrayBufferLike, byteOffset: number, length: number): T; BYTES_PER_ELEMENT: number };
 
 function view<T>(C: Ctor<T>, bytes: Uint8Array, copy: boolean): T {
   const n = bytes.byteLength / C.BYTES_PER_ELEMENT;
@@ -227,9 +249,7 @@ function learnLayout(bytes: Uint8Array, h: Header): void {
 
 /** A decoded message: a batch (with the resume state after it, when the sender knew it), the end of the stream, or the sender's failure. */
 export type BatchMessage =
-  | { kind: 'batch'; batch: Batch; resume: IteratorState | null }
-  | { kind: 'end'; batches: number }
-  | { kind: 'error'; message: string };
+  { kind: 'batch'; batch: Batch; resume: IteratorState | null } | { kind: 'end'; batches: number } | { kind: 'error'; message: string };
 
 /**
  * Decodes a message from `encodeBatch`/`encodeEnd`. With `copy` false the arrays view the
@@ -249,7 +269,11 @@ export function decodeBatchMessage(data: readonly Uint8Array[], copy: boolean): 
   if (typeof h.error === 'string') return { kind: 'error', message: h.error };
   if (h.names !== layoutSeen?.names) learnLayout(bytes, h);
   let at = 8 + hlen + pad8(hlen);
-  const take = (bytes: number): Uint8Array => { const s = slice(data, at, bytes); at += bytes + pad8(bytes); return s; };
+  const take = (bytes: number): Uint8Array => {
+    const s = slice(data, at, bytes);
+    at += bytes + pad8(bytes);
+    return s;
+  };
   const K = h.keys.length;
   const dense = view(Float32Array, take(h.rows * h.dim * 4), copy);
   const lengths = view(Int32Array, take(K * h.rows * 4), copy);
@@ -257,10 +281,13 @@ export function decodeBatchMessage(data: readonly Uint8Array[], copy: boolean): 
   const values = view(BigInt64Array, take(h.nnz * 8), copy);
   const labels = h.labels ? view(Float32Array, take(h.rows * 4), copy) : null;
   const batch: Batch = {
-    seq: h.seq, epoch: h.epoch, rows: h.rows,
+    seq: h.seq,
+    epoch: h.epoch,
+    rows: h.rows,
     dense: { names: h.names, features: h.features, dim: h.dim, data: dense },
     sparse: { keys: h.keys, lengths, offsets, values },
-    labels, end: h.cursor,
+    labels,
+    end: h.cursor,
   };
   return { kind: 'batch', batch, resume: h.resume ?? null };
 }

@@ -1,6 +1,15 @@
 import { copyBytes } from '../util/copy.js';
 import {
-  PeerClosedError, TransportError, cutShort, type Completion, type CompletionQueue, type MemoryRegion, type Payload, type QueuePair, type QueuePairState, type RemoteAddress,
+  PeerClosedError,
+  TransportError,
+  cutShort,
+  type Completion,
+  type CompletionQueue,
+  type MemoryRegion,
+  type Payload,
+  type QueuePair,
+  type QueuePairState,
+  type RemoteAddress,
 } from './types.js';
 
 /**
@@ -58,7 +67,9 @@ class Queue implements CompletionQueue {
   private waiters: Array<{ resolve: (c: Completion) => void; reject: (e: unknown) => void }> = [];
   private ended: Error | null = null;
 
-  get size(): number { return this.items.length; }
+  get size(): number {
+    return this.items.length;
+  }
 
   push(c: Completion): void {
     const w = this.waiters.shift();
@@ -83,16 +94,32 @@ class Queue implements CompletionQueue {
     return new Promise((resolve, reject) => {
       const w = { resolve, reject };
       this.waiters.push(w);
-      signal?.addEventListener('abort', () => {
-        this.waiters = this.waiters.filter((x) => x !== w);
-        reject(signal.reason);
-      }, { once: true });
+      signal?.addEventListener(
+        'abort',
+        () => {
+          this.waiters = this.waiters.filter((x) => x !== w);
+          reject(signal.reason);
+        },
+        { once: true },
+      );
     });
   }
 }
 
-interface PostedRecv { wrId: number; region: MemoryRegion; offset: number; length: number }
-interface Outgoing { wrId: number; opcode: 'send' | 'write'; data: readonly Uint8Array[]; bytes: number; imm: number | null; remote: RemoteAddress | null }
+interface PostedRecv {
+  wrId: number;
+  region: MemoryRegion;
+  offset: number;
+  length: number;
+}
+interface Outgoing {
+  wrId: number;
+  opcode: 'send' | 'write';
+  data: readonly Uint8Array[];
+  bytes: number;
+  imm: number | null;
+  remote: RemoteAddress | null;
+}
 
 const asList = (p: Payload): readonly Uint8Array[] => (p instanceof Uint8Array ? [p] : p);
 const sizeOf = (l: readonly Uint8Array[]): number => l.reduce((a, b) => a + b.byteLength, 0);
@@ -110,7 +137,10 @@ function checkWrId(wrId: number): void {
 /** Copies a gather list into `dst` (which is exactly its size). */
 export function gather(data: readonly Uint8Array[], dst: Uint8Array): void {
   let o = 0;
-  for (const d of data) { copyBytes(dst, o, d); o += d.byteLength; }
+  for (const d of data) {
+    copyBytes(dst, o, d);
+    o += d.byteLength;
+  }
 }
 
 /**
@@ -136,7 +166,10 @@ export class Endpoint implements QueuePair {
   private readonly unacked = new Map<number, Outgoing>();
   private nextId = 1;
 
-  constructor(private readonly wire: Wire, private readonly zeroCopy = false) {
+  constructor(
+    private readonly wire: Wire,
+    private readonly zeroCopy = false,
+  ) {
     this.cq = this.q;
     wire.start({
       frame: (f) => this.onFrame(f),
@@ -145,11 +178,21 @@ export class Endpoint implements QueuePair {
     });
   }
 
-  get state(): QueuePairState { return this._state; }
-  get ended(): Error | null { return this._ended; }
-  get credits(): number { return this.credit.length; }
-  get queuedSends(): number { return this.waiting.length; }
-  get sharesBuffers(): boolean { return this.zeroCopy; }
+  get state(): QueuePairState {
+    return this._state;
+  }
+  get ended(): Error | null {
+    return this._ended;
+  }
+  get credits(): number {
+    return this.credit.length;
+  }
+  get queuedSends(): number {
+    return this.waiting.length;
+  }
+  get sharesBuffers(): boolean {
+    return this.zeroCopy;
+  }
 
   registerMemory(bytes: number | Uint8Array, options: { remoteWrite?: boolean } = {}): MemoryRegion {
     let buf: Uint8Array;
@@ -157,7 +200,7 @@ export class Endpoint implements QueuePair {
     if (typeof bytes === 'number') {
       if (!Number.isSafeInteger(bytes) || bytes < 0) throw new TransportError(`region size must be a non-negative integer, got ${bytes}`);
       // Memory the peer can reach lets a send land in a receive with one copy; else private memory.
-      const shared = bytes > 0 ? this.wire.alloc?.(bytes) ?? null : null;
+      const shared = bytes > 0 ? (this.wire.alloc?.(bytes) ?? null) : null;
       fromWire = shared !== null;
       buf = shared ?? new Uint8Array(bytes);
     } else buf = bytes;
@@ -196,12 +239,16 @@ export class Endpoint implements QueuePair {
   postWrite(wrId: number, payload: Payload, remote: RemoteAddress, options: { imm?: number } = {}): void {
     this.checkReady();
     checkWrId(wrId);
-    if (!Number.isInteger(remote.key) || !Number.isInteger(remote.offset) || remote.offset < 0) throw new TransportError(`bad remote address ${JSON.stringify(remote)}`);
+    if (!Number.isInteger(remote.key) || !Number.isInteger(remote.offset) || remote.offset < 0)
+      throw new TransportError(`bad remote address ${JSON.stringify(remote)}`);
     const data = asList(payload);
     const op: Outgoing = { wrId, opcode: 'write', data, bytes: sizeOf(data), imm: checkImm(options.imm), remote };
     // A plain write needs no receive on the peer, so it does not wait behind sends short of credit.
     if (op.imm === null) this.transmit(op);
-    else { this.waiting.push(op); this.pump(); }
+    else {
+      this.waiting.push(op);
+      this.pump();
+    }
   }
 
   close(): void {
@@ -270,12 +317,21 @@ export class Endpoint implements QueuePair {
         return;
       case 'send': {
         const r = this.recvs.shift();
-        if (r === undefined) { this.protocol('the peer sent without a credit'); return; }
+        if (r === undefined) {
+          this.protocol('the peer sent without a credit');
+          return;
+        }
         let data: readonly Uint8Array[];
         let bytes: number;
-        if (f.placed !== undefined) { data = [f.placed]; bytes = f.placed.byteLength; } else {
+        if (f.placed !== undefined) {
+          data = [f.placed];
+          bytes = f.placed.byteLength;
+        } else {
           bytes = sizeOf(f.data);
-          if (bytes > r.length) { this.protocol(`the peer sent ${bytes} bytes into a ${r.length}-byte receive`); return; }
+          if (bytes > r.length) {
+            this.protocol(`the peer sent ${bytes} bytes into a ${r.length}-byte receive`);
+            return;
+          }
           if (this.zeroCopy) data = f.data;
           else {
             const dst = r.region.bytes.subarray(r.offset, r.offset + bytes);
@@ -290,7 +346,10 @@ export class Endpoint implements QueuePair {
       case 'write': {
         let ok: boolean;
         let bytes = 0;
-        if (f.placed !== undefined) { ok = f.placed !== null; bytes = f.placed?.byteLength ?? 0; } else {
+        if (f.placed !== undefined) {
+          ok = f.placed !== null;
+          bytes = f.placed?.byteLength ?? 0;
+        } else {
           bytes = sizeOf(f.data);
           const r = this.writable(f.key, f.offset, bytes);
           ok = r !== null;
@@ -299,7 +358,10 @@ export class Endpoint implements QueuePair {
         if (f.imm !== null) {
           // The sender spent a credit on it, so a refused write-with-immediate still uses the receive.
           const r = this.recvs.shift();
-          if (r === undefined) { this.protocol('the peer wrote with an immediate without a credit'); return; }
+          if (r === undefined) {
+            this.protocol('the peer wrote with an immediate without a credit');
+            return;
+          }
           this.q.push({ wrId: r.wrId, opcode: 'write-imm', status: ok ? 'success' : 'remote-access-error', byteLength: ok ? bytes : 0, imm: f.imm });
         }
         this.wire.send({ type: 'ack', id: f.id, ok });
@@ -307,9 +369,18 @@ export class Endpoint implements QueuePair {
       }
       case 'ack': {
         const op = this.unacked.get(f.id);
-        if (op === undefined) { this.protocol(`acknowledgement for unknown work ${f.id}`); return; }
+        if (op === undefined) {
+          this.protocol(`acknowledgement for unknown work ${f.id}`);
+          return;
+        }
         this.unacked.delete(f.id);
-        this.q.push({ wrId: op.wrId, opcode: op.opcode, status: f.ok ? 'success' : 'remote-access-error', byteLength: f.ok ? op.bytes : 0, ...(op.imm !== null ? { imm: op.imm } : {}) });
+        this.q.push({
+          wrId: op.wrId,
+          opcode: op.opcode,
+          status: f.ok ? 'success' : 'remote-access-error',
+          byteLength: f.ok ? op.bytes : 0,
+          ...(op.imm !== null ? { imm: op.imm } : {}),
+        });
         return;
       }
       case 'close':

@@ -69,12 +69,16 @@ export async function serveFeed(
   let newer: Greeted | null = null;
   for (;;) {
     let conn: Greeted;
-    if (newer !== null) { conn = newer; newer = null; } else {
+    if (newer !== null) {
+      conn = newer;
+      newer = null;
+    } else {
       let qp: QueuePair;
       try {
         qp = await listener.accept(lost === null ? options.signal : anySignal(options.signal, AbortSignal.timeout(within)));
       } catch (e) {
-        if (lost !== null && options.signal?.aborted !== true) throw new PeerLostError(`the trainer went away (${lost.message}) and did not connect again within ${within} ms`, {}, { cause: lost });
+        if (lost !== null && options.signal?.aborted !== true)
+          throw new PeerLostError(`the trainer went away (${lost.message}) and did not connect again within ${within} ms`, {}, { cause: lost });
         throw e;
       }
       const g = await greet(qp);
@@ -93,12 +97,23 @@ export async function serveFeed(
         // Stopping the watch stops the accept, not a greeting under way: a trainer that has
         // connected gets its answer either way.
         const g = await greet(await listener.accept(watching));
-        if (g !== null) { newer = g; qp.close(); return; }
+        if (g !== null) {
+          newer = g;
+          qp.close();
+          return;
+        }
       }
     })().catch(() => undefined);
-    const stopWatching = async (): Promise<void> => { watch.abort(); await replaced; };
+    const stopWatching = async (): Promise<void> => {
+      watch.abort();
+      await replaced;
+    };
     try {
-      const r = await toTransport(qp, lazySource(() => source(conn.resume ?? undefined)), options);
+      const r = await toTransport(
+        qp,
+        lazySource(() => source(conn.resume ?? undefined)),
+        options,
+      );
       await stopWatching();
       // A trainer that came in as the stream ended has nothing left to get.
       (newer as Greeted | null)?.qp.close();
@@ -106,7 +121,10 @@ export async function serveFeed(
     } catch (e) {
       await stopWatching();
       if (newer !== null) continue;
-      if (e instanceof PeerLostError) { lost = e; continue; }
+      if (e instanceof PeerLostError) {
+        lost = e;
+        continue;
+      }
       // The trainer closed the feed on purpose (not the source failing, which it was told about).
       if (e instanceof TransportError && qp.ended instanceof PeerClosedError) return { batches: 0, bytes: 0, connections, complete: false };
       throw e;
@@ -117,7 +135,10 @@ export async function serveFeed(
 }
 
 /** A connection whose trainer said where to start. */
-interface Greeted { qp: QueuePair; resume: IteratorState | null }
+interface Greeted {
+  qp: QueuePair;
+  resume: IteratorState | null;
+}
 
 /**
  * Reads a new connection's hello. Null for one that is lost before it, says nothing within
@@ -128,7 +149,10 @@ async function greetWithin(qp: QueuePair, ms: number, signal: AbortSignal | unde
   try {
     return { qp, resume: await readHello(qp, anySignal(signal, AbortSignal.timeout(ms))) };
   } catch (e) {
-    if (signal?.aborted === true) { qp.close(); throw e; }
+    if (signal?.aborted === true) {
+      qp.close();
+      throw e;
+    }
     if (e instanceof TransportError && !(e instanceof PeerLostError)) await refuse(qp, e.message);
     else if ((e as Error).name === 'TimeoutError') await refuse(qp, `it said nothing within ${ms} ms (a trainer connects with connectFeed)`);
     qp.close();

@@ -12,8 +12,15 @@ import { TransportError } from './types.js';
  */
 export const HEADER_BYTES = 32;
 const MAGIC = 0x31434c53; // "SLC1"
-const T_CREDIT = 1, T_SEND = 2, T_WRITE = 3, T_ACK = 4, T_CLOSE = 5;
-const F_IMM = 1, F_OK = 2, F_ADDR = 4, F_PLACED = 8;
+const T_CREDIT = 1,
+  T_SEND = 2,
+  T_WRITE = 3,
+  T_ACK = 4,
+  T_CLOSE = 5;
+const F_IMM = 1,
+  F_OK = 2,
+  F_ADDR = 4,
+  F_PLACED = 8;
 
 /**
  * A frame as byte pieces to write in order (the payload buffers are not copied). `placedAt`: the
@@ -28,18 +35,37 @@ export function encodeFrame(f: Frame, placedAt = -1): Uint8Array[] {
     case 'credit':
       v.setUint32(4, T_CREDIT, true);
       v.setUint32(28, f.length, true);
-      if (f.addr !== undefined) { v.setUint32(16, f.addr, true); v.setUint32(24, F_ADDR, true); }
+      if (f.addr !== undefined) {
+        v.setUint32(16, f.addr, true);
+        v.setUint32(24, F_ADDR, true);
+      }
       break;
-    case 'ack': v.setUint32(4, T_ACK, true); v.setUint32(8, f.id, true); v.setUint32(24, f.ok ? F_OK : 0, true); break;
-    case 'close': v.setUint32(4, T_CLOSE, true); break;
+    case 'ack':
+      v.setUint32(4, T_ACK, true);
+      v.setUint32(8, f.id, true);
+      v.setUint32(24, f.ok ? F_OK : 0, true);
+      break;
+    case 'close':
+      v.setUint32(4, T_CLOSE, true);
+      break;
     case 'send':
     case 'write': {
       data = f.data;
       v.setUint32(4, f.type === 'send' ? T_SEND : T_WRITE, true);
       v.setUint32(8, f.id, true);
-      if (f.type === 'write') { v.setUint32(12, f.key, true); v.setUint32(16, f.offset, true); }
-      if (f.imm !== null) { v.setUint32(20, f.imm, true); v.setUint32(24, F_IMM, true); }
-      v.setUint32(28, data.reduce((a, d) => a + d.byteLength, 0), true);
+      if (f.type === 'write') {
+        v.setUint32(12, f.key, true);
+        v.setUint32(16, f.offset, true);
+      }
+      if (f.imm !== null) {
+        v.setUint32(20, f.imm, true);
+        v.setUint32(24, F_IMM, true);
+      }
+      v.setUint32(
+        28,
+        data.reduce((a, d) => a + d.byteLength, 0),
+        true,
+      );
       if (placedAt >= 0 && f.type === 'send') {
         v.setUint32(16, placedAt, true);
         v.setUint32(24, v.getUint32(24, true) | F_PLACED, true);
@@ -68,7 +94,10 @@ export class FrameParser {
    * `placed`: on a shared-memory wire, says whether a send the peer placed at `addr` is where this
    * side's oldest posted receive `dst` is; without it, a placed send is a protocol error.
    */
-  constructor(private readonly sink: WireSink, private readonly placed?: (dst: Uint8Array, addr: number) => boolean) {}
+  constructor(
+    private readonly sink: WireSink,
+    private readonly placed?: (dst: Uint8Array, addr: number) => boolean,
+  ) {}
 
   push(chunk: Uint8Array): void {
     let p = 0;
@@ -78,7 +107,10 @@ export class FrameParser {
         this.header.set(chunk.subarray(p, p + n), this.filled);
         this.filled += n;
         p += n;
-        if (this.filled === HEADER_BYTES) { this.filled = 0; this.onHeader(); }
+        if (this.filled === HEADER_BYTES) {
+          this.filled = 0;
+          this.onHeader();
+        }
         continue;
       }
       const b = this.body;
@@ -92,23 +124,41 @@ export class FrameParser {
 
   private onHeader(): void {
     const v = this.hv;
-    if (v.getUint32(0, true) !== MAGIC) { this.fail('bad frame magic (not a Sluice transport peer, or a corrupt stream)'); return; }
+    if (v.getUint32(0, true) !== MAGIC) {
+      this.fail('bad frame magic (not a Sluice transport peer, or a corrupt stream)');
+      return;
+    }
     const type = v.getUint32(4, true);
     const id = v.getUint32(8, true);
     const flags = v.getUint32(24, true);
     const length = v.getUint32(28, true);
     const imm = flags & F_IMM ? v.getUint32(20, true) : null;
     switch (type) {
-      case T_CREDIT: this.sink.frame(flags & F_ADDR ? { type: 'credit', length, addr: v.getUint32(16, true) } : { type: 'credit', length }); return;
-      case T_ACK: this.sink.frame({ type: 'ack', id, ok: (flags & F_OK) !== 0 }); return;
-      case T_CLOSE: this.sink.frame({ type: 'close' }); return;
+      case T_CREDIT:
+        this.sink.frame(flags & F_ADDR ? { type: 'credit', length, addr: v.getUint32(16, true) } : { type: 'credit', length });
+        return;
+      case T_ACK:
+        this.sink.frame({ type: 'ack', id, ok: (flags & F_OK) !== 0 });
+        return;
+      case T_CLOSE:
+        this.sink.frame({ type: 'close' });
+        return;
       case T_SEND: {
         const dst = this.sink.place('send', length, 0, 0);
-        if (dst === null) { this.fail(`the peer sent ${length} bytes with no receive posted that fits them`); return; }
+        if (dst === null) {
+          this.fail(`the peer sent ${length} bytes with no receive posted that fits them`);
+          return;
+        }
         if (flags & F_PLACED) {
           const addr = v.getUint32(16, true);
-          if (this.placed === undefined) { this.fail('a send placed in shared memory arrived on a byte-stream wire'); return; }
-          if (!this.placed(dst, addr)) { this.fail(`the peer placed a send at ${addr}, which is not the oldest posted receive`); return; }
+          if (this.placed === undefined) {
+            this.fail('a send placed in shared memory arrived on a byte-stream wire');
+            return;
+          }
+          if (!this.placed(dst, addr)) {
+            this.fail(`the peer placed a send at ${addr}, which is not the oldest posted receive`);
+            return;
+          }
           this.sink.frame({ type: 'send', id, imm, data: [], placed: dst });
           return;
         }
@@ -123,7 +173,9 @@ export class FrameParser {
         this.body = { frame: { type: 'write', id, key, offset, imm, data: [], placed: dst }, dst, at: 0, length };
         break;
       }
-      default: this.fail(`unknown frame type ${type}`); return;
+      default:
+        this.fail(`unknown frame type ${type}`);
+        return;
     }
     if (length === 0) this.finish();
   }

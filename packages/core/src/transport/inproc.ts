@@ -6,13 +6,17 @@ class InProcessWire implements Wire {
   private sink: WireSink | null = null;
   private open = true;
 
-  start(sink: WireSink): void { this.sink = sink; }
+  start(sink: WireSink): void {
+    this.sink = sink;
+  }
 
   send(f: Frame): void {
     const peer = this.peer;
     if (!this.open || peer === null) return;
     // A microtask keeps delivery asynchronous and in order, as on a real link; buffers are handed over as they are.
-    queueMicrotask(() => { if (peer.open) peer.sink!.frame(f); });
+    queueMicrotask(() => {
+      if (peer.open) peer.sink!.frame(f);
+    });
   }
 
   close(): void {
@@ -23,7 +27,13 @@ class InProcessWire implements Wire {
   abort(): void {
     this.open = false;
     const peer = this.peer;
-    if (peer?.open) queueMicrotask(() => { if (peer.open) { peer.open = false; peer.sink!.lost(new PeerLostError('the peer went away')); } });
+    if (peer?.open)
+      queueMicrotask(() => {
+        if (peer.open) {
+          peer.open = false;
+          peer.sink!.lost(new PeerLostError('the peer went away'));
+        }
+      });
   }
 }
 

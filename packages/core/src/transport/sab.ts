@@ -9,7 +9,13 @@ import { PeerLostError, TransportError } from './types.js';
 // often a context switch on the other thread) only when that flag is set, so a busy peer is never
 // woken for nothing. The doorbell, rung after every change a sleeper waits for (data, room, gone),
 // means no wake-up is lost between a sleeper's last look and its wait.
-const HEAD = 0, TAIL = 1, GONE = 2, R_SLEEP = 3, R_BELL = 4, W_SLEEP = 5, W_BELL = 6;
+const HEAD = 0,
+  TAIL = 1,
+  GONE = 2,
+  R_SLEEP = 3,
+  R_BELL = 4,
+  W_SLEEP = 5,
+  W_BELL = 6;
 const CTRL_BYTES = 64;
 /** Alignment of regions in a heap: whole cache lines, and any typed array can view them. */
 const ALIGN = 64;
@@ -63,7 +69,10 @@ export function sabChannel(capacity = 8 << 20, heapBytes = 128 << 20): [SabPort,
   const ba = newRing(capacity);
   const ha = new SharedArrayBuffer(heapBytes);
   const hb = new SharedArrayBuffer(heapBytes);
-  return [{ tx: ab, rx: ba, heap: ha, peerHeap: hb }, { tx: ba, rx: ab, heap: hb, peerHeap: ha }];
+  return [
+    { tx: ab, rx: ba, heap: ha, peerHeap: hb },
+    { tx: ba, rx: ab, heap: hb, peerHeap: ha },
+  ];
 }
 
 /** Marks both rings of a port gone, as a supervisor does when the worker holding it exits. */
@@ -160,9 +169,15 @@ class SabWire implements Wire {
     this.holes.splice(i, 0, { at, end });
     // Merge with the neighbours it touches.
     const next = this.holes[i + 1];
-    if (next !== undefined && next.at === end) { this.holes[i]!.end = next.end; this.holes.splice(i + 1, 1); }
+    if (next !== undefined && next.at === end) {
+      this.holes[i]!.end = next.end;
+      this.holes.splice(i + 1, 1);
+    }
     const prev = this.holes[i - 1];
-    if (prev !== undefined && prev.end === at) { prev.end = this.holes[i]!.end; this.holes.splice(i, 1); }
+    if (prev !== undefined && prev.end === at) {
+      prev.end = this.holes[i]!.end;
+      this.holes.splice(i, 1);
+    }
   }
 
   send(f: Frame): void {
@@ -214,7 +229,10 @@ class SabWire implements Wire {
     const c = this.txCtrl;
     const cap = this.txData.byteLength;
     while (this.out.length > 0 && !this.done) {
-      if (Atomics.load(c, GONE) === 1) { this.out.length = 0; break; }
+      if (Atomics.load(c, GONE) === 1) {
+        this.out.length = 0;
+        break;
+      }
       const head = Atomics.load(c, HEAD);
       const tail = Atomics.load(c, TAIL);
       const free = cap - ((head - tail) | 0);
@@ -227,7 +245,10 @@ class SabWire implements Wire {
       const n = Math.min(free, piece.byteLength - this.outAt, cap - at);
       copyBytes(this.txData, at, piece.subarray(this.outAt, this.outAt + n));
       this.outAt += n;
-      if (this.outAt === piece.byteLength) { this.out.shift(); this.outAt = 0; }
+      if (this.outAt === piece.byteLength) {
+        this.out.shift();
+        this.outAt = 0;
+      }
       Atomics.store(c, HEAD, (head + n) | 0);
       if (Atomics.load(c, R_SLEEP) === 1) ring(c, R_BELL);
     }
@@ -244,7 +265,10 @@ class SabWire implements Wire {
       const head = Atomics.load(c, HEAD);
       if (head !== Atomics.load(c, TAIL)) continue;
       if (Atomics.load(c, GONE) === 1 || this.done) {
-        if (!this.done) { this.done = true; abandonSabPort(this.port); }
+        if (!this.done) {
+          this.done = true;
+          abandonSabPort(this.port);
+        }
         this.release();
         this.sink!.lost(new PeerLostError('the peer went away'));
         return;

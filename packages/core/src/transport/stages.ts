@@ -29,13 +29,16 @@ function gone(qp: QueuePair, message: (peer: string) => string): TransportError 
 
 function check(qp: QueuePair, c: Completion, what: string): void {
   if (c.status === 'success') return;
-  if (c.status === 'length-error') throw new TransportError(`${what} is larger than the receive buffers the trainer posted (raise fromTransport's maxBatchBytes)`);
+  if (c.status === 'length-error')
+    throw new TransportError(`${what} is larger than the receive buffers the trainer posted (raise fromTransport's maxBatchBytes)`);
   if (c.status === 'flushed') throw gone(qp, (peer) => `the receiver ${peer} before ${what} was delivered`);
   throw new TransportError(`${what} failed: ${c.status}`);
 }
 
 /** A batch source that knows where a resumed run would start: a `pipeline(...)`. */
-interface Resumable { state(): IteratorState | null }
+interface Resumable {
+  state(): IteratorState | null;
+}
 const resumable = (x: unknown): x is Resumable => typeof (x as Partial<Resumable>).state === 'function';
 
 /**
@@ -151,7 +154,12 @@ export interface TransportFeed extends AsyncGenerator<Batch, void, undefined> {
  */
 export function fromTransport(qp: QueuePair, options: FromTransportOptions = {}): TransportFeed {
   let state: IteratorState | null = null;
-  return Object.assign(receive(qp, options, (s) => { state = s; }), { state: () => state });
+  return Object.assign(
+    receive(qp, options, (s) => {
+      state = s;
+    }),
+    { state: () => state },
+  );
 }
 
 async function* receive(qp: QueuePair, options: FromTransportOptions, took: (s: IteratorState | null) => void): AsyncGenerator<Batch, void, undefined> {

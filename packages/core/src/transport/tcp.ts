@@ -35,7 +35,10 @@ class Reads {
 class TcpWire implements Wire {
   private gone = false;
 
-  constructor(private readonly socket: Socket, private readonly reads?: Reads) {
+  constructor(
+    private readonly socket: Socket,
+    private readonly reads?: Reads,
+  ) {
     socket.setNoDelay(true);
     // A peer whose machine or network vanished sends no FIN: keep-alive probes find it out.
     socket.setKeepAlive(true, 10_000);
@@ -106,7 +109,8 @@ export async function listenTcp(options: { port?: number; host?: string } = {}):
   const server: Server = createServer((socket) => {
     const qp = tcpQueuePair(socket);
     const w = waiters.shift();
-    if (w) w(qp); else ready.push(qp);
+    if (w) w(qp);
+    else ready.push(qp);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e) => reject(new TransportError(`cannot listen on ${host}:${options.port ?? 0}: ${e.message}`, {}, { cause: e })));
@@ -120,7 +124,14 @@ export async function listenTcp(options: { port?: number; host?: string } = {}):
       if (qp) return Promise.resolve(qp);
       return new Promise((resolve, reject) => {
         waiters.push(resolve);
-        signal?.addEventListener('abort', () => { waiters.splice(waiters.indexOf(resolve), 1); reject(signal.reason); }, { once: true });
+        signal?.addEventListener(
+          'abort',
+          () => {
+            waiters.splice(waiters.indexOf(resolve), 1);
+            reject(signal.reason);
+          },
+          { once: true },
+        );
       });
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
@@ -155,7 +166,10 @@ export async function connectTcp(options: ConnectOptions): Promise<Endpoint> {
       const reads = new Reads();
       const socket = await new Promise<Socket>((resolve, reject) => {
         const s = connect({ host, port: options.port, onread: { buffer: reads.buffer, callback: (n: number) => reads.read(n) } });
-        s.once('connect', () => { s.removeListener('error', reject); resolve(s); });
+        s.once('connect', () => {
+          s.removeListener('error', reject);
+          resolve(s);
+        });
         s.once('error', reject);
       });
       return new Endpoint(new TcpWire(socket, reads));
@@ -168,4 +182,3 @@ export async function connectTcp(options: ConnectOptions): Promise<Endpoint> {
     }
   }
 }
-

@@ -15,5 +15,8 @@ export function cacheRoot(): string {
  * cached under it are not reused on other hardware or after a Node upgrade.
  */
 export function machineKey(): string {
-  return createHash('sha256').update(`${cpus()[0]?.model ?? '?'}|${cpus().length}|${process.version}`).digest('hex').slice(0, 10);
+  return createHash('sha256')
+    .update(`${cpus()[0]?.model ?? '?'}|${cpus().length}|${process.version}`)
+    .digest('hex')
+    .slice(0, 10);
 }

@@ -14,7 +14,10 @@
  */
 export function copyBytes(dst: Uint8Array, at: number, src: Uint8Array): void {
   const n = src.byteLength;
-  if (n < SMALL) { dst.set(src, at); return; }
+  if (n < SMALL) {
+    dst.set(src, at);
+    return;
+  }
   if (at < 0 || at + n > dst.byteLength) throw new RangeError(`copy of ${n} bytes at ${at} overruns a ${dst.byteLength}-byte buffer`);
   fill.call(dst, src, at, at + n);
 }

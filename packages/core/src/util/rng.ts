@@ -353,7 +353,9 @@ export function permutation(n: number, ...seed: number[]): Int32Array {
   const rng = new Rng(hash32(...seed));
   for (let i = n - 1; i > 0; i--) {
     const j = rng.int(i + 1);
-    const t = p[i]!; p[i] = p[j]!; p[j] = t;
+    const t = p[i]!;
+    p[i] = p[j]!;
+    p[j] = t;
   }
   return p;
 }

@@ -20,7 +20,8 @@ export async function urlProblem(url: string, timeoutMs = 30_000): Promise<strin
       const head = new Uint8Array(await r.arrayBuffer());
       return head.byteLength >= 4 && new TextDecoder().decode(head.subarray(0, 4)) === 'PAR1' ? null : 'not a Parquet file (it does not start with PAR1)';
     }
-    if (r.status === 200) return 'the server ignores HTTP range requests (it answered 200, not 206 Partial Content, to a Range request); reading Parquet over HTTP needs them';
+    if (r.status === 200)
+      return 'the server ignores HTTP range requests (it answered 200, not 206 Partial Content, to a Range request); reading Parquet over HTTP needs them';
     return `HTTP ${r.status}${r.statusText ? ` ${r.statusText}` : ''}`;
   } finally {
     // Never download a whole file that a server sent in answer to the range.

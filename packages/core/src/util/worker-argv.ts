@@ -51,4 +51,5 @@ const DROPPED = new Set(['--import', '--require', '-r', '--loader', '--experimen
  * Flags (single tokens) known to be accepted in a worker's explicit execArgv: the inspector, the
  * profilers, warnings and source maps. Anything else sends the workers back to inheriting.
  */
-const WORKER_SAFE = /^--(?:inspect|inspect-brk|inspect-wait|inspect-port|cpu-prof|cpu-prof-dir|cpu-prof-name|cpu-prof-interval|heap-prof|heap-prof-dir|heap-prof-name|heap-prof-interval|enable-source-maps|no-warnings|no-deprecation|trace-warnings|trace-deprecation|trace-uncaught)(?:=.*)?$/;
+const WORKER_SAFE =
+  /^--(?:inspect|inspect-brk|inspect-wait|inspect-port|cpu-prof|cpu-prof-dir|cpu-prof-name|cpu-prof-interval|heap-prof|heap-prof-dir|heap-prof-name|heap-prof-interval|enable-source-maps|no-warnings|no-deprecation|trace-warnings|trace-deprecation|trace-uncaught)(?:=.*)?$/;

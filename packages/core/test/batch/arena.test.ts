@@ -23,7 +23,10 @@ describe('PackArena', () => {
     a.give(1);
     expect(a.lent).toBe(2);
     const again = a.lend(2);
-    expect(again.map(([id]) => id), 'only the one slot given back').toEqual([1]);
+    expect(
+      again.map(([id]) => id),
+      'only the one slot given back',
+    ).toEqual([1]);
     expect(again[0]![1]).toBe(first[1]![1]);
     expect(a.reused).toBe(1);
     expect(a.size).toBe(3);
@@ -81,7 +84,10 @@ describe('PackArena', () => {
     a.give(s0![0]);
     expect(a.size, 'the lent small slot is let go when given back').toBe(1);
     a.give(n![0]);
-    expect(a.lend(2).map(([, sab]) => sab.byteLength), 'the grown slot reused, then a new one at the new size').toEqual([120, 120]);
+    expect(
+      a.lend(2).map(([, sab]) => sab.byteLength),
+      'the grown slot reused, then a new one at the new size',
+    ).toEqual([120, 120]);
     a.grow(90);
     expect(a.slotBytes, 'never shrinks').toBe(120);
   });
@@ -121,18 +127,50 @@ describe('packRows into a used slot', () => {
   // A vector dense feature (whose null rows are skipped), a sparse list key and int64 ids with
   // high words: every array must come out as in fresh memory although the slot is full of junk.
   const layout: BatchLayout = {
-    dense: [{ name: 'v', offset: 0, width: 3, vector: true }, { name: 'x', offset: 3, width: 1, vector: false }],
-    denseNames: ['v:0', 'v:1', 'v:2', 'x'], dim: 4, sparseKeys: ['s', 'l'], label: true,
+    dense: [
+      { name: 'v', offset: 0, width: 3, vector: true },
+      { name: 'x', offset: 3, width: 1, vector: false },
+    ],
+    denseNames: ['v:0', 'v:1', 'v:2', 'x'],
+    dim: 4,
+    sparseKeys: ['s', 'l'],
+    label: true,
   };
   const rows = 50;
-  const v: Column = { type: 'fixed', size: 3, values: Float32Array.from({ length: 3 * rows }, (_, i) => i + 0.5), valid: Uint8Array.from({ length: rows }, (_, r) => (r % 4 === 0 ? 0 : 1)) };
+  const v: Column = {
+    type: 'fixed',
+    size: 3,
+    values: Float32Array.from({ length: 3 * rows }, (_, i) => i + 0.5),
+    valid: Uint8Array.from({ length: rows }, (_, r) => (r % 4 === 0 ? 0 : 1)),
+  };
   const x: Column = { type: 'float32', values: Float32Array.from({ length: rows }, (_, r) => r * 2), valid: null };
-  const s: Column = { type: 'int64', values: BigInt64Array.from({ length: rows }, (_, r) => BigInt(r) * 3n + (r % 2 === 0 ? 0n : 2n ** 40n)), valid: Uint8Array.from({ length: rows }, (_, r) => (r % 5 === 0 ? 0 : 1)) };
+  const s: Column = {
+    type: 'int64',
+    values: BigInt64Array.from({ length: rows }, (_, r) => BigInt(r) * 3n + (r % 2 === 0 ? 0n : 2n ** 40n)),
+    valid: Uint8Array.from({ length: rows }, (_, r) => (r % 5 === 0 ? 0 : 1)),
+  };
   const offsets = Int32Array.from({ length: rows + 1 }, (_, r) => Math.floor((r * 3) / 2));
-  const l: Column = { type: 'list', offsets, child: { type: 'int32', values: Int32Array.from({ length: offsets[rows]! }, (_, j) => j - 7), valid: null }, valid: null };
+  const l: Column = {
+    type: 'list',
+    offsets,
+    child: { type: 'int32', values: Int32Array.from({ length: offsets[rows]! }, (_, j) => j - 7), valid: null },
+    valid: null,
+  };
   const label: Column = { type: 'float32', values: Float32Array.from({ length: rows }, (_, r) => r % 2), valid: null };
-  const chunk: PackSource = { outputs: new Map<string, Column>([['v', v], ['x', x], ['s', s], ['l', l]]), label, locate: (row) => ({ row }) };
-  const segs = [{ chunk, from: 1, to: 30 }, { chunk, from: 30, to: 47 }];
+  const chunk: PackSource = {
+    outputs: new Map<string, Column>([
+      ['v', v],
+      ['x', x],
+      ['s', s],
+      ['l', l],
+    ]),
+    label,
+    locate: (row) => ({ row }),
+  };
+  const segs = [
+    { chunk, from: 1, to: 30 },
+    { chunk, from: 30, to: 47 },
+  ];
 
   it('writes the same arrays as into fresh memory', () => {
     const want = packRows(layout, segs);
@@ -165,11 +203,21 @@ describe('packRows into a used slot', () => {
     const n = 40;
     const idx = Int32Array.from({ length: n }, (_, r) => (r % 7 === 0 ? 5 : r % 5));
     const cDict: Column = { type: 'int64', values: BigInt64Array.from([3n, 70n, 900n, 2n ** 31n - 1n, 0n, 0n]), valid: Uint8Array.from([1, 1, 1, 1, 1, 0]) };
-    const wDict: Column = { type: 'int64', values: BigInt64Array.from([2n ** 40n, -5n, 7n, 2n ** 33n + 1n, 11n, 0n]), valid: Uint8Array.from([1, 1, 1, 1, 1, 0]) };
+    const wDict: Column = {
+      type: 'int64',
+      values: BigInt64Array.from([2n ** 40n, -5n, 7n, 2n ** 33n + 1n, 11n, 0n]),
+      valid: Uint8Array.from([1, 1, 1, 1, 1, 0]),
+    };
     const xDict: Column = { type: 'float32', values: Float32Array.from([0.5, 1.5, 2.5, 3.5, 4.5, 0]), valid: Uint8Array.from([1, 1, 1, 1, 1, 0]) };
     const src: PackSource = {
-      outputs: new Map(), label: null, locate: (row) => ({ row }),
-      indexed: new Map([['c', { dict: cDict, idx }], ['w', { dict: wDict, idx }], ['x', { dict: xDict, idx }]]),
+      outputs: new Map(),
+      label: null,
+      locate: (row) => ({ row }),
+      indexed: new Map([
+        ['c', { dict: cDict, idx }],
+        ['w', { dict: wDict, idx }],
+        ['x', { dict: xDict, idx }],
+      ]),
     };
     const segs = [{ chunk: src, from: 2, to: 37 }];
     const want = packRows(lay, segs);
@@ -187,7 +235,10 @@ describe('packRows into a used slot', () => {
     // Two packs cut from the rows, merged across their boundary as a batch across row groups is.
     const a = packRows(layout, [{ chunk, from: 0, to: 20 }]);
     const b = packRows(layout, [{ chunk, from: 20, to: 50 }]);
-    const parts = [{ pack: a, from: 5, to: 20 }, { pack: b, from: 0, to: 22 }];
+    const parts = [
+      { pack: a, from: 5, to: 20 },
+      { pack: b, from: 0, to: 22 },
+    ];
     const want = mergePacks(layout, parts);
     expect(want.inSlot).toBe(false);
     const direct = packRows(layout, [{ chunk, from: 5, to: 42 }]);
@@ -225,7 +276,12 @@ describe('packRows of list columns with null lists', () => {
     expect(pack(empty, 1, 5)).toEqual([3n]);
     expect(pack(empty, 0, 6, new SharedArrayBuffer(1 << 12))).toEqual([1n, 2n, 3n, 4n, 5n, 6n]);
     // The same lists where the null rows hold elements (Arrow allows it; the ids must not show).
-    const holding: Column = { type: 'list', offsets: Int32Array.from([0, 2, 4, 5, 5, 6, 9]), child: { type: 'int64', values: BigInt64Array.from([1n, 2n, 90n, 91n, 3n, 92n, 4n, 5n, 6n]), valid: null }, valid };
+    const holding: Column = {
+      type: 'list',
+      offsets: Int32Array.from([0, 2, 4, 5, 5, 6, 9]),
+      child: { type: 'int64', values: BigInt64Array.from([1n, 2n, 90n, 91n, 3n, 92n, 4n, 5n, 6n]), valid: null },
+      valid,
+    };
     expect(pack(holding, 0, 6)).toEqual([1n, 2n, 3n, 4n, 5n, 6n]);
     expect(pack(holding, 1, 5)).toEqual([3n]);
   });

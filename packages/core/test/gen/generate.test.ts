@@ -34,7 +34,11 @@ describe('generateDataset rm1', () => {
 
   it('has the RM1 schema, the row count, ZSTD and 100k-row row groups', () => {
     const fields = back.table.schema.fields;
-    expect(fields.map((f) => f.name)).toEqual(['label', ...Array.from({ length: 13 }, (_, i) => `I${i + 1}`), ...Array.from({ length: 26 }, (_, i) => `C${i + 1}`)]);
+    expect(fields.map((f) => f.name)).toEqual([
+      'label',
+      ...Array.from({ length: 13 }, (_, i) => `I${i + 1}`),
+      ...Array.from({ length: 26 }, (_, i) => `C${i + 1}`),
+    ]);
     expect(String(fields[0]!.type)).toBe('Float32');
     expect(fields.slice(1, 14).every((f) => String(f.type) === 'Int32' && f.nullable)).toBe(true);
     expect(fields.slice(14).every((f) => String(f.type) === 'Utf8' && f.nullable)).toBe(true);
@@ -163,7 +167,10 @@ describe('other presets', () => {
       expect(total / n).toBeGreaterThan(19);
       expect(total / n).toBeLessThan(21);
       expect(v.nullCount / v.length).toBeLessThan(0.03);
-      const top = [...counts.values()].sort((a, b) => b - a).slice(0, 100).reduce((a, b) => a + b, 0);
+      const top = [...counts.values()]
+        .sort((a, b) => b - a)
+        .slice(0, 100)
+        .reduce((a, b) => a + b, 0);
       expect(top / total).toBeGreaterThan(0.3);
     }
     const i504 = numericStats(back.table.getChild('I504')!);

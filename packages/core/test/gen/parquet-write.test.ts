@@ -20,9 +20,18 @@ function smallTable(n: number, offset = 0): arrow.Table {
   const ids = Array.from({ length: n }, (_, i) => i + offset);
   return new arrow.Table({
     id: vec(new arrow.Int32(), ids),
-    x: vec(new arrow.Float32(), ids.map((i) => (i % 5 === 0 ? null : i / 2))),
-    s: vec(new arrow.Utf8(), ids.map((i) => (i % 7 === 0 ? null : `v${i}`))),
-    l: vec(new arrow.List(new arrow.Field('item', new arrow.Int64(), true)), ids.map((i) => (i % 11 === 0 ? null : [BigInt(i), BigInt(-i), 2n ** 40n]))),
+    x: vec(
+      new arrow.Float32(),
+      ids.map((i) => (i % 5 === 0 ? null : i / 2)),
+    ),
+    s: vec(
+      new arrow.Utf8(),
+      ids.map((i) => (i % 7 === 0 ? null : `v${i}`)),
+    ),
+    l: vec(
+      new arrow.List(new arrow.Field('item', new arrow.Int64(), true)),
+      ids.map((i) => (i % 11 === 0 ? null : [BigInt(i), BigInt(-i), 2n ** 40n])),
+    ),
   });
 }
 
@@ -35,9 +44,10 @@ describe('ParquetFileWriter', () => {
     const back = await readBack(r.path);
     expect(back.rowGroups).toEqual([1_000, 1_000, 500]);
     for (const name of ['id', 'x', 's', 'l']) {
-      expect(JSON.stringify(back.table.getChild(name)!.toJSON(), (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)), name).toBe(
-        JSON.stringify(t.getChild(name)!.toJSON(), (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)),
-      );
+      expect(
+        JSON.stringify(back.table.getChild(name)!.toJSON(), (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)),
+        name,
+      ).toBe(JSON.stringify(t.getChild(name)!.toJSON(), (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
     }
     expect(new Set(back.compression)).toEqual(new Set(['ZSTD']));
   });
@@ -78,12 +88,20 @@ describe('ParquetFileWriter', () => {
   });
 
   it('stores footer metadata and can skip dictionary encoding', async () => {
-    const r = await writeParquetTable(join(dir, 'meta.parquet'), smallTable(100), { metadata: { 'sluice.test': 'yes' }, dictionary: false, compression: 'uncompressed', statistics: 'none' });
+    const r = await writeParquetTable(join(dir, 'meta.parquet'), smallTable(100), {
+      metadata: { 'sluice.test': 'yes' },
+      dictionary: false,
+      compression: 'uncompressed',
+      statistics: 'none',
+    });
     const file = await pw.ParquetFile.fromFile(await (await import('node:fs')).openAsBlob(r.path));
     try {
       const md = file.metadata();
       expect(md.fileMetadata().keyValueMetadata().get('sluice.test')).toBe('yes');
-      const enc = md.rowGroup(0).columns().flatMap((c) => c.encodings());
+      const enc = md
+        .rowGroup(0)
+        .columns()
+        .flatMap((c) => c.encodings());
       expect(enc).not.toContain(pw.Encoding.RLE_DICTIONARY);
       expect(md.rowGroup(0).column(0).compression()).toBe(pw.Compression.UNCOMPRESSED);
     } finally {

@@ -5,9 +5,41 @@ import { CRITEO_KAGGLE_CARDINALITIES, CRITEO_TERABYTE_CARDINALITIES, getPreset, 
 import { arrowColumnType, columnFromVector } from '../../src/reader/arrow.js';
 
 /** Every op of OPS.md. */
-const OPS_MD = new Set(['fillNull', 'cast', 'neg2zero', 'clamp', 'log', 'logit', 'boxCox', 'oneHot', 'bucketize', 'sigridHash', 'firstX', 'ngram', 'cross', 'mapId', 'hex2int', 'modulus', 'vocab']);
+const OPS_MD = new Set([
+  'fillNull',
+  'cast',
+  'neg2zero',
+  'clamp',
+  'log',
+  'logit',
+  'boxCox',
+  'oneHot',
+  'bucketize',
+  'sigridHash',
+  'firstX',
+  'ngram',
+  'cross',
+  'mapId',
+  'hex2int',
+  'modulus',
+  'vocab',
+]);
 /** RAP Table 1 (Logit, BoxCox, Onehot, SigridHash, FirstX, Clamp, Bucketize, Ngram, Mapid, FillNull, Cast) plus what hex inputs and TorchArrow's log(x+3) need. */
-const RAP_TABLE_1 = new Set(['logit', 'boxCox', 'oneHot', 'sigridHash', 'firstX', 'clamp', 'bucketize', 'ngram', 'mapId', 'fillNull', 'cast', 'hex2int', 'log']);
+const RAP_TABLE_1 = new Set([
+  'logit',
+  'boxCox',
+  'oneHot',
+  'sigridHash',
+  'firstX',
+  'clamp',
+  'bucketize',
+  'ngram',
+  'mapId',
+  'fillNull',
+  'cast',
+  'hex2int',
+  'log',
+]);
 
 const NAMES = ['rm1', 'rm2', 'rm3', 'rm4', 'rm5', 'piper-d1', 'rap-plan0', 'rap-plan1', 'rap-plan2', 'rap-plan3'];
 
@@ -50,7 +82,10 @@ function checkParams(o: OpSpec): void {
     case 'bucketize': {
       const b = o.borders as number[];
       expect(Array.isArray(b) && b.length > 0).toBe(true);
-      expect(b.every((x, i) => typeof x === 'number' && Number.isFinite(x) && (i === 0 || x >= b[i - 1]!)), 'borders non-decreasing').toBe(true);
+      expect(
+        b.every((x, i) => typeof x === 'number' && Number.isFinite(x) && (i === 0 || x >= b[i - 1]!)),
+        'borders non-decreasing',
+      ).toBe(true);
       break;
     }
     case 'sigridHash':
@@ -83,7 +118,9 @@ describe('preset registry', () => {
     expect(presetNames()).toEqual(NAMES);
     expect(Object.keys(PRESETS)).toEqual(NAMES);
     for (const n of NAMES) expect(getPreset(n).name).toBe(n);
-    expect(() => getPreset('rm9')).toThrow(/unknown preset "rm9"; valid presets: rm1, rm2, rm3, rm4, rm5, piper-d1, rap-plan0, rap-plan1, rap-plan2, rap-plan3/);
+    expect(() => getPreset('rm9')).toThrow(
+      /unknown preset "rm9"; valid presets: rm1, rm2, rm3, rm4, rm5, piper-d1, rap-plan0, rap-plan1, rap-plan2, rap-plan3/,
+    );
     expect(() => getPreset('toString')).toThrow(/unknown preset/);
   });
 
@@ -155,7 +192,8 @@ describe('default plans', () => {
       for (const f of typed.features) {
         const c = out.get(f.name)!;
         if (f.kind !== 'dense') continue;
-        const values = c.type === 'fixed' || c.type === 'float32' || c.type === 'int32' || c.type === 'float64' ? Array.from(c.values as ArrayLike<number>) : [];
+        const values =
+          c.type === 'fixed' || c.type === 'float32' || c.type === 'int32' || c.type === 'float64' ? Array.from(c.values as ArrayLike<number>) : [];
         expect(values.every(Number.isFinite), `${p.name}: ${f.name} has non-finite values`).toBe(true);
       }
     }
@@ -181,7 +219,10 @@ describe('default plans', () => {
         const b = f.ops![1]!.borders as number[];
         expect(f.ops![1]!.op).toBe('bucketize');
         expect(b.length).toBe(borders);
-        expect(b.every((x, i) => i === 0 || x > b[i - 1]!), 'borders strictly increasing').toBe(true);
+        expect(
+          b.every((x, i) => i === 0 || x > b[i - 1]!),
+          'borders strictly increasing',
+        ).toBe(true);
         // Quantile borders of the column's log-normal: from its far-left tail to its far-right tail.
         const col = getPreset(name).columns.find((c) => c.name === f.input)!;
         if (col.kind !== 'dense') throw new Error('bucketize over a non-dense column');
@@ -218,17 +259,27 @@ describe('default plans', () => {
           expect(RAP_TABLE_1.has(o.op), `${name}: ${o.op}`).toBe(true);
           used.add(o.op);
         }
-        expect(f.ops![0]!.op === 'fillNull' || (f.ops![0]!.op === 'hex2int' && f.ops![1]!.op === 'fillNull'), `${name}: ${f.name} starts with fillNull`).toBe(true);
+        expect(f.ops![0]!.op === 'fillNull' || (f.ops![0]!.op === 'hex2int' && f.ops![1]!.op === 'fillNull'), `${name}: ${f.name} starts with fillNull`).toBe(
+          true,
+        );
       }
     }
     // Plans 0/1: TorchArrow's Criteo default (13·2 + 26·3 = 104); sigridHash onto the Table 2 hash sizes.
     const p0 = getPreset('rap-plan0').defaultPlan();
-    expect(p0.features.find((f) => f.name === 'I1')!.ops).toEqual([{ op: 'fillNull', value: 0 }, { op: 'log', offset: 3 }]);
+    expect(p0.features.find((f) => f.name === 'I1')!.ops).toEqual([
+      { op: 'fillNull', value: 0 },
+      { op: 'log', offset: 3 },
+    ]);
     expect(p0.features.filter((f) => f.kind === 'sparse').reduce((a, f) => a + (f.ops!.at(-1)!.max as number), 0)).toBe(33_762_577);
     const p1 = getPreset('rap-plan1').defaultPlan();
     expect(p1.features.filter((f) => f.kind === 'sparse').reduce((a, f) => a + (f.ops!.at(-1)!.max as number), 0)).toBe(177_944_275);
     // Plans 2/3 compose most of Table 1.
-    for (const op of ['logit', 'boxCox', 'oneHot', 'sigridHash', 'firstX', 'clamp', 'bucketize', 'ngram', 'mapId', 'fillNull', 'cast']) expect(used.has(op), op).toBe(true);
-    expect(getPreset('rap-plan3').defaultPlan().features.filter((f) => /^B\d+$/.test(f.name)).length).toBe(2);
+    for (const op of ['logit', 'boxCox', 'oneHot', 'sigridHash', 'firstX', 'clamp', 'bucketize', 'ngram', 'mapId', 'fillNull', 'cast'])
+      expect(used.has(op), op).toBe(true);
+    expect(
+      getPreset('rap-plan3')
+        .defaultPlan()
+        .features.filter((f) => /^B\d+$/.test(f.name)).length,
+    ).toBe(2);
   });
 });

@@ -22,7 +22,13 @@ export async function readBack(path: string, columns?: string[]): Promise<ReadBa
   try {
     const md = file.metadata();
     const rowGroups = md.rowGroups().map((g) => g.numRows());
-    const compression = md.numRowGroups() > 0 ? md.rowGroup(0).columns().map((c) => pw.Compression[c.compression()] as string) : [];
+    const compression =
+      md.numRowGroups() > 0
+        ? md
+            .rowGroup(0)
+            .columns()
+            .map((c) => pw.Compression[c.compression()] as string)
+        : [];
     const stream = (await file.stream({ batchSize: 65536, ...(columns ? { columns } : {}) })) as ReadableStream<pw.RecordBatch>;
     const reader = stream.getReader();
     const batches: arrow.RecordBatch[] = [];

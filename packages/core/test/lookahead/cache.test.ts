@@ -14,9 +14,11 @@ import { LookaheadCache, LookaheadSummary, type IdArray, type StepHints } from '
 function rng(seed: number): () => number {
   let s = (seed * 0x9e3779b1 + 0x7f4a7c15) >>> 0 || 1;
   return () => {
-    s ^= s << 13; s >>>= 0;
+    s ^= s << 13;
+    s >>>= 0;
     s ^= s >>> 17;
-    s ^= s << 5; s >>>= 0;
+    s ^= s << 5;
+    s >>>= 0;
     return s / 4294967296;
   };
 }
@@ -112,7 +114,12 @@ function oracle(stream: Stream, L: number, tables: number): OracleTable[][] {
 }
 
 /** Runs the hints over a stream, recording the cache contents right after each step. */
-function runHints(stream: Stream, tables: number, opts: { window?: number; cacheBudget?: { ids: number } | { bytes: number; bytesPerId: number | number[] } }, asArray: (t: number) => (ids: bigint[]) => IdArray): { hints: StepHints[]; contents: bigint[][][]; la: LookaheadCache } {
+function runHints(
+  stream: Stream,
+  tables: number,
+  opts: { window?: number; cacheBudget?: { ids: number } | { bytes: number; bytesPerId: number | number[] } },
+  asArray: (t: number) => (ids: bigint[]) => IdArray,
+): { hints: StepHints[]; contents: bigint[][][]; la: LookaheadCache } {
   const la = new LookaheadCache({ tables, ...opts });
   const hints: StepHints[] = [];
   const contents: bigint[][][] = [];
@@ -190,8 +197,16 @@ describe('LookaheadCache against a brute-force ideal cache', () => {
 
   const cases: Array<{ name: string; spec: StreamSpec; windows: number[] }> = [
     { name: 'one table, small ids', spec: { seed: 1, steps: 40, tables: 1, maxLen: 12, vocab: 30, wide: false }, windows: [0, 1, 2, 3, 7, 39, 100] },
-    { name: 'three tables, int64 ids over the whole range', spec: { seed: 2, steps: 50, tables: 3, maxLen: 20, vocab: 60, wide: true }, windows: [0, 1, 4, 10, 49] },
-    { name: 'many distinct ids (rehashes, tombstones)', spec: { seed: 3, steps: 120, tables: 2, maxLen: 300, vocab: 20_000, wide: true }, windows: [0, 2, 5, 30] },
+    {
+      name: 'three tables, int64 ids over the whole range',
+      spec: { seed: 2, steps: 50, tables: 3, maxLen: 20, vocab: 60, wide: true },
+      windows: [0, 1, 4, 10, 49],
+    },
+    {
+      name: 'many distinct ids (rehashes, tombstones)',
+      spec: { seed: 3, steps: 120, tables: 2, maxLen: 300, vocab: 20_000, wide: true },
+      windows: [0, 2, 5, 30],
+    },
     { name: 'tiny vocabulary, long batches', spec: { seed: 4, steps: 60, tables: 2, maxLen: 200, vocab: 5, wide: false }, windows: [0, 1, 3, 8] },
   ];
   for (const { name, spec, windows } of cases) {
@@ -207,7 +222,14 @@ describe('LookaheadCache against a brute-force ideal cache', () => {
   it('matches the oracle over 30 seeded random streams and windows', () => {
     for (let seed = 100; seed < 130; seed++) {
       const r = rng(seed);
-      const spec: StreamSpec = { seed, steps: 5 + Math.floor(r() * 40), tables: 1 + Math.floor(r() * 3), maxLen: Math.floor(r() * 30), vocab: 2 + Math.floor(r() * 80), wide: r() < 0.5 };
+      const spec: StreamSpec = {
+        seed,
+        steps: 5 + Math.floor(r() * 40),
+        tables: 1 + Math.floor(r() * 3),
+        maxLen: Math.floor(r() * 30),
+        vocab: 2 + Math.floor(r() * 80),
+        wide: r() < 0.5,
+      };
       const L = Math.floor(r() * 12);
       const stream = randomStream(spec);
       const { hints, contents } = runHints(stream, spec.tables, { window: L }, spec.wide ? wide : narrow);
@@ -229,7 +251,9 @@ describe('LookaheadCache against a brute-force ideal cache', () => {
   it('stays exact when a table of int32-range ids meets its first wider id mid-stream (slot layout switch with batches buffered)', () => {
     const spec: StreamSpec = { seed: 11, steps: 40, tables: 2, maxLen: 30, vocab: 50, wide: false };
     // Table 0: ids in [-25, 25) (high half 0 or -1) until step 15, then every third one also 5 << 32 higher.
-    const stream = randomStream(spec).map((b, x) => b.map((ids, t) => (t === 0 ? ids.map((v, i) => (x >= 15 && i % 3 === 0 ? v + (5n << 32n) : v - 25n)) : ids)));
+    const stream = randomStream(spec).map((b, x) =>
+      b.map((ids, t) => (t === 0 ? ids.map((v, i) => (x >= 15 && i % 3 === 0 ? v + (5n << 32n) : v - 25n)) : ids)),
+    );
     for (const L of [0, 2, 6, 39]) {
       let k = 0;
       // Table 1 keeps int32 arrays throughout; table 0 switches to BigInt64Array at step 15.
@@ -239,7 +263,13 @@ describe('LookaheadCache against a brute-force ideal cache', () => {
   });
 
   it('gives identical hints when batches are pushed in groups (table by table) as one at a time', () => {
-    for (const [seed, opts] of [[12, { window: 4 }], [13, { window: 0 }], [14, { window: 50 }], [15, { cacheBudget: { ids: 90 } }], [16, { window: 3, cacheBudget: { ids: 40 } }]] as const) {
+    for (const [seed, opts] of [
+      [12, { window: 4 }],
+      [13, { window: 0 }],
+      [14, { window: 50 }],
+      [15, { cacheBudget: { ids: 90 } }],
+      [16, { window: 3, cacheBudget: { ids: 40 } }],
+    ] as const) {
       const spec: StreamSpec = { seed, steps: 45, tables: 3, maxLen: 40, vocab: 300, wide: seed % 2 === 0 };
       const stream = randomStream(spec).map((b) => b.map((ids): IdArray => (spec.wide ? wideArray(ids) : narrowArray(ids))));
       const one = LookaheadCache.run(stream, { tables: 3, ...opts });
@@ -260,7 +290,10 @@ describe('LookaheadCache against a brute-force ideal cache', () => {
   it('handles an empty stream and empty batches', () => {
     expect(LookaheadCache.run([], { tables: 2, window: 3 })).toEqual([]);
     const hints = LookaheadCache.run([[new Int32Array(0)], [new Int32Array(0)]], { tables: 1, window: 1 });
-    expect(hints.map((h) => [h.step, h.unique, h.hitRatio, h.cacheSize])).toEqual([[0, 0, 1, 0], [1, 0, 1, 0]]);
+    expect(hints.map((h) => [h.step, h.unique, h.hitRatio, h.cacheSize])).toEqual([
+      [0, 0, 1, 0],
+      [1, 0, 1, 0],
+    ]);
   });
 
   it('reports the cache as of the last yielded step while draining, also across a drain left early and resumed', () => {
@@ -281,17 +314,38 @@ describe('LookaheadCache against a brute-force ideal cache', () => {
       expect(la.cacheSize).toBe(contents.reduce((a, c) => a + c.length, 0));
       expect(la.cacheSize).toBe(h.retained);
     };
-    for (const b of stream) { pushed++; const h = la.push(b.map(narrowArray)); if (h !== null) check(h); }
-    for (const h of la.drain()) { check(h); if (h.step === 25) break; }
+    for (const b of stream) {
+      pushed++;
+      const h = la.push(b.map(narrowArray));
+      if (h !== null) check(h);
+    }
+    for (const h of la.drain()) {
+      check(h);
+      if (h.step === 25) break;
+    }
     expect(la.pending).toBe(stream.length - 26);
     for (const h of la.drain()) check(h);
     expect(got.map((h) => h.step)).toEqual(stream.map((_, x) => x));
-    expect(got).toEqual(LookaheadCache.run(stream.map((b) => b.map(narrowArray)), { tables: 3, window: L }));
+    expect(got).toEqual(
+      LookaheadCache.run(
+        stream.map((b) => b.map(narrowArray)),
+        { tables: 3, window: L },
+      ),
+    );
   });
 
   it('gives the same hints when each step is released (its buffers reused by later steps) as when none is', () => {
     // Snapshot = plain copies of a step's arrays, taken before release (after it they may change).
-    const snap = (h: StepHints): unknown => ({ ...h, tables: h.tables.map((t) => ({ ...t, prefetch: Array.from(t.prefetch, String), keep: Array.from(t.keep, String), ttl: Array.from(t.ttl), evict: Array.from(t.evict, String) })) });
+    const snap = (h: StepHints): unknown => ({
+      ...h,
+      tables: h.tables.map((t) => ({
+        ...t,
+        prefetch: Array.from(t.prefetch, String),
+        keep: Array.from(t.keep, String),
+        ttl: Array.from(t.ttl),
+        evict: Array.from(t.evict, String),
+      })),
+    });
     for (const wideIds of [false, true]) {
       const spec: StreamSpec = { seed: 41, steps: 150, tables: 3, maxLen: 120, vocab: 2_000, wide: wideIds };
       const stream = randomStream(spec).map((b) => b.map((ids): IdArray => (wideIds ? wideArray(ids) : narrowArray(ids))));
@@ -299,7 +353,11 @@ describe('LookaheadCache against a brute-force ideal cache', () => {
       const la = new LookaheadCache({ tables: 3, window: 6 });
       const got: unknown[] = [];
       const take = (hs: Iterable<StepHints>): void => {
-        for (const h of hs) { got.push(snap(h)); h.release!(); h.release!(); }
+        for (const h of hs) {
+          got.push(snap(h));
+          h.release!();
+          h.release!();
+        }
       };
       for (let i = 0; i < stream.length; i += 4) take(la.pushAll(stream.slice(i, i + 4)));
       take(la.drain());
@@ -335,7 +393,10 @@ describe('LookaheadCache against a brute-force ideal cache', () => {
   it('gives the same hints however the batches are cut into pushes and drained', () => {
     const spec: StreamSpec = { seed: 9, steps: 25, tables: 2, maxLen: 40, vocab: 100, wide: true };
     const stream = randomStream(spec);
-    const a = LookaheadCache.run(stream.map((b) => b.map(wideArray)), { tables: 2, window: 4 });
+    const a = LookaheadCache.run(
+      stream.map((b) => b.map(wideArray)),
+      { tables: 2, window: 4 },
+    );
     const { hints } = runHints(stream, 2, { window: 4 }, wide);
     expect(a).toEqual(hints);
   });
@@ -369,7 +430,10 @@ describe('LookaheadCache consistency and invariants (BAGPIPE §3.2)', () => {
             expect(sorted([...toBig(th.keep), ...toBig(th.evict)])).toEqual(sorted(U));
             for (const id of prefetch) expect(U.has(id)).toBe(true);
             // TTLs lie in (x, x + L].
-            for (const ttl of th.ttl) { expect(ttl).toBeGreaterThan(x); expect(ttl).toBeLessThanOrEqual(x + L); }
+            for (const ttl of th.ttl) {
+              expect(ttl).toBeGreaterThan(x);
+              expect(ttl).toBeLessThanOrEqual(x + L);
+            }
           }
           // Cache size bounds: what batch x needs is at most the distinct ids of batches
           // [x, x + L) (and at least its own), and what is retained after it at most those of (x, x + L].
@@ -398,9 +462,18 @@ describe('LookaheadCache consistency and invariants (BAGPIPE §3.2)', () => {
   it('caches nothing past a batch with L = 0, and everything with L beyond the stream', () => {
     const spec: StreamSpec = { seed: 31, steps: 20, tables: 1, maxLen: 20, vocab: 15, wide: false };
     const stream = randomStream(spec);
-    const none = LookaheadCache.run(stream.map((b) => b.map(narrowArray)), { tables: 1, window: 0 });
-    for (const h of none) { expect(h.hits).toBe(0); expect(h.retained).toBe(0); }
-    const all = LookaheadCache.run(stream.map((b) => b.map(narrowArray)), { tables: 1, window: 1000 });
+    const none = LookaheadCache.run(
+      stream.map((b) => b.map(narrowArray)),
+      { tables: 1, window: 0 },
+    );
+    for (const h of none) {
+      expect(h.hits).toBe(0);
+      expect(h.retained).toBe(0);
+    }
+    const all = LookaheadCache.run(
+      stream.map((b) => b.map(narrowArray)),
+      { tables: 1, window: 1000 },
+    );
     // With the whole stream in the window, every id is fetched exactly once.
     const fetched = all.flatMap((h) => toBig(h.tables[0]!.prefetch));
     expect(sorted(fetched)).toEqual(sorted(new Set(stream.flatMap((b) => b[0]!))));
@@ -477,7 +550,10 @@ describe('LookaheadSummary', () => {
   it('sums hits, sizes and budget overruns of the steps it is given', () => {
     const spec: StreamSpec = { seed: 60, steps: 30, tables: 2, maxLen: 30, vocab: 80, wide: true };
     const stream = randomStream(spec);
-    const hints = LookaheadCache.run(stream.map((b) => b.map(wideArray)), { tables: 2, window: 5 });
+    const hints = LookaheadCache.run(
+      stream.map((b) => b.map(wideArray)),
+      { tables: 2, window: 5 },
+    );
     const budget = [...hints.map((h) => h.cacheSize)].sort((a, b) => a - b)[15]!;
     const s = new LookaheadSummary(2, { ids: budget });
     hints.forEach((h) => s.add(h));

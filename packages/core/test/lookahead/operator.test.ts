@@ -9,11 +9,15 @@ import { Flow } from '../../src/stream/operators.js';
 const scheduler = (): TestScheduler => new TestScheduler((a, e) => expect(a).toEqual(e));
 
 /** A one-table item: its name and ids. */
-interface Item { name: string; ids: number[] }
+interface Item {
+  name: string;
+  ids: number[];
+}
 const item = (name: string, ...ids: number[]): Item => ({ name, ids });
 const idsOf = (it: Item): Int32Array[] => [Int32Array.from(it.ids)];
 /** name:prefetch/evict of a hinted item. */
-const show = (h: HintedBatch<Item>): string => `${h.batch.name}@${h.hints.step}:${Array.from(h.hints.tables[0]!.prefetch as Int32Array).join(',')}/${Array.from(h.hints.tables[0]!.evict as Int32Array).join(',')}`;
+const show = (h: HintedBatch<Item>): string =>
+  `${h.batch.name}@${h.hints.step}:${Array.from(h.hints.tables[0]!.prefetch as Int32Array).join(',')}/${Array.from(h.hints.tables[0]!.evict as Int32Array).join(',')}`;
 
 // BAGPIPE Figure 6 (one batch beyond the current one).
 const fig6 = { a: item('a', 3, 9), b: item('b', 3, 4), c: item('c', 3, 6), d: item('d', 6, 1) };
@@ -33,7 +37,9 @@ describe('lookaheadBy operator (marbles)', () => {
       const src = cold('-a-b-c---|', fig6);
       expectObservable(src.pipe(lookaheadBy(idsOf, { tables: 1, window: 5 }), map(show))).toBe('---------(xyz|)', {
         // With the whole stream in view, 3 is kept from a to c and evicted only after c.
-        x: 'a@0:3,9/9', y: 'b@1:4/4', z: 'c@2:6/3,6',
+        x: 'a@0:3,9/9',
+        y: 'b@1:4/4',
+        z: 'c@2:6/3,6',
       });
     });
   });
@@ -43,8 +49,17 @@ describe('lookaheadBy operator (marbles)', () => {
       const items = { a: item('a', 1, 2, 1), b: item('b', 2, 5), c: item('c', 7), d: item('d', 1, 7, 5), e: item('e', 2) };
       const want = LookaheadCache.run(Object.values(items).map(idsOf), { tables: 1, window: 2 });
       const src = cold('-a-b-c-d-e|', items);
-      expectObservable(src.pipe(lookaheadBy(idsOf, { tables: 1, window: 2 }), map((h) => h.hints))).toBe('-----a-b-c(de|)', {
-        a: want[0], b: want[1], c: want[2], d: want[3], e: want[4],
+      expectObservable(
+        src.pipe(
+          lookaheadBy(idsOf, { tables: 1, window: 2 }),
+          map((h) => h.hints),
+        ),
+      ).toBe('-----a-b-c(de|)', {
+        a: want[0],
+        b: want[1],
+        c: want[2],
+        d: want[3],
+        e: want[4],
       });
     });
   });
@@ -52,14 +67,23 @@ describe('lookaheadBy operator (marbles)', () => {
   it('passes an upstream error on at once and drops the items still in the window', () => {
     scheduler().run(({ cold, expectObservable }) => {
       const src = cold('-a-b-c-#', fig6, new Error('disk gone'));
-      expectObservable(src.pipe(lookaheadBy(idsOf, { tables: 1, window: 1 }), map(show))).toBe('---w-x-#', { w: 'a@0:3,9/9', x: 'b@1:4/4' }, new Error('disk gone'));
+      expectObservable(src.pipe(lookaheadBy(idsOf, { tables: 1, window: 1 }), map(show))).toBe(
+        '---w-x-#',
+        { w: 'a@0:3,9/9', x: 'b@1:4/4' },
+        new Error('disk gone'),
+      );
     });
   });
 
   it('errors, and unsubscribes upstream, when an item has the wrong number of tables', () => {
     scheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const src = cold('-a-b-c|', { a: [Int32Array.of(1)], b: [Int32Array.of(2), Int32Array.of(3)], c: [Int32Array.of(4)] });
-      expectObservable(src.pipe(lookaheadBy((x: Int32Array[]) => x, { tables: 1, window: 1 }), map((h) => h.hints.step))).toBe('---#', undefined, new RangeError('expected ids for 1 tables, got 2'));
+      expectObservable(
+        src.pipe(
+          lookaheadBy((x: Int32Array[]) => x, { tables: 1, window: 1 }),
+          map((h) => h.hints.step),
+        ),
+      ).toBe('---#', undefined, new RangeError('expected ids for 1 tables, got 2'));
       expectSubscriptions(src.subscriptions).toBe('^--!');
     });
   });
@@ -83,8 +107,16 @@ describe('lookaheadBy operator (marbles)', () => {
       // Distinct ids: a → 2, a+b → 3, a+b+c → 4 > 3: L = 2 is fixed when c arrives.
       const items = { a: item('a', 1, 2), b: item('b', 2, 3), c: item('c', 4), d: item('d', 1) };
       const src = cold('-a-b-c-d|', items);
-      expectObservable(src.pipe(lookaheadBy(idsOf, { tables: 1, cacheBudget: { ids: 3 } }), map((h) => `${h.batch.name}${h.hints.window}`))).toBe('-----a-b(cd|)', {
-        a: 'a2', b: 'b2', c: 'c2', d: 'd2',
+      expectObservable(
+        src.pipe(
+          lookaheadBy(idsOf, { tables: 1, cacheBudget: { ids: 3 } }),
+          map((h) => `${h.batch.name}${h.hints.window}`),
+        ),
+      ).toBe('-----a-b(cd|)', {
+        a: 'a2',
+        b: 'b2',
+        c: 'c2',
+        d: 'd2',
       });
     });
   });
@@ -109,7 +141,9 @@ describe('lookaheadBy operator (marbles)', () => {
     expect(flow.open).toBe(false);
     const seen: string[] = [];
     scheduler().run(({ cold, flush }) => {
-      cold('-a-b|', fig6).pipe(lookaheadBy(idsOf, { tables: 1, window: 5, flow })).subscribe((h) => seen.push(h.batch.name));
+      cold('-a-b|', fig6)
+        .pipe(lookaheadBy(idsOf, { tables: 1, window: 5, flow }))
+        .subscribe((h) => seen.push(h.batch.name));
       flush();
     });
     expect(flow.waiting).toBe(0);
@@ -122,9 +156,13 @@ describe('lookaheadBy operator (marbles)', () => {
 function batch(seq: number, sparse: Record<string, bigint[]>): Batch {
   const keys = Object.keys(sparse);
   const offsets = new Int32Array(keys.length + 1);
-  keys.forEach((k, i) => { offsets[i + 1] = offsets[i]! + sparse[k]!.length; });
+  keys.forEach((k, i) => {
+    offsets[i + 1] = offsets[i]! + sparse[k]!.length;
+  });
   return {
-    seq, epoch: 0, rows: 1,
+    seq,
+    epoch: 0,
+    rows: 1,
     dense: { names: [], features: [], dim: 0, data: new Float32Array(0) },
     sparse: { keys, lengths: Int32Array.from(keys, (k) => sparse[k]!.length), offsets, values: BigInt64Array.from(keys.flatMap((k) => sparse[k]!)) },
     labels: null,
@@ -142,21 +180,31 @@ describe('lookahead operator on pipeline batches (marbles)', () => {
 
   it('hints every sparse key of the batches, one table each, and passes the batch through', () => {
     scheduler().run(({ cold, expectObservable }) => {
-      const out = cold('-a-b-c|', batches).pipe(lookahead({ window: 1 }), map((h) => `${h.batch.seq}:${ids(h.hints.tables[0]!.prefetch)}|${ids(h.hints.tables[1]!.prefetch)}>${ids(h.hints.tables[1]!.evict)}`));
+      const out = cold('-a-b-c|', batches).pipe(
+        lookahead({ window: 1 }),
+        map((h) => `${h.batch.seq}:${ids(h.hints.tables[0]!.prefetch)}|${ids(h.hints.tables[1]!.prefetch)}>${ids(h.hints.tables[1]!.evict)}`),
+      );
       expectObservable(out).toBe('---x-y(z|)', { x: '7:3,9|1099511627776>', y: '8:4|-5>1099511627776,-5', z: '9:6|>' });
     });
   });
 
   it('hints only the keys asked for, in that order', () => {
     scheduler().run(({ cold, expectObservable }) => {
-      const out = cold('-a-b|', batches).pipe(lookahead({ window: 0, keys: ['C2'] }), map((h) => `${h.hints.tables.length}:${ids(h.hints.tables[0]!.prefetch)}`));
+      const out = cold('-a-b|', batches).pipe(
+        lookahead({ window: 0, keys: ['C2'] }),
+        map((h) => `${h.hints.tables.length}:${ids(h.hints.tables[0]!.prefetch)}`),
+      );
       expectObservable(out).toBe('-x-y|', { x: '1:1099511627776', y: '1:1099511627776,-5' });
     });
   });
 
   it('errors with the key name when a requested key is missing', () => {
     scheduler().run(({ cold, expectObservable }) => {
-      expectObservable(cold('-a|', batches).pipe(lookahead({ window: 1, keys: ['C9'] }))).toBe('-#', undefined, new RangeError('lookahead: batch has no sparse key "C9" (keys: C1, C2)'));
+      expectObservable(cold('-a|', batches).pipe(lookahead({ window: 1, keys: ['C9'] }))).toBe(
+        '-#',
+        undefined,
+        new RangeError('lookahead: batch has no sparse key "C9" (keys: C1, C2)'),
+      );
     });
   });
 });

@@ -16,15 +16,19 @@ const file = writeSmall(join(dir, 'small.parquet'), 500, 100);
 // Test kernels: neg2zero gives 7 for every entry (not what core computes, so its use shows);
 // log declines every call (undefined), so core's log runs.
 const kernels = join(dir, 'kernels.mjs');
-writeFileSync(kernels, `export const FAST_OPS = new Map([
+writeFileSync(
+  kernels,
+  `export const FAST_OPS = new Map([
   ['neg2zero', (input) => ({ type: 'float32', values: new Float32Array(input.values.length).fill(7), valid: null })],
   ['log', () => undefined],
-]);\n`);
+]);\n`,
+);
 const broken = join(dir, 'broken.mjs');
 writeFileSync(broken, 'export const NOT_FAST_OPS = 1;\n');
 
 const plan: PlanSpec = {
-  batchSize: 100, label: 'label',
+  batchSize: 100,
+  label: 'label',
   features: [
     { name: 'n', input: 'I1', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }, { op: 'neg2zero' }] },
     { name: 'l', input: 'I1', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }, { op: 'neg2zero' }, { op: 'log' }] },
@@ -45,7 +49,7 @@ async function dense(backend: PlanSpec['backend']): Promise<Float32Array[]> {
 }
 
 describe('reader kernels', () => {
-  it('the decoders run the ops with the kernels a backend names, and core\'s where a kernel declines', async () => {
+  it("the decoders run the ops with the kernels a backend names, and core's where a kernel declines", async () => {
     register('rk-test', pathToFileURL(kernels).href);
     const want = await dense({ name: 'reference', pushdown: true });
     const got = await dense({ name: 'rk-test', pushdown: true });
@@ -61,7 +65,7 @@ describe('reader kernels', () => {
     }
   });
 
-  it('a kernels module that does not load leaves core\'s kernels, with the same results', async () => {
+  it("a kernels module that does not load leaves core's kernels, with the same results", async () => {
     register('rk-broken', pathToFileURL(broken).href);
     register('rk-missing', pathToFileURL(join(dir, 'no-such-module.mjs')).href);
     register('rk-none', null);

@@ -12,7 +12,7 @@ const file = writeSmall(join(tempDir(), 'small.parquet'), 500, 100);
 const plan: PlanSpec = { batchSize: 100, label: 'label', features: [{ name: 'I1', input: 'I1', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }] }] };
 
 describe('backend registry', () => {
-  it('keeps a backend the user registered under a package\'s name', async () => {
+  it("keeps a backend the user registered under a package's name", async () => {
     let made = 0;
     // fpga-sim is a Sluice package (vitest resolves @sluice/backend-fpga-sim to its sources).
     registerBackend('fpga-sim', async (p, _spec, state) => {
@@ -29,7 +29,11 @@ describe('backend registry', () => {
   });
 
   it('an unknown backend is refused with every backend available here, installed packages included', async () => {
-    const err = await (async () => { for await (const _ of pipeline({ ...plan, backend: { name: 'no-such' } }, { input: file })) { /* none */ } })().catch((e: Error) => e);
+    const err = await (async () => {
+      for await (const _ of pipeline({ ...plan, backend: { name: 'no-such' } }, { input: file })) {
+        /* none */
+      }
+    })().catch((e: Error) => e);
     expect(String(err)).toMatch(/unknown backend "no-such" \(available here: .*\)/);
     // The workspace's backend packages are listed though none of them was imported by this test.
     for (const name of ['reference', 'cpu', 'auto', 'webgpu', 'fpga-sim', 'smartssd-sim']) expect(String(err)).toContain(name);

@@ -22,7 +22,12 @@ let file2 = '';
 let pageStart = 0;
 
 /** A batch as its row count and a digest of each array's bytes (vitest compares 26 x 4096 BigInts slowly). */
-const digest = (a: ArrayBufferView | null): string => (a === null ? 'null' : createHash('sha1').update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength)).digest('hex'));
+const digest = (a: ArrayBufferView | null): string =>
+  a === null
+    ? 'null'
+    : createHash('sha1')
+        .update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength))
+        .digest('hex');
 const arrays = (b: Batch): unknown[] => [b.rows, ...[b.dense.data, b.sparse.lengths, b.sparse.offsets, b.sparse.values, b.labels].map(digest)];
 
 async function collect(it: AsyncIterable<Batch>): Promise<unknown[][]> {
@@ -32,7 +37,7 @@ async function collect(it: AsyncIterable<Batch>): Promise<unknown[][]> {
 }
 
 describe('row groups that do not deal out evenly are split by rows', () => {
-  it('the decoder pool reads a row group\'s common page starts from the offset index', async () => {
+  it("the decoder pool reads a row group's common page starts from the offset index", async () => {
     file3 = (await generateDataset({ preset: 'rm1', rows: ROWS, rowGroupSize: 25_000, seed: 3, out: join(dir, 'rm1-3rg.parquet') })).path;
     file2 = (await generateDataset({ preset: 'rm1', rows: 50_000, rowGroupSize: 25_000, seed: 3, out: join(dir, 'rm1-2rg.parquet') })).path;
     const pool = new DecoderPool(1);
@@ -93,13 +98,20 @@ describe('row groups that do not deal out evenly are split by rows', () => {
     const n = 150_000;
     const hex = Array.from({ length: n }, (_, i) => (i % 7 === 0 ? null : ((i * 2654435761) % 4294967296).toString(16).padStart(8, '0')));
     const table = new Table({ hex: vec(new Utf8(), hex) });
-    const props = new pw.WriterPropertiesBuilder().setMaxRowGroupSize(50_000).setCompression(pw.Compression.ZSTD).setDictionaryPageSizeLimit(150 << 10).build();
+    const props = new pw.WriterPropertiesBuilder()
+      .setMaxRowGroupSize(50_000)
+      .setCompression(pw.Compression.ZSTD)
+      .setDictionaryPageSizeLimit(150 << 10)
+      .build();
     const file = join(dir, 'overflow.parquet');
     writeFileSync(file, pw.writeParquet(pw.Table.fromIPCStream(tableToIPC(table, 'stream')), props));
     const pool = new DecoderPool(1);
     const starts = await pool.pageStarts(file, 2).finally(() => pool.close());
     expect(starts.length, 'the last row group has page starts to split at').toBeGreaterThan(0);
-    const plan = { batchSize: 4096, features: [{ name: 'h', input: 'hex', kind: 'sparse' as const, ops: [{ op: 'hex2int' }, { op: 'sigridHash', salt: 3, max: 1000 }] }] };
+    const plan = {
+      batchSize: 4096,
+      features: [{ name: 'h', input: 'hex', kind: 'sparse' as const, ops: [{ op: 'hex2int' }, { op: 'sigridHash', salt: 3, max: 1000 }] }],
+    };
     const want = await collect(pipeline(plan, { input: file, decoders: 1 }));
     const p = pipeline(plan, { input: file, decoders: 2 });
     expect(await collect(p)).toEqual(want);
@@ -129,7 +141,10 @@ describe('row groups that do not deal out evenly are split by rows', () => {
 
   it('row groups that deal out evenly stay whole', async () => {
     const plan = { ...getPreset('rm1').defaultPlan(), batchSize: 4096 };
-    for (const [input, decoders] of [[file2, 2], [file3, 3]] as const) {
+    for (const [input, decoders] of [
+      [file2, 2],
+      [file3, 3],
+    ] as const) {
       const p = pipeline(plan, { input, decoders });
       await collect(p);
       expect(p.metrics().splitChunks, `${decoders} decoders`).toBe(0);
@@ -137,7 +152,10 @@ describe('row groups that do not deal out evenly are split by rows', () => {
   });
 
   it('a range read at page boundaries holds those rows; one that is not falls back to the whole row group', async () => {
-    const types = new Map<string, ColumnType>([['I1', { kind: 'int32' }], ['C1', { kind: 'utf8' }]]);
+    const types = new Map<string, ColumnType>([
+      ['I1', { kind: 'int32' }],
+      ['C1', { kind: 'utf8' }],
+    ]);
     const pool = new DecoderPool(1);
     try {
       const whole = await pool.readRowGroupColumns(file3, 1, ['I1', 'C1'], types);
@@ -149,7 +167,10 @@ describe('row groups that do not deal out evenly are split by rows', () => {
       }
       const head = await pool.readRowGroupColumns(file3, 1, ['I1'], types, 65536, [], undefined, { first: 0, rows: pageStart });
       expect(values(head.columns.get('I1')!)).toEqual(values(sliceColumn(whole.columns.get('I1')!, 0, pageStart)));
-      expect(values(head.columns.get('I1')!).some((v) => v === null), 'I1 has nulls in range').toBe(true);
+      expect(
+        values(head.columns.get('I1')!).some((v) => v === null),
+        'I1 has nulls in range',
+      ).toBe(true);
       // Row 100 is inside a page: the direct decoder refuses the range, and parquet-wasm returns
       // the whole row group as Arrow IPC (the source slices it).
       const off = await pool.readRowGroupColumns(file3, 1, ['I1'], types, 65536, [], undefined, { first: 100, rows: 1000 });

@@ -12,7 +12,11 @@ import { join } from 'node:path';
 import { tempDir } from '../helpers.js';
 
 /** The body as the client holds it: a buffer of its own. */
-const own = (u: Uint8Array): Uint8Array => { const b = Buffer.allocUnsafeSlow(u.byteLength); b.set(u); return b; };
+const own = (u: Uint8Array): Uint8Array => {
+  const b = Buffer.allocUnsafeSlow(u.byteLength);
+  b.set(u);
+  return b;
+};
 
 function expectSameData(a: Data, b: Data, path: string): void {
   expect(util.compareTypes(a.type, b.type), path).toBe(true);
@@ -47,7 +51,8 @@ describe('tableFromArrowStream', () => {
     const batches: Batch[] = [];
     for await (const b of pipeline(plan, { input: data })) batches.push(b);
     expect(batches.length).toBe(3); // the last one short
-    for (const b of [...batches, ...batches]) { // twice: the second time with the schema remembered
+    for (const b of [...batches, ...batches]) {
+      // twice: the second time with the schema remembered
       const body = own(batchToArrowStream(b, plan.label ?? null));
       const t = tableFromArrowStream(body);
       expectSameTable(t, tableFromIPC(body));
@@ -63,7 +68,16 @@ describe('tableFromArrowStream', () => {
     const ints = vectorFromArray([1, null, 3, 4, null], new Int32());
     const offsets = new Int32Array([0, 2, 2, 5, 6, 6]);
     const child = makeData({ type: new Int32(), length: 6, data: new Int32Array([1, 2, 3, 4, 5, 6]) });
-    const lists = makeVector(makeData({ type: new List(new Field('item', new Int32(), true)), length: 5, valueOffsets: offsets, child, nullCount: 1, nullBitmap: new Uint8Array([0b11011]) }));
+    const lists = makeVector(
+      makeData({
+        type: new List(new Field('item', new Int32(), true)),
+        length: 5,
+        valueOffsets: offsets,
+        child,
+        nullCount: 1,
+        nullBitmap: new Uint8Array([0b11011]),
+      }),
+    );
     const t1 = new Table({ a: ints, l: lists });
     const both = new Table([...t1.batches, ...new Table({ a: vectorFromArray([7, 8, 9, 10, 11], new Int32()), l: lists }).batches]);
     for (const t of [t1, both]) {

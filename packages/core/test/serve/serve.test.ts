@@ -38,7 +38,9 @@ beforeAll(async () => {
   url = await srv.listen(0);
 });
 
-afterAll(async () => { await srv?.close(); });
+afterAll(async () => {
+  await srv?.close();
+});
 
 /**
  * Fetches batch 0 as msgpack, then as Arrow, and says whether apache-arrow was loaded after each.
@@ -137,7 +139,7 @@ describe('sluice serve (HTTP)', () => {
     try {
       const status = async (seq: number): Promise<[number, string]> => {
         const r = await fetch(`${at}/v1/batches/${seq}`);
-        return [r.status, r.status === 200 ? '' : ((await r.json()) as { error?: string }).error ?? ''];
+        return [r.status, r.status === 200 ? '' : (((await r.json()) as { error?: string }).error ?? '')];
       };
       expect(await status(0)).toEqual([200, '']);
       // Asked twice (the first request's prefetch has met the damage by the second) and past it.
@@ -164,7 +166,7 @@ describe('sluice serve (HTTP)', () => {
     const k = b.sparse.keys.indexOf('C1');
     const first = t.getChild('C1')!.get(0) as { toArray(): BigInt64Array };
     expect([...first.toArray()]).toEqual([...b.sparse.values.subarray(b.sparse.offsets[k]!, b.sparse.offsets[k]! + b.sparse.lengths[k * b.rows]!)]);
-    const info = await (await get('/v1/info')).json() as { batches: number; batchSize: number; sparse: { keys: string[] } };
+    const info = (await (await get('/v1/info')).json()) as { batches: number; batchSize: number; sparse: { keys: string[] } };
     expect(info).toMatchObject({ batches: 8, batchSize: 128, sparse: { keys: b.sparse.keys } });
     const metrics = await (await get('/metrics', {})).text();
     expect(metrics).toMatch(/sluice_batches_served_total\{format="arrow"\} [1-9]/);
@@ -176,7 +178,11 @@ describe('sluice serve (HTTP)', () => {
     const r = await get('/v1/batches/3', { authorization: `Bearer ${TOKEN}`, accept: 'application/msgpack' });
     const body = new Uint8Array(await r.arrayBuffer());
     expect(Number(r.headers.get('content-length'))).toBe(body.byteLength);
-    const w = unpack(body) as { dense: { data: Uint8Array }; sparse: { lengths: { data: Uint8Array }; values: { data: Uint8Array } }; labels: { data: Uint8Array } };
+    const w = unpack(body) as {
+      dense: { data: Uint8Array };
+      sparse: { lengths: { data: Uint8Array }; values: { data: Uint8Array } };
+      labels: { data: Uint8Array };
+    };
     for (const bin of [w.dense.data, w.sparse.lengths.data, w.sparse.values.data, w.labels.data]) expect(bin.byteOffset % 8).toBe(0);
     const c = createClient(url, { token: TOKEN });
     try {
@@ -260,11 +266,17 @@ describe('sluice serve (HTTP)', () => {
     const c = createClient(url, { token: TOKEN });
     try {
       const rank1: number[] = [];
-      for await (const b of c.batches({ start: 1, step: 3 })) { expectSame(b, oracle[b.seq]!); rank1.push(b.seq); }
+      for await (const b of c.batches({ start: 1, step: 3 })) {
+        expectSame(b, oracle[b.seq]!);
+        rank1.push(b.seq);
+      }
       expect(rank1).toEqual([1, 4, 7]);
       const it = c.batches({ start: 0 });
       const seen: number[] = [];
-      for await (const b of it) { seen.push(b.seq); if (b.seq === 2) break; }
+      for await (const b of it) {
+        seen.push(b.seq);
+        if (b.seq === 2) break;
+      }
       const again: number[] = [];
       for await (const b of c.batches({ start: it.cursor })) again.push(b.seq);
       expect([...seen, ...again]).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
@@ -295,7 +307,11 @@ describe('sluice serve (HTTP)', () => {
       const up = httpRequest(url + req.url!, { headers: req.headers }, (r) => {
         if (cut++ === 0) {
           res.writeHead(r.statusCode!, r.headers);
-          r.once('data', (chunk: Buffer) => { res.write(chunk.subarray(0, chunk.length >> 1)); res.socket?.destroy(); r.destroy(); });
+          r.once('data', (chunk: Buffer) => {
+            res.write(chunk.subarray(0, chunk.length >> 1));
+            res.socket?.destroy();
+            r.destroy();
+          });
           return;
         }
         res.writeHead(r.statusCode!, r.headers);
@@ -370,7 +386,13 @@ function findPython(): { python: string } | { missing: string } {
       execFileSync(py, ['-c', 'import msgpack, numpy'], { stdio: 'pipe' });
       return { python: py };
     } catch (e) {
-      tried.push(`${py}: ${String((e as Error).message).split('\n').find((l) => /Error|ENOENT/.test(l)) ?? 'failed'}`);
+      tried.push(
+        `${py}: ${
+          String((e as Error).message)
+            .split('\n')
+            .find((l) => /Error|ENOENT/.test(l)) ?? 'failed'
+        }`,
+      );
     }
   }
   return { missing: `no python3 with msgpack and numpy (${tried.join('; ')}); apt-get install python3-msgpack python3-numpy` };
@@ -386,10 +408,18 @@ describe.skipIf(noPython !== null)('a client with no Sluice code', () => {
     const out = join(dir, 'run.parquet');
     const { writeFileSync } = await import('node:fs');
     writeFileSync(planFile, JSON.stringify(plan));
-    execFileSync(process.execPath, [join(ROOT, 'packages/core/bin/sluice.js'), 'run', '--plan', planFile, '--input', data, '--output', out, '--quiet'], { cwd: ROOT, stdio: 'pipe' });
+    execFileSync(process.execPath, [join(ROOT, 'packages/core/bin/sluice.js'), 'run', '--plan', planFile, '--input', data, '--output', out, '--quiet'], {
+      cwd: ROOT,
+      stdio: 'pipe',
+    });
     const table = tableFromIPC(pw.readParquet(readFileSync(out)).intoIPCStream());
     const py = await new Promise<string>((resolve, reject) => {
-      execFile(PYTHON, [join(ROOT, 'examples/python-client/client.py'), url, '--token', TOKEN, '--seq', '0', '--json'], { maxBuffer: 64 << 20 }, (err, stdout, stderr) => (err ? reject(new Error(stderr || err.message)) : resolve(stdout)));
+      execFile(
+        PYTHON,
+        [join(ROOT, 'examples/python-client/client.py'), url, '--token', TOKEN, '--seq', '0', '--json'],
+        { maxBuffer: 64 << 20 },
+        (err, stdout, stderr) => (err ? reject(new Error(stderr || err.message)) : resolve(stdout)),
+      );
     });
     const b = JSON.parse(py) as { rows: number; names: string[]; dense: number[][]; sparse: Record<string, string[][]>; labels: number[] };
     expect(b.rows).toBe(128);
@@ -409,7 +439,9 @@ describe.skipIf(noPython !== null)('a client with no Sluice code', () => {
     expect(b.labels).toEqual(Array.from({ length: 128 }, (_, r) => labels.get(r) as number));
     // An error from the server is one line with its message, exit 1 (not a traceback).
     const denied = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      execFile(PYTHON, [join(ROOT, 'examples/python-client/client.py'), url, '--token', 'wrong', '--seq', '0'], (err, _out, stderr) => resolve({ code: err === null ? 0 : (err as { code?: number }).code ?? null, stderr }));
+      execFile(PYTHON, [join(ROOT, 'examples/python-client/client.py'), url, '--token', 'wrong', '--seq', '0'], (err, _out, stderr) =>
+        resolve({ code: err === null ? 0 : ((err as { code?: number }).code ?? null), stderr }),
+      );
     });
     expect(denied.code).toBe(1);
     expect(denied.stderr.trim()).toBe(`error: ${url}/v1/batches/0: HTTP 401: missing or wrong bearer token`);

@@ -5,7 +5,7 @@ import { packRows, type BatchLayout, type PackSource } from '../../src/batch/ind
 /** A seeded LCG in [0, 1). */
 function rng(seed: number): () => number {
   let s = seed >>> 0;
-  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 }
 
 const layout: BatchLayout = { dense: [], denseNames: [], dim: 0, sparseKeys: ['a', 'b'], label: false };
@@ -15,7 +15,10 @@ const locate = (row: number): { row: number } => ({ row });
 function gathered(dict: Column & { type: 'int64' }, idx: Int32Array): Column {
   const values = new BigInt64Array(idx.length);
   const valid = new Uint8Array(idx.length);
-  idx.forEach((j, r) => { values[r] = dict.values[j]!; valid[r] = dict.valid === null ? 1 : dict.valid[j]!; });
+  idx.forEach((j, r) => {
+    values[r] = dict.values[j]!;
+    valid[r] = dict.valid === null ? 1 : dict.valid[j]!;
+  });
   return { type: 'int64', values, valid };
 }
 
@@ -38,10 +41,28 @@ describe('packRows over indexed (dictionary + row index) sparse columns', () => 
       };
       const idxA = Int32Array.from({ length: n }, () => Math.floor(rand() * entries.length));
       const idxB = Int32Array.from({ length: n }, () => Math.floor(rand() * entries.length));
-      const indexed: PackSource = { outputs: new Map(), label: null, locate, indexed: new Map([['a', { dict, idx: idxA }], ['b', { dict, idx: idxB }]]) };
-      const plain: PackSource = { outputs: new Map([['a', gathered(dict, idxA)], ['b', gathered(dict, idxB)]]), label: null, locate };
+      const indexed: PackSource = {
+        outputs: new Map(),
+        label: null,
+        locate,
+        indexed: new Map([
+          ['a', { dict, idx: idxA }],
+          ['b', { dict, idx: idxB }],
+        ]),
+      };
+      const plain: PackSource = {
+        outputs: new Map([
+          ['a', gathered(dict, idxA)],
+          ['b', gathered(dict, idxB)],
+        ]),
+        label: null,
+        locate,
+      };
       // Two segments, so counts and offsets are summed across a segment boundary too.
-      const segs = (c: PackSource): Array<{ chunk: PackSource; from: number; to: number }> => [{ chunk: c, from: 3, to: 400 }, { chunk: c, from: 400, to: 997 }];
+      const segs = (c: PackSource): Array<{ chunk: PackSource; from: number; to: number }> => [
+        { chunk: c, from: 3, to: 400 },
+        { chunk: c, from: 400, to: 997 },
+      ];
       const got = packRows(layout, segs(indexed));
       const want = packRows(layout, segs(plain));
       expect(got.rows).toBe(994);
@@ -49,7 +70,9 @@ describe('packRows over indexed (dictionary + row index) sparse columns', () => 
       expect(Array.from(got.offsets)).toEqual(Array.from(want.offsets));
       expect(Array.from(got.values)).toEqual(Array.from(want.values));
       // And against a count done here: key a's values are its non-null rows, in order.
-      const a = Array.from(idxA.subarray(3, 997)).filter((j) => entries[j] !== null).map((j) => BigInt(entries[j]!));
+      const a = Array.from(idxA.subarray(3, 997))
+        .filter((j) => entries[j] !== null)
+        .map((j) => BigInt(entries[j]!));
       expect(Array.from(got.values.subarray(got.offsets[0], got.offsets[1]))).toEqual(a);
     });
   }

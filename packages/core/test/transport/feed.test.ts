@@ -5,7 +5,19 @@ import { createHash } from 'node:crypto';
 import { createServer, connect as dial, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Endpoint, PeerLostError, connectFeed, decodeBatchMessage, connectTcp, fromTransport, listenTcp, serveFeed, toTransport, type QueuePair, type TcpListener } from '@sluice/core/transport';
+import {
+  Endpoint,
+  PeerLostError,
+  connectFeed,
+  decodeBatchMessage,
+  connectTcp,
+  fromTransport,
+  listenTcp,
+  serveFeed,
+  toTransport,
+  type QueuePair,
+  type TcpListener,
+} from '@sluice/core/transport';
 import { generateDataset, getPreset } from '@sluice/core/gen';
 import { pipeline, type Batch, type IteratorState, type PlanSpec } from '@sluice/core';
 import { tempDir } from '../helpers.js';
@@ -19,7 +31,8 @@ const want: string[] = [];
 /** Every array of a batch, and its place in the stream. */
 function digest(b: Batch): string {
   const h = createHash('sha1').update(`${b.seq} ${b.rows} ${JSON.stringify(b.end)}`);
-  for (const a of [b.dense.data, b.sparse.lengths, b.sparse.offsets, b.sparse.values, b.labels!]) h.update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
+  for (const a of [b.dense.data, b.sparse.lengths, b.sparse.offsets, b.sparse.values, b.labels!])
+    h.update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
   return h.digest('hex');
 }
 
@@ -30,14 +43,25 @@ beforeAll(async () => {
 });
 
 let listener: TcpListener | null = null;
-afterEach(async () => { await listener?.close(); listener = null; });
+afterEach(async () => {
+  await listener?.close();
+  listener = null;
+});
 
 /** A listener whose accepted queue pairs the test can reach (to drop one). */
 async function listen(): Promise<{ accept(signal?: AbortSignal): Promise<QueuePair>; port: number; accepted: Endpoint[] }> {
   const l = await listenTcp({ port: 0 });
   listener = l;
   const accepted: Endpoint[] = [];
-  return { port: l.port, accepted, accept: async (signal) => { const qp = await l.accept(signal); accepted.push(qp); return qp; } };
+  return {
+    port: l.port,
+    accepted,
+    accept: async (signal) => {
+      const qp = await l.accept(signal);
+      accepted.push(qp);
+      return qp;
+    },
+  };
 }
 
 /**
@@ -56,12 +80,20 @@ async function relay(port: number): Promise<{ port: number; cut(): void; close()
   relays.push(server);
   return {
     port: (server.address() as { port: number }).port,
-    cut: () => { for (const [a, b] of pairs) { a.destroy(); b.destroy(); } pairs.clear(); },
+    cut: () => {
+      for (const [a, b] of pairs) {
+        a.destroy();
+        b.destroy();
+      }
+      pairs.clear();
+    },
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }
 const relays: Server[] = [];
-afterEach(() => { for (const r of relays.splice(0)) r.close(); });
+afterEach(() => {
+  for (const r of relays.splice(0)) r.close();
+});
 
 const source = (resume: IteratorState | undefined): AsyncIterable<Batch> => pipeline(plan, { input, ...(resume ? { resume } : {}) });
 
@@ -71,7 +103,13 @@ describe('feed across dropped connections', () => {
     const net = await relay(l.port);
     const serving = serveFeed(l, source);
     let dials = 0;
-    const feed = connectFeed(() => { dials++; return connectTcp({ port: net.port }); }, { maxBatchBytes: 1 << 20 });
+    const feed = connectFeed(
+      () => {
+        dials++;
+        return connectTcp({ port: net.port });
+      },
+      { maxBatchBytes: 1 << 20 },
+    );
     const got: string[] = [];
     for await (const b of feed) {
       got.push(digest(b));
@@ -95,7 +133,10 @@ describe('feed across dropped connections', () => {
         state: () => p.state(),
         async *[Symbol.asyncIterator]() {
           for await (const b of p) {
-            if (b.seq === 6 && !cut) { cut = true; net.cut(); }
+            if (b.seq === 6 && !cut) {
+              cut = true;
+              net.cut();
+            }
             yield b;
           }
         },
@@ -115,7 +156,10 @@ describe('feed across dropped connections', () => {
     let saved: IteratorState | null = null;
     for await (const b of feed) {
       got.push(digest(b));
-      if (b.seq === 5) { saved = feed.state(); break; }
+      if (b.seq === 5) {
+        saved = feed.state();
+        break;
+      }
     }
     expect(saved).toMatchObject({ version: 1, seq: 6 });
     // The trainer closed the feed on purpose: the sender stops without an error.
@@ -132,7 +176,7 @@ describe('feed across dropped connections', () => {
     expect(local).toEqual(want.slice(6));
   });
 
-  it('fromTransport gives the sender pipeline\'s state after each batch', async () => {
+  it("fromTransport gives the sender pipeline's state after each batch", async () => {
     const l = await listen();
     const [a, b] = await Promise.all([connectTcp({ port: l.port }), l.accept()]);
     const p = pipeline(plan, { input });
@@ -144,18 +188,24 @@ describe('feed across dropped connections', () => {
     await sending;
     expect(states.map((s) => s!.seq)).toEqual(want.map((_, i) => i + 1));
     expect(states.at(-1)).toEqual(p.state());
-    a.close(); b.close();
+    a.close();
+    b.close();
   });
 
   it('a sender whose data fails tells the trainer why, after the good batches', async () => {
     const l = await listen();
     const serving = serveFeed(l, (resume) => ({
       async *[Symbol.asyncIterator]() {
-        for await (const b of source(resume)) { yield b; if (b.seq === 2) throw new Error('row group 1 of rm1.parquet is unreadable'); }
+        for await (const b of source(resume)) {
+          yield b;
+          if (b.seq === 2) throw new Error('row group 1 of rm1.parquet is unreadable');
+        }
       },
     }));
     const got: number[] = [];
-    const err = await (async () => { for await (const b of connectFeed(() => connectTcp({ port: l.port }), { maxBatchBytes: 1 << 20 })) got.push(b.seq); })().catch((e: Error) => e);
+    const err = await (async () => {
+      for await (const b of connectFeed(() => connectTcp({ port: l.port }), { maxBatchBytes: 1 << 20 })) got.push(b.seq);
+    })().catch((e: Error) => e);
     expect(String(err)).toMatch(/the sender failed \(last batch received: 2\): row group 1 of rm1\.parquet is unreadable/);
     expect(got).toEqual([0, 1, 2]);
     await expect(serving).rejects.toThrow(/unreadable/);
@@ -165,7 +215,11 @@ describe('feed across dropped connections', () => {
     const l = await listen();
     const serving = serveFeed(l, source);
     const other = { version: 1 as const, epoch: 0, window: 0, offset: 400, seq: 2, seed: null, fingerprint: 'not-this-plan' };
-    const err = await (async () => { for await (const _ of connectFeed(() => connectTcp({ port: l.port }), { resume: other })) { /* none */ } })().catch((e: Error) => e);
+    const err = await (async () => {
+      for await (const _ of connectFeed(() => connectTcp({ port: l.port }), { resume: other })) {
+        /* none */
+      }
+    })().catch((e: Error) => e);
     expect(String(err)).toMatch(/the sender failed \(last batch received: none\): .*fingerprint differs/);
     await expect(serving).rejects.toThrow(/fingerprint differs/);
   });
@@ -174,7 +228,14 @@ describe('feed across dropped connections', () => {
     const l = await listen();
     const net = await relay(l.port);
     // A plain generator of the pipeline's batches: no state() to put in them.
-    void serveFeed(l, () => (async function* () { yield* pipeline(plan, { input }); })(), { reconnectWithinMs: 2000 }).catch(() => undefined);
+    void serveFeed(
+      l,
+      () =>
+        (async function* () {
+          yield* pipeline(plan, { input });
+        })(),
+      { reconnectWithinMs: 2000 },
+    ).catch(() => undefined);
     const got: number[] = [];
     const err = await (async () => {
       for await (const b of connectFeed(() => connectTcp({ port: net.port }), { maxBatchBytes: 1 << 20 })) {
@@ -224,14 +285,16 @@ describe('feed across dropped connections', () => {
       if (b.seq === 3) strays.push(connectTcp({ port: l.port }).then((q) => q.abandon()));
       // The loop waits for this one's answer, so the stream is still going when it comes.
       if (b.seq === 5) {
-        strays.push(await connectTcp({ port: l.port }).then(async (q) => {
-          q.postRecv(1, q.registerMemory(4096));
-          q.postSend(2, new Uint8Array(64).fill(7));
-          let c = await q.cq.next(AbortSignal.timeout(5000));
-          while (c.opcode !== 'recv') c = await q.cq.next(AbortSignal.timeout(5000));
-          q.close();
-          return decodeBatchMessage(c.data!, true).kind;
-        }));
+        strays.push(
+          await connectTcp({ port: l.port }).then(async (q) => {
+            q.postRecv(1, q.registerMemory(4096));
+            q.postSend(2, new Uint8Array(64).fill(7));
+            let c = await q.cq.next(AbortSignal.timeout(5000));
+            while (c.opcode !== 'recv') c = await q.cq.next(AbortSignal.timeout(5000));
+            q.close();
+            return decodeBatchMessage(c.data!, true).kind;
+          }),
+        );
       }
     }
     expect(got).toEqual(want);
@@ -243,8 +306,12 @@ describe('feed across dropped connections', () => {
     const l = await listen();
     void serveFeed(l, source, { helloWithinMs: 200 }).catch(() => undefined);
     const err = await (async () => {
-      for await (const _ of fromTransport(await connectTcp({ port: l.port }), { maxBatchBytes: 1 << 20 })) { /* none */ }
+      for await (const _ of fromTransport(await connectTcp({ port: l.port }), { maxBatchBytes: 1 << 20 })) {
+        /* none */
+      }
     })().catch((e: Error) => e);
-    expect(String(err)).toMatch(/the sender failed \(last batch received: none\): not a feed connection: it said nothing within 200 ms \(a trainer connects with connectFeed\)/);
+    expect(String(err)).toMatch(
+      /the sender failed \(last batch received: none\): not a feed connection: it said nothing within 200 ms \(a trainer connects with connectFeed\)/,
+    );
   });
 });

@@ -1,22 +1,61 @@
 // One suite, three transports: in-process, SharedArrayBuffer rings, TCP. Every test states a
 // rule of the queue-pair contract and checks it on each implementation alike.
 import { afterEach, describe, expect, it } from 'vitest';
-import { Endpoint, TransportError, connectTcp, decodeBatchMessage, encodeBatch, fromTransport, inProcessPair, listenTcp, sabChannel, sabQueuePair, toTransport, type Completion, type CompletionQueue } from '@sluice/core/transport';
+import {
+  Endpoint,
+  TransportError,
+  connectTcp,
+  decodeBatchMessage,
+  encodeBatch,
+  fromTransport,
+  inProcessPair,
+  listenTcp,
+  sabChannel,
+  sabQueuePair,
+  toTransport,
+  type Completion,
+  type CompletionQueue,
+} from '@sluice/core/transport';
 import { type Batch } from '@sluice/core';
 
-interface Pair { a: Endpoint; b: Endpoint; cleanup(): Promise<void> }
+interface Pair {
+  a: Endpoint;
+  b: Endpoint;
+  cleanup(): Promise<void>;
+}
 
 const IMPLS: Array<[string, () => Promise<Pair>]> = [
-  ['in-process', async () => { const [a, b] = inProcessPair(); return { a, b, cleanup: async () => undefined }; }],
+  [
+    'in-process',
+    async () => {
+      const [a, b] = inProcessPair();
+      return { a, b, cleanup: async () => undefined };
+    },
+  ],
   // Receives in the shared heap: a send is copied once, straight into the posted receive.
-  ['shared memory', async () => { const [pa, pb] = sabChannel(1 << 12); return { a: sabQueuePair(pa), b: sabQueuePair(pb), cleanup: async () => undefined }; }],
+  [
+    'shared memory',
+    async () => {
+      const [pa, pb] = sabChannel(1 << 12);
+      return { a: sabQueuePair(pa), b: sabQueuePair(pb), cleanup: async () => undefined };
+    },
+  ],
   // No heap: every message goes through a small ring, wraps around it, and the writer waits for room.
-  ['shared-memory ring only', async () => { const [pa, pb] = sabChannel(1 << 12, 0); return { a: sabQueuePair(pa), b: sabQueuePair(pb), cleanup: async () => undefined }; }],
-  ['tcp', async () => {
-    const l = await listenTcp({ port: 0 });
-    const [a, b] = await Promise.all([connectTcp({ port: l.port }), l.accept()]);
-    return { a, b, cleanup: () => l.close() };
-  }],
+  [
+    'shared-memory ring only',
+    async () => {
+      const [pa, pb] = sabChannel(1 << 12, 0);
+      return { a: sabQueuePair(pa), b: sabQueuePair(pb), cleanup: async () => undefined };
+    },
+  ],
+  [
+    'tcp',
+    async () => {
+      const l = await listenTcp({ port: 0 });
+      const [a, b] = await Promise.all([connectTcp({ port: l.port }), l.accept()]);
+      return { a, b, cleanup: () => l.close() };
+    },
+  ],
 ];
 
 async function take(cq: CompletionQueue, n: number): Promise<Completion[]> {
@@ -42,8 +81,18 @@ function batch(seq: number, rows: number): Batch {
   const offsets = new Int32Array(keys.length + 1);
   for (let k = 0; k < keys.length; k++) offsets[k + 1] = offsets[k]! + lengths.subarray(k * rows, (k + 1) * rows).reduce((a, x) => a + x, 0);
   return {
-    seq, epoch: 0, rows,
-    dense: { names: ['a', 'b', 'c'], features: [{ name: 'a', offset: 0, width: 1, vector: false }, { name: 'b', offset: 1, width: 2, vector: true }], dim, data: Float32Array.from({ length: rows * dim }, (_, i) => i * 0.5 + seq) },
+    seq,
+    epoch: 0,
+    rows,
+    dense: {
+      names: ['a', 'b', 'c'],
+      features: [
+        { name: 'a', offset: 0, width: 1, vector: false },
+        { name: 'b', offset: 1, width: 2, vector: true },
+      ],
+      dim,
+      data: Float32Array.from({ length: rows * dim }, (_, i) => i * 0.5 + seq),
+    },
     sparse: { keys, lengths, offsets, values: BigInt64Array.from({ length: offsets[keys.length]! }, (_, i) => BigInt(i) * 1_000_000_007n - BigInt(seq)) },
     labels: Float32Array.from({ length: rows }, (_, i) => (i + seq) % 2),
     end: { epoch: 0, window: 0, offset: (seq + 1) * rows },
@@ -84,14 +133,21 @@ describe.each(IMPLS)('transport: %s', (_name, open) => {
     for (let i = 0; i < 5; i++) a.postSend(100 + i, bytes(i, i, i));
     const first = await take(b.cq, 2);
     await settle();
-    expect(first.map((c) => [c.wrId, payload(c)[0]])).toEqual([[0, 0], [1, 1]]);
+    expect(first.map((c) => [c.wrId, payload(c)[0]])).toEqual([
+      [0, 0],
+      [1, 1],
+    ]);
     expect(b.cq.poll()).toEqual([]); // the third send had no credit
     expect(a.credits).toBe(0);
     expect(a.queuedSends).toBe(3);
     expect((await take(a.cq, 2)).map((c) => c.wrId)).toEqual([100, 101]);
     for (let i = 2; i < 5; i++) b.postRecv(i, mr, i * 8, 8);
     const rest = await take(b.cq, 3);
-    expect(rest.map((c) => [c.wrId, payload(c)[0]])).toEqual([[2, 2], [3, 3], [4, 4]]);
+    expect(rest.map((c) => [c.wrId, payload(c)[0]])).toEqual([
+      [2, 2],
+      [3, 3],
+      [4, 4],
+    ]);
     expect((await take(a.cq, 3)).map((c) => c.wrId)).toEqual([102, 103, 104]);
     expect(a.queuedSends).toBe(0);
   });
@@ -119,7 +175,11 @@ describe.each(IMPLS)('transport: %s', (_name, open) => {
     a.postWrite(3, bytes(1), { key: target.key + 99, offset: 0 }); // no such region
     a.postWrite(4, bytes(1, 2), { key: target.key, offset: 15 }); // past the end
     const early = await take(a.cq, 3);
-    expect(early.map((c) => [c.wrId, c.opcode, c.status])).toEqual([[2, 'write', 'success'], [3, 'write', 'remote-access-error'], [4, 'write', 'remote-access-error']]);
+    expect(early.map((c) => [c.wrId, c.opcode, c.status])).toEqual([
+      [2, 'write', 'success'],
+      [3, 'write', 'remote-access-error'],
+      [4, 'write', 'remote-access-error'],
+    ]);
     expect([...target.bytes]).toEqual([0, 0, 0, 0, 1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0]);
     expect(a.queuedSends).toBe(1);
     b.postRecv(5, b.registerMemory(8));
@@ -149,13 +209,17 @@ describe.each(IMPLS)('transport: %s', (_name, open) => {
     expect((await take(a.cq, 1))[0]).toMatchObject({ wrId: 1, status: 'success' });
     b.abandon(); // no goodbye: a crash
     const flushed = await take(a.cq, 3);
-    expect(flushed.map((c) => [c.wrId, c.opcode, c.status])).toEqual([[2, 'send', 'flushed'], [3, 'send', 'flushed'], [50, 'recv', 'flushed']]);
+    expect(flushed.map((c) => [c.wrId, c.opcode, c.status])).toEqual([
+      [2, 'send', 'flushed'],
+      [3, 'send', 'flushed'],
+      [50, 'recv', 'flushed'],
+    ]);
     expect(a.state).toBe('error');
     expect(() => a.postSend(4, bytes(4))).toThrow(TransportError);
     await expect(a.cq.next()).rejects.toThrow(/went away/);
   });
 
-  it('a graceful close flushes the peer\'s posted receives', async () => {
+  it("a graceful close flushes the peer's posted receives", async () => {
     pair = await open();
     const { a, b } = pair;
     b.postRecv(1, b.registerMemory(8));
@@ -204,7 +268,12 @@ describe.each(IMPLS)('transport: %s', (_name, open) => {
         for (let s = 0; s < 5; s++) {
           const x = batch(s, 20);
           // A release that checks the peer has the batch already: the receiver below counts it first.
-          Object.defineProperty(x, 'release', { value: () => { expect(got).toBeGreaterThan(0); released++; } });
+          Object.defineProperty(x, 'release', {
+            value: () => {
+              expect(got).toBeGreaterThan(0);
+              released++;
+            },
+          });
           yield x;
         }
       }
@@ -214,14 +283,22 @@ describe.each(IMPLS)('transport: %s', (_name, open) => {
       await sending;
       expect(got).toBe(5);
       expect(released).toBe(keep || a.sharesBuffers ? 0 : 5);
-      if (!keep) { a.close(); b.close(); await pair.cleanup(); }
+      if (!keep) {
+        a.close();
+        b.close();
+        await pair.cleanup();
+      }
     }
   });
 
-  it('a batch larger than the trainer\'s buffers fails the sender with a clear error', async () => {
+  it("a batch larger than the trainer's buffers fails the sender with a clear error", async () => {
     pair = await open();
     const { a, b } = pair;
-    const recv = (async () => { for await (const _ of fromTransport(b, { slots: 1, maxBatchBytes: 1024 })) { /* none */ } })();
+    const recv = (async () => {
+      for await (const _ of fromTransport(b, { slots: 1, maxBatchBytes: 1024 })) {
+        /* none */
+      }
+    })();
     await expect(toTransport(a, batches(1, 500))).rejects.toThrow(/batch 0 is larger than the receive buffers/);
     a.close();
     // Closed on purpose, not lost: a reconnecting feed would not dial again.
@@ -231,10 +308,19 @@ describe.each(IMPLS)('transport: %s', (_name, open) => {
   it('fromTransport fails when the sender dies mid-stream, naming the last batch it got', async () => {
     pair = await open();
     const { a, b } = pair;
-    async function* dying(): AsyncGenerator<Batch> { yield batch(0, 10); yield batch(1, 10); await settle(); a.abandon(); }
+    async function* dying(): AsyncGenerator<Batch> {
+      yield batch(0, 10);
+      yield batch(1, 10);
+      await settle();
+      a.abandon();
+    }
     const sending = toTransport(a, dying()).catch((e: unknown) => e);
     const seen: number[] = [];
-    await expect((async () => { for await (const x of fromTransport(b, { maxBatchBytes: 4096 })) seen.push(x.seq); })()).rejects.toThrow(/last batch received: 1/);
+    await expect(
+      (async () => {
+        for await (const x of fromTransport(b, { maxBatchBytes: 4096 })) seen.push(x.seq);
+      })(),
+    ).rejects.toThrow(/last batch received: 1/);
     expect(seen).toEqual([0, 1]);
     expect(await sending).toBeInstanceOf(Error);
   });
@@ -242,7 +328,9 @@ describe.each(IMPLS)('transport: %s', (_name, open) => {
 
 describe('transport: batch messages', () => {
   /** A message as a receive buffer holds it: one piece. */
-  const wire = (b: Batch): Uint8Array[] => [Buffer.concat(encodeBatch(b, { version: 1, fingerprint: 'f,"names":[]}', seed: null, epoch: 0, window: 0, offset: b.end.offset, seq: b.seq + 1 }))];
+  const wire = (b: Batch): Uint8Array[] => [
+    Buffer.concat(encodeBatch(b, { version: 1, fingerprint: 'f,"names":[]}', seed: null, epoch: 0, window: 0, offset: b.end.offset, seq: b.seq + 1 })),
+  ];
   const decoded = (b: Batch): Batch => {
     const m = decodeBatchMessage(wire(b), true);
     if (m.kind !== 'batch') throw new Error(`not a batch: ${m.kind}`);
@@ -250,11 +338,20 @@ describe('transport: batch messages', () => {
     return m.batch;
   };
   const same = (x: Batch, y: Batch): void => {
-    expect({ ...x, dense: { ...x.dense, data: [...x.dense.data] }, sparse: { ...x.sparse, lengths: [...x.sparse.lengths], offsets: [...x.sparse.offsets], values: [...x.sparse.values] }, labels: [...x.labels!] })
-      .toEqual({ ...y, dense: { ...y.dense, data: [...y.dense.data] }, sparse: { ...y.sparse, lengths: [...y.sparse.lengths], offsets: [...y.sparse.offsets], values: [...y.sparse.values] }, labels: [...y.labels!] });
+    expect({
+      ...x,
+      dense: { ...x.dense, data: [...x.dense.data] },
+      sparse: { ...x.sparse, lengths: [...x.sparse.lengths], offsets: [...x.sparse.offsets], values: [...x.sparse.values] },
+      labels: [...x.labels!],
+    }).toEqual({
+      ...y,
+      dense: { ...y.dense, data: [...y.dense.data] },
+      sparse: { ...y.sparse, lengths: [...y.sparse.lengths], offsets: [...y.sparse.offsets], values: [...y.sparse.values] },
+      labels: [...y.labels!],
+    });
   };
 
-  it('parses a stream\'s layout once: later batches share its names, features and keys, and a new layout is read afresh', () => {
+  it("parses a stream's layout once: later batches share its names, features and keys, and a new layout is read afresh", () => {
     const a = [batch(0, 5), batch(1, 7), batch(2, 3)];
     const other = batch(3, 4);
     const b: Batch = { ...other, sparse: { ...other.sparse, keys: ['x', 'y'] }, dense: { ...other.dense, names: ['p', 'q', 'r'] } };
@@ -270,10 +367,12 @@ describe('transport: batch messages', () => {
 });
 
 describe('transport: in-process hand-off', () => {
-  it('gives the trainer the sender\'s own arrays (zero copy)', async () => {
+  it("gives the trainer the sender's own arrays (zero copy)", async () => {
     const [a, b] = inProcessPair();
     const sent = batch(3, 20);
-    async function* one(): AsyncGenerator<Batch> { yield sent; }
+    async function* one(): AsyncGenerator<Batch> {
+      yield sent;
+    }
     const sending = toTransport(a, one());
     for await (const x of fromTransport(b, { slots: 1, maxBatchBytes: 4096 })) {
       expect(x.dense.data.buffer).toBe(sent.dense.data.buffer);
@@ -291,7 +390,10 @@ describe('transport: tcp', () => {
     const N = 3 << 20;
     const msg = (seed: number): Uint8Array => Uint8Array.from({ length: N }, (_, i) => (i * 31 + seed * 7) & 255);
     try {
-      for (const [from, to] of [[b, a], [a, b]] as const) {
+      for (const [from, to] of [
+        [b, a],
+        [a, b],
+      ] as const) {
         const mr = to.registerMemory(2 * N);
         to.postRecv(1, mr, 0, N);
         to.postRecv(2, mr, N, N);
@@ -301,7 +403,10 @@ describe('transport: tcp', () => {
         from.postSend(1, [one.subarray(0, 5), one.subarray(5)]);
         from.postSend(2, two);
         const got = await take(to.cq, 2);
-        expect(got.map((c) => [c.wrId, c.byteLength])).toEqual([[1, N], [2, N]]);
+        expect(got.map((c) => [c.wrId, c.byteLength])).toEqual([
+          [1, N],
+          [2, N],
+        ]);
         expect(Buffer.compare(mr.bytes.subarray(0, N), one)).toBe(0);
         expect(Buffer.compare(mr.bytes.subarray(N), two)).toBe(0);
         await take(from.cq, 2);
@@ -350,7 +455,11 @@ describe('transport: shared memory', () => {
     for (let i = 1; i <= 3; i++) a.postSend(i, bytes(i, i, i));
     expect(a.queuedSends).toBe(0);
     const got = await take(b.cq, 3);
-    expect(got.map((c) => [c.wrId, payload(c)])).toEqual([[1, [1, 1, 1]], [2, [2, 2, 2]], [3, [3, 3, 3]]]);
+    expect(got.map((c) => [c.wrId, payload(c)])).toEqual([
+      [1, [1, 1, 1]],
+      [2, [2, 2, 2]],
+      [3, [3, 3, 3]],
+    ]);
     a.close();
     b.close();
   });

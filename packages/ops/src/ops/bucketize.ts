@@ -22,9 +22,17 @@ export function bucketizeValues(src: NumberArray, valid: Uint8Array | null, bord
     let hi = nb;
     // Invariant: borders[< lo] are counted, borders[>= hi] are not.
     if (right) {
-      while (lo < hi) { const mid = (lo + hi) >>> 1; if (borders[mid]! <= x) lo = mid + 1; else hi = mid; }
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (borders[mid]! <= x) lo = mid + 1;
+        else hi = mid;
+      }
     } else {
-      while (lo < hi) { const mid = (lo + hi) >>> 1; if (borders[mid]! < x) lo = mid + 1; else hi = mid; }
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (borders[mid]! < x) lo = mid + 1;
+        else hi = mid;
+      }
     }
     out[i] = lo;
   }

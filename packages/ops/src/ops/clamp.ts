@@ -25,8 +25,13 @@ export function clampWords(src: Uint32Array, valid: Uint8Array | null, minLo: nu
     if (valid !== null && valid[i] === 0) continue;
     let lo = src[2 * i]!;
     let hi = src[2 * i + 1]!;
-    if (cmp64(lo, hi, minLo, minHi) < 0) { lo = minLo; hi = minHi; }
-    else if (cmp64(lo, hi, maxLo, maxHi) > 0) { lo = maxLo; hi = maxHi; }
+    if (cmp64(lo, hi, minLo, minHi) < 0) {
+      lo = minLo;
+      hi = minHi;
+    } else if (cmp64(lo, hi, maxLo, maxHi) > 0) {
+      lo = maxLo;
+      hi = maxHi;
+    }
     out[2 * i] = lo;
     out[2 * i + 1] = hi;
   }
@@ -63,7 +68,10 @@ export const clampOp: OpDef<ClampParams> = {
   outputType(t: ColumnType, { min, max }) {
     const el = numericElement(t);
     if (el === 'int32' || el === 'int64') {
-      for (const [name, v] of [['min', min], ['max', max]] as const) {
+      for (const [name, v] of [
+        ['min', min],
+        ['max', max],
+      ] as const) {
         if (!isInt(v)) throw new OpPlanError(`"${name}" must be an integer for the ${el} input, got ${v}`);
         if (el === 'int32' && (typeof v === 'string' || v < -0x80000000 || v > 0x7fffffff)) {
           throw new OpPlanError(`"${name}" ${v} is outside the int32 range of the input; add {"op":"cast","to":"int64"} first`);

@@ -98,11 +98,14 @@ export const crossOp: OpDef<CrossParams> = {
     return { kind: 'list', child: 'int64' };
   },
   apply(input: Column, { inputs, max }, ctx) {
-    const cols = [input, ...inputs.map((name) => {
-      const c = ctx.features.get(name);
-      if (c === undefined) throw new Error(`cross: feature "${name}" has not been computed`);
-      return c;
-    })];
+    const cols = [
+      input,
+      ...inputs.map((name) => {
+        const c = ctx.features.get(name);
+        if (c === undefined) throw new Error(`cross: feature "${name}" has not been computed`);
+        return c;
+      }),
+    ];
     const operands = cols.map((c) => {
       const list = asList('cross', c);
       const child = asInteger('cross', list.child);

@@ -3,7 +3,18 @@
  * child, and views of numeric columns in the forms the kernels take.
  */
 
-import { columnLength, gatherColumn, int64Words, nullCount, type Column, type Int32Column, type Int64Column, type ListColumn, type NumericColumn, type PrimitiveColumn } from '../column.js';
+import {
+  columnLength,
+  gatherColumn,
+  int64Words,
+  nullCount,
+  type Column,
+  type Int32Column,
+  type Int64Column,
+  type ListColumn,
+  type NumericColumn,
+  type PrimitiveColumn,
+} from '../column.js';
 import { int64WordsToFloat64, widenInt32 } from './int64.js';
 import { badColumn } from './params.js';
 import { OpDataError } from './types.js';

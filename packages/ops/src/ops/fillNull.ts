@@ -49,9 +49,11 @@ export const fillNullOp: OpDef<FillNullParams> = {
   outputType(t: ColumnType, { value }) {
     const el = numericElement(t);
     const fits =
-      el === 'int32' ? Number.isInteger(value) && (value as number) >= -0x80000000 && (value as number) <= 0x7fffffff
-      : el === 'int64' ? typeof value === 'string' || Number.isSafeInteger(value)
-      : typeof value === 'number';
+      el === 'int32'
+        ? Number.isInteger(value) && (value as number) >= -0x80000000 && (value as number) <= 0x7fffffff
+        : el === 'int64'
+          ? typeof value === 'string' || Number.isSafeInteger(value)
+          : typeof value === 'number';
     if (!fits) throw new OpPlanError(`"value" ${JSON.stringify(value)} does not fit the ${el} input (${typeName(t)})`);
     return t;
   },

@@ -23,8 +23,23 @@ import type { OpDef, StatefulOpDef } from './types.js';
 import { vocabOp } from './vocab.js';
 
 const ALL: readonly OpDef[] = [
-  fillNullOp, castOp, neg2zeroOp, clampOp, logOp, logitOp, boxCoxOp, oneHotOp, bucketizeOp,
-  sigridHashOp, firstXOp, ngramOp, crossOp, mapIdOp, hex2intOp, modulusOp, vocabOp,
+  fillNullOp,
+  castOp,
+  neg2zeroOp,
+  clampOp,
+  logOp,
+  logitOp,
+  boxCoxOp,
+  oneHotOp,
+  bucketizeOp,
+  sigridHashOp,
+  firstXOp,
+  ngramOp,
+  crossOp,
+  mapIdOp,
+  hex2intOp,
+  modulusOp,
+  vocabOp,
 ];
 
 /** Every op by its plan name. */

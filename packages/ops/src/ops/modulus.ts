@@ -38,7 +38,8 @@ export const modulusOp: OpDef<ModulusParams> = {
   },
   outputType(t: ColumnType, { m }) {
     const el = integerElement(t);
-    if (el === 'int32' && BigInt(m) > 1n << 31n) throw new OpPlanError(`"m" ${m} is larger than 2^31, too large for the int32 input; add {"op":"cast","to":"int64"} first`);
+    if (el === 'int32' && BigInt(m) > 1n << 31n)
+      throw new OpPlanError(`"m" ${m} is larger than 2^31, too large for the int32 input; add {"op":"cast","to":"int64"} first`);
     return t;
   },
   apply(input: Column, { m }) {

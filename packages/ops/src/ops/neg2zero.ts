@@ -37,7 +37,12 @@ export const neg2zeroOp: OpDef<Record<string, never>> = {
   apply(input: Column) {
     return mapElements('neg2zero', input, (col) => {
       const c = asNumeric('neg2zero', col);
-      return mapSameType(c, c.valid, (src, out) => neg2zeroValues(src, c.valid, out), (src, out) => neg2zeroWords(src, c.valid, out));
+      return mapSameType(
+        c,
+        c.valid,
+        (src, out) => neg2zeroValues(src, c.valid, out),
+        (src, out) => neg2zeroWords(src, c.valid, out),
+      );
     });
   },
 };

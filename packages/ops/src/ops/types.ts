@@ -15,7 +15,10 @@ export class OpPlanError extends Error {
  */
 export class OpDataError extends Error {
   override name = 'OpDataError';
-  constructor(message: string, readonly row: number) {
+  constructor(
+    message: string,
+    readonly row: number,
+  ) {
     super(message);
   }
 }

@@ -99,7 +99,8 @@ export function loadPlan(source: PlanSpec | Plan | string | unknown): Plan {
   let input: string[] | null = null;
   if (spec.input !== undefined) {
     input = typeof spec.input === 'string' ? [spec.input] : spec.input;
-    if (!Array.isArray(input) || input.length === 0 || !input.every((x) => typeof x === 'string' && x !== '')) throw new PlanError('input must be a path, URL or glob, or a non-empty list of them');
+    if (!Array.isArray(input) || input.length === 0 || !input.every((x) => typeof x === 'string' && x !== ''))
+      throw new PlanError('input must be a path, URL or glob, or a non-empty list of them');
   }
 
   let shuffle: Plan['shuffle'] = null;
@@ -210,14 +211,22 @@ export function typeCheckPlan(
 ): TypedPlan {
   const featureTypes = new Map<string, ColumnType>();
   const columns: string[] = [];
-  const need = (c: string): void => { if (!columns.includes(c)) columns.push(c); };
+  const need = (c: string): void => {
+    if (!columns.includes(c)) columns.push(c);
+  };
   const features = plan.features.map((f): TypedFeature => {
     const inputType = schema.get(f.input);
     if (inputType === undefined && unsupported.has(f.input)) {
-      throw new PlanError(`input column "${f.input}" has type ${unsupported.get(f.input)}, which Sluice does not read (integers, float, double, UTF-8 strings and lists of those); cast it when writing the file`, { feature: f.name });
+      throw new PlanError(
+        `input column "${f.input}" has type ${unsupported.get(f.input)}, which Sluice does not read (integers, float, double, UTF-8 strings and lists of those); cast it when writing the file`,
+        { feature: f.name },
+      );
     }
     if (inputType === undefined) {
-      throw new PlanError(`input column "${f.input}" is not in ${where} (columns: ${[...schema.keys()].slice(0, 20).join(', ')}${schema.size > 20 ? ', …' : ''})`, { feature: f.name });
+      throw new PlanError(
+        `input column "${f.input}" is not in ${where} (columns: ${[...schema.keys()].slice(0, 20).join(', ')}${schema.size > 20 ? ', …' : ''})`,
+        { feature: f.name },
+      );
     }
     need(f.input);
     let t = inputType;
@@ -238,7 +247,9 @@ export function typeCheckPlan(
     } else {
       const el = t.kind === 'list' ? t.child : t.kind;
       if (t.kind === 'fixed' || el === 'fixed' || !isIntegerType(el as PrimitiveType)) {
-        throw new PlanError(`a sparse feature must end as integer ids (scalar or list), got ${typeName(t)}; add hex2int, sigridHash, bucketize or cast`, { feature: f.name });
+        throw new PlanError(`a sparse feature must end as integer ids (scalar or list), got ${typeName(t)}; add hex2int, sigridHash, bucketize or cast`, {
+          feature: f.name,
+        });
       }
     }
     featureTypes.set(f.name, t);
@@ -248,7 +259,8 @@ export function typeCheckPlan(
   if (plan.label !== null) {
     const lt = schema.get(plan.label);
     if (lt === undefined) throw new PlanError(`label column "${plan.label}" is not in ${where}`);
-    if (lt.kind === 'list' || lt.kind === 'fixed' || !isNumericType(lt.kind)) throw new PlanError(`label column "${plan.label}" must be numeric, got ${typeName(lt)}`);
+    if (lt.kind === 'list' || lt.kind === 'fixed' || !isNumericType(lt.kind))
+      throw new PlanError(`label column "${plan.label}" must be numeric, got ${typeName(lt)}`);
     labelType = lt.kind;
     need(plan.label);
   }
