@@ -10,7 +10,7 @@
 //   in  {id, kind: 'read', source, rowGroup, columns, batchSize, types?, derived?, kernels?, range?}
 //       -> {id, ipc} per record batch (transferred) of the columns parquet-wasm reads, then
 //          {id, done, columns?: [[name, Column], ...]} with the columns (and derived columns) the
-//          direct decoder (../dist/io/fast-parquet.js) read, when `types` is given and the file is local;
+//          direct decoder (../dist/reader/parquet/) read, when `types` is given and the file is local;
 //          `kernels`: the URL of a module whose FAST_OPS run the derived columns' ops (kernelsFrom);
 //          `range` {first, rows, share?, reverse?}: the direct decoder's columns (and packs) hold only
 //          those rows of the row group (page boundaries, flat columns); parquet-wasm's IPC always the
@@ -35,7 +35,8 @@ import fs from 'node:fs';
 import * as pw from 'parquet-wasm';
 import { parquetMetadata } from 'hyparquet';
 import { readOffsetIndex } from 'hyparquet/src/indexes.js';
-import { decodeDerivedIndexed, decodeFlatRowGroup, decodeListDerivedIndexed, gatherIndexed, gatherIndexedList, releaseIndexed } from '../dist/reader/fast-parquet.js';
+import { decodeDerivedIndexed, decodeListDerivedIndexed, gatherIndexed, gatherIndexedList, releaseIndexed } from '../dist/reader/dict-ops.js';
+import { decodeFlatRowGroup } from '../dist/reader/parquet/index.js';
 import { OPS } from '@sluice/ops';
 import { packRows } from '../dist/batch/batch.js';
 import { pageZstd } from '../dist/reader/zstd.js';

@@ -6,7 +6,7 @@ import { InputError, SluiceError } from '@sluice/ops';
 import { isUrl } from '../util/url.js';
 import { workerExecArgv } from '../util/worker-argv.js';
 import type { Column, ColumnType } from '@sluice/ops';
-import type { RowRange } from './fast-parquet.js';
+import type { RowRange } from './parquet/index.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 import { packBytes, packInSlot, type Pack } from '../batch/index.js';
 import type { PackRequest } from '../stream/source.js';

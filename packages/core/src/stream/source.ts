@@ -1,6 +1,6 @@
 import { tableFromIPC } from 'apache-arrow';
 import type { Column, ColumnType } from '@sluice/ops';
-import type { RowRange } from '../reader/fast-parquet.js';
+import type { RowRange } from '../reader/parquet/index.js';
 import { columnLength, concatColumns, gatherColumn, sliceColumn } from '@sluice/ops';
 import { InputError, SluiceError } from '@sluice/ops';
 import { columnFromVector } from '../reader/arrow.js';

@@ -1,17 +1,16 @@
 // Parts of a row group read by rows share the ops' results per dictionary entry
-// (io/dict-share.ts): the first part to reach a derived column computes and publishes it, the
+// (reader/dict-share.ts): the first part to reach a derived column computes and publishes it, the
 // others read it and decode only their rows' indices, and the result is the same as without.
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { parquetMetadata } from 'hyparquet';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Column, ColumnType, NumericColumn } from '@sluice/ops';
-import { concatColumns } from '@sluice/ops';
+import { concatColumns, OPS, type Column, type ColumnType, type NumericColumn } from '@sluice/ops';
 import { DictShare, newDictShare } from '../../src/reader/dict-share.js';
-import { decodeDerivedIndexed, gatherIndexed, type DerivedSpec, type ReadAt, type RowRange } from '../../src/reader/fast-parquet.js';
+import { decodeDerivedIndexed, gatherIndexed, type DerivedSpec } from '../../src/reader/dict-ops.js';
+import type { ReadAt, RowRange } from '../../src/reader/parquet/index.js';
 import { pageZstd } from '../../src/reader/zstd.js';
 import { generateDataset } from '../../src/gen/generate.js';
-import { OPS } from '@sluice/ops';
 import { tempDir } from '../helpers.js';
 import { rows as values } from '../../../ops/test/helpers.js';
 

@@ -1,4 +1,4 @@
-// The direct decoder (io/fast-parquet.ts) against parquet-wasm, the general reader, on files
+// The direct decoder (reader/parquet/) against parquet-wasm, the general reader, on files
 // written every way parquet-wasm can write flat columns; and its RLE / bit-packed decoder on
 // hand-encoded runs.
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { Column, ColumnType } from '@sluice/ops';
 import { columnFromVector } from '../../src/reader/arrow.js';
 import { DecoderPool } from '../../src/reader/decoder-pool.js';
-import { levels, rleHybrid } from '../../src/reader/fast-parquet.js';
+import { levels, rleHybrid } from '../../src/reader/parquet/index.js';
 import { pipeline, type Batch, type PlanSpec } from '@sluice/core';
 import { tempDir, vec } from '../helpers.js';
 
