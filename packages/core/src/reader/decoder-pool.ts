@@ -2,14 +2,14 @@ import { stat } from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { tableFromIPC, type Schema } from 'apache-arrow';
-import { InputError, SluiceError } from '@sluice/ops';
+import { InputError, SluiceError, type Column, type ColumnType } from '@sluice/ops';
 import { isUrl } from '../util/url.js';
 import { workerExecArgv } from '../util/worker-argv.js';
-import type { Column, ColumnType } from '@sluice/ops';
 import type { RowRange } from './parquet/index.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 import { packBytes, packInSlot, type Pack } from '../batch/index.js';
 import type { PackRequest } from '../stream/source.js';
+import type { DecodeReply, DecodeRequest, DoneReply, OpenedReply, PackedReply, PagesReply, ReadShared } from './decode-protocol.js';
 
 /** What the footer of a Parquet file tells us. */
 export interface FileMeta {
@@ -21,8 +21,20 @@ export interface FileMeta {
   readonly schema: Schema;
 }
 
+/** A task's last reply, and the record batches (`batch` replies) that came before it. */
+interface Finished<R = OpenedReply | PagesReply | DoneReply | PackedReply> {
+  readonly reply: R;
+  readonly ipc: Uint8Array[];
+}
+
+/** The last reply of each kind of request. */
+interface LastReply { open: OpenedReply; pages: PagesReply; read: DoneReply | PackedReply }
+
+/** A request as the pool queues it: without its id, which it gets when a worker takes it. */
+type Request = DecodeRequest extends infer R ? R extends { kind: keyof LastReply } ? Omit<R, 'id'> : never : never;
+
 interface Pending {
-  resolve: (v: unknown) => void;
+  resolve: (v: Finished) => void;
   reject: (e: Error) => void;
   chunks: Uint8Array[];
   what: { source: string; rowGroup?: number };
@@ -42,7 +54,7 @@ interface Slot {
 }
 
 interface Task {
-  msg: Record<string, unknown> & { kind: string; source: string };
+  msg: Request;
   /** The spec a read refers to, sent to a worker before its first read that needs it. */
   spec?: ReadSpec;
   pending: Pending;
@@ -50,33 +62,32 @@ interface Task {
 
 /**
  * What every read of a pipeline shares: the columns, their types, the derived columns' op chains
- * and the pack layout. It goes to each worker once instead of with every row group: for RM1 it is
- * ~130 KB (13 bucketize features of 1,024 borders), ~0.2 ms to serialize and as much to read back
- * per read, and garbage in both threads.
+ * and the pack layout. It goes to each worker once instead of with every row group: it can be
+ * large (bucketize borders), and serializing it per read cost time and garbage in both threads.
  */
 interface ReadSpec {
   readonly id: number;
   /** What it was made from, compared by identity to reuse it. */
   readonly from: readonly unknown[];
-  readonly body: Record<string, unknown>;
+  readonly body: ReadShared;
 }
 
 let nextSpecId = 1;
 /** Read specs a pool keeps (a decode worker keeps the last 8 it was sent). */
 const SPECS_KEPT = 4;
 
-// The worker is plain JS beside src/ and dist/ (both two levels below the package root), so the
-// same relative URL works from the TypeScript sources under vitest and from the build.
-const WORKER_URL = new URL('../../workers/decode-worker.mjs', import.meta.url);
+// The built worker (decode-worker.ts): src/reader/ and dist/reader/ are both two levels below the
+// package root, so this URL names dist/reader/decode-worker.js from the TypeScript sources under
+// vitest and from the build alike (a worker thread runs built JavaScript only).
+const WORKER_URL = new URL('../../dist/reader/decode-worker.js', import.meta.url);
 
 /**
  * Decode workers that a closed pool left idle, kept for the next pool in this process. A new
- * worker costs ~150 ms and ~190 ms of CPU to start (thread, modules, parquet-wasm and zstd wasm
- * compiles), then runs its first row groups unoptimized while V8 compiles its hot loops: a cold
- * 1M-row RM1 read with 2 decoders took ~2.96 s of CPU against ~1.9 s warm. A pipeline per epoch, a benchmark's
- * repeated runs, or `sluice serve` re-making batches then reuse warm ones. Parked workers are
- * unref'd (they never keep the process alive), forget every file they had open (`reset`), and
- * end after `idleMs()` unused.
+ * worker takes a while to start (thread, modules, parquet-wasm and zstd wasm compiles), then runs
+ * its first row groups unoptimized while V8 compiles its hot loops (see bench/README.md, 'e2e.ts:
+ * end to end'). A pipeline per epoch, a benchmark's repeated runs, or `sluice serve` re-making
+ * batches then reuse warm ones. Parked workers are unref'd (they never keep the process alive),
+ * forget every file they had open (`reset`), and end after `idleMs()` unused.
  */
 const idle: Array<{ worker: Worker; unpark: () => void }> = [];
 const IDLE_MS = 10_000;
@@ -105,7 +116,7 @@ const MAX_IDLE = 8;
 
 function park(worker: Worker): void {
   if (idle.length >= MAX_IDLE) { void worker.terminate(); return; }
-  worker.postMessage({ id: 0, kind: 'reset' });
+  worker.postMessage({ id: 0, kind: 'reset' } satisfies DecodeRequest);
   worker.unref();
   const drop = (): void => {
     clearTimeout(timer);
@@ -128,8 +139,8 @@ function takeIdle(): Worker | null {
 
 /**
  * Footers of local files opened in this process, most recently used last, keyed by path, size,
- * modification time and inode: ~3-10 ms per pipeline start (a worker round trip, parquet-wasm's
- * open and schema) on the 1M-row RM1 file.
+ * modification time and inode: a pipeline start then skips a worker round trip, parquet-wasm's
+ * open and the schema's parse.
  */
 const footerCache = new Map<string, FileMeta>();
 const FOOTER_CACHE = 32;
@@ -186,9 +197,7 @@ export class DecoderPool {
       footerCache.set(key!, known);
       return known;
     }
-    const meta = (await this.submit({ kind: 'open', source }, { source })) as {
-      rowGroups: number[]; numRows: number; createdBy: string | null; schemaIpc: Uint8Array;
-    };
+    const { meta } = (await this.submit({ kind: 'open', source }, { source })).reply;
     const out: FileMeta = { source, rowGroups: meta.rowGroups, numRows: meta.numRows, createdBy: meta.createdBy, schema: tableFromIPC(meta.schemaIpc).schema };
     if (key !== null) {
       footerCache.set(key, out);
@@ -201,21 +210,21 @@ export class DecoderPool {
    * The rows after the first where a page of every column of a row group starts, from the file's
    * offset index: where a read of part of the row group (`readRowGroupColumns`' `range`) may
    * start or end. [] for a row group without an offset index, and for a URL. Asked only for row
-   * groups a source may split: reading the offset indexes of a 10M-row RM1 file at every open
-   * cost 85-108 ms.
+   * groups a source may split: reading every row group's offset indexes at every open is slow on
+   * large files.
    */
   async pageStarts(source: string, rowGroup: number): Promise<readonly number[]> {
-    return (await this.submit({ kind: 'pages', source, rowGroup }, { source, rowGroup })) as number[];
+    return (await this.submit({ kind: 'pages', source, rowGroup }, { source, rowGroup })).reply.rows;
   }
 
   /** Decodes one row group's projected columns into Arrow IPC stream buffers (one per record batch). */
   async readRowGroup(source: string, rowGroup: number, columns: readonly string[], batchSize = 65536): Promise<Uint8Array[]> {
-    return (await this.submit({ kind: 'read', source, rowGroup, columns: [...columns], batchSize }, { source, rowGroup })) as Uint8Array[];
+    return (await this.submit({ kind: 'read', source, rowGroup, columns: [...columns], batchSize }, { source, rowGroup })).ipc;
   }
 
   /**
    * Decodes one row group's projected columns. Flat columns of local files come back as Sluice
-   * columns from the direct decoder (io/fast-parquet.ts); the others as Arrow IPC buffers, as
+   * columns from the direct decoder (parquet/); the others as Arrow IPC buffers, as
    * `readRowGroup` returns them. `derived` columns are computed on dictionary entries where the
    * direct decoder can; for each one it cannot, the result holds its raw input instead (the IPC
    * form always holds the raw inputs).
@@ -255,13 +264,12 @@ export class DecoderPool {
       if (this.specs.length > SPECS_KEPT) this.specs.shift();
     }
     try {
-      const r = await this.submit({
+      const { reply, ipc } = await this.submit({
         kind: 'read', source, rowGroup, spec: spec.id, ...(pack !== undefined ? { cuts: pack.cuts, slots } : {}), ...(range !== undefined ? { range } : {}),
       }, { source, rowGroup }, spec);
-      if (Array.isArray(r)) return { columns: new Map(), ipc: r as Uint8Array[], packs: null };
-      const x = r as { columns: Map<string, Column>; ipc: Uint8Array[]; packs?: Array<Pack & { slot?: number }> };
-      const packs = x.packs === undefined || arena === undefined ? x.packs ?? null : x.packs.map((p, i): Pack => {
-        const slot = p.slot ?? -1;
+      if (reply.kind === 'done') return { columns: new Map(reply.columns), ipc, packs: null };
+      const packs = arena === undefined ? reply.packs : reply.packs.map((p, i): Pack => {
+        const slot = p.slot;
         if (slot >= 0) used.add(slot);
         // A pack that outgrew the slot lent for it (list features): later slots hold such packs.
         const lent = slots[i];
@@ -275,7 +283,7 @@ export class DecoderPool {
         };
         return { rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, release };
       });
-      return { columns: x.columns, ipc: x.ipc, packs };
+      return { columns: new Map(), ipc: [], packs };
     } finally {
       for (const [id] of slots) if (!used.has(id)) arena!.give(id);
     }
@@ -297,12 +305,13 @@ export class DecoderPool {
     }));
   }
 
-  private submit(msg: Task['msg'], what: Pending['what'], spec?: ReadSpec): Promise<unknown> {
+  /** Queues `msg` for the next free worker; resolves with its last reply (a `kind` request's). */
+  private submit<K extends keyof LastReply>(msg: Request & { kind: K }, what: Pending['what'], spec?: ReadSpec): Promise<Finished<LastReply[K]>> {
     if (this.closed) return Promise.reject(new InputError('decoder closed'));
-    return new Promise((resolve, reject) => {
+    return new Promise<Finished>((resolve, reject) => {
       this.queue.push({ msg, ...(spec !== undefined ? { spec } : {}), pending: { resolve, reject, chunks: [], what } });
       this.pump();
-    });
+    }) as Promise<Finished<LastReply[K]>>;
   }
 
   private pump(): void {
@@ -316,9 +325,9 @@ export class DecoderPool {
       slot.worker.ref();
       if (task.spec !== undefined && !slot.specs.has(task.spec.id)) {
         slot.specs.add(task.spec.id);
-        slot.worker.postMessage({ id: 0, kind: 'spec', spec: task.spec.id, ...task.spec.body });
+        slot.worker.postMessage({ id: 0, kind: 'spec', spec: task.spec.id, ...task.spec.body } satisfies DecodeRequest);
       }
-      slot.worker.postMessage({ id, ...task.msg });
+      slot.worker.postMessage({ id, ...task.msg } as DecodeRequest);
     }
   }
 
@@ -326,15 +335,14 @@ export class DecoderPool {
     const warm = takeIdle();
     const worker = warm ?? new Worker(WORKER_URL, { execArgv: workerExecArgv() });
     const slot: Slot = { worker, busy: new Map(), specs: new Set(), started: warm !== null, detach: () => undefined, failed: false };
-    const onMessage = (m: { id: number; started?: true; ipc?: Uint8Array; meta?: unknown; columns?: [string, Column][]; packs?: Pack[]; done?: boolean; error?: string }): void => {
-      if (m.started === true) { slot.started = true; return; }
+    const onMessage = (m: DecodeReply): void => {
+      if (m.kind === 'started') { slot.started = true; return; }
       const p = slot.busy.get(m.id);
       if (p === undefined) return;
-      if (m.ipc !== undefined) { p.chunks.push(m.ipc); return; }
+      if (m.kind === 'batch') { p.chunks.push(m.ipc); return; }
       slot.busy.delete(m.id);
-      if (m.error !== undefined) { slot.failed = true; p.reject(describeFailure(p.what, m.error)); }
-      else if (m.packs !== undefined) p.resolve({ columns: new Map(), ipc: [], packs: m.packs });
-      else p.resolve(m.columns !== undefined ? { columns: new Map(m.columns), ipc: p.chunks } : m.meta ?? p.chunks);
+      if (m.kind === 'error') { slot.failed = true; p.reject(describeFailure(p.what, m.error)); }
+      else p.resolve({ reply: m, ipc: p.chunks });
       if (slot.busy.size === 0) worker.unref();
       this.pump();
     };

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -234,15 +234,16 @@ describe('pipeline errors name what and where', () => {
   });
 
   it('a decode worker that cannot start is reported as that, not as a corrupt file', () => {
-    // A copy of the build without its workers/ folder: the worker script is missing.
+    // A copy of the build without its decode worker: the worker script is missing.
     const root = join(tempDir(), 'core');
     cpSync(fileURLToPath(new URL('../../dist', import.meta.url)), join(root, 'dist'), { recursive: true });
+    rmSync(join(root, 'dist/reader/decode-worker.js'));
     symlinkSync(fileURLToPath(new URL('../../../../node_modules', import.meta.url)), join(root, 'node_modules'), 'dir');
     const script = `const core = await import(${JSON.stringify(pathToFileURL(join(root, 'dist/index.js')).href)});
       try { for await (const b of core.pipeline(${JSON.stringify(basePlan())}, { input: ${JSON.stringify(file)} })) {} console.log('no error'); }
       catch (e) { console.log(e.name + ': ' + e.message); }`;
     const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
-    expect(out).toMatch(/^SluiceError: the Parquet decode worker \(.*decode-worker\.mjs\) could not start: Cannot find module/);
+    expect(out).toMatch(/^SluiceError: the Parquet decode worker \(.*decode-worker\.js\) could not start: Cannot find module/);
     expect(out).not.toMatch(/corrupt/);
   });
 
