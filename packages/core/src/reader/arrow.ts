@@ -1,6 +1,5 @@
 import { Type, type Data, type DataType, type Field, type Vector } from 'apache-arrow';
-import type { Column, ColumnType, PrimitiveColumn, PrimitiveType, ValidMask } from '@sluice/ops';
-import { concatColumns, gatherColumn } from '@sluice/ops';
+import { concatColumns, gatherColumn, type Column, type ColumnType, type PrimitiveColumn, type PrimitiveType, type ValidMask } from '@sluice/ops';
 
 /**
  * The Sluice column type an Arrow field is read as: integers of ≤ 32 bits as int32, 64-bit and

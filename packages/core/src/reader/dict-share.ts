@@ -3,8 +3,8 @@ import type { NumericColumn } from '@sluice/ops';
 /**
  * Ops' results per dictionary entry, shared by the decoders that read parts of one row group
  * (stream/source.ts splits a row group by rows so that decoders finish together). Every part needs
- * each derived column's results for the whole dictionary, and computing them is ~12% of reading an
- * RM1 row group (~8 of ~66 ms): parts that each computed them repeated that work. With a share,
+ * each derived column's results for the whole dictionary, and parts that each computed them
+ * repeated that work (see bench/README.md, 'Where the CPU goes'). With a share,
  * whichever part reaches a derived column first computes and publishes its results, and the others
  * (running at the same time, or later) read them and decode only their rows' dictionary indices.
  * A part never waits for another: one that finds a column being computed computes it too.
@@ -24,8 +24,8 @@ const ENTRY = 4;
 const HAS_VALID = 8;
 const TYPES = ['int32', 'int64', 'float32', 'float64'] as const;
 /**
- * Address space a share may grow into. Only what parts publish is ever committed: RM1's row groups
- * of 100k rows publish ~1-2 MB. A share that would outgrow it just stops publishing (the parts
+ * Address space a share may grow into. Only what parts publish is ever committed (a few MB for
+ * RM1's row groups). A share that would outgrow it just stops publishing (the parts
  * compute what is left themselves).
  */
 const MAX_BYTES = 512 << 20;
