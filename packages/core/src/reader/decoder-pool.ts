@@ -6,10 +6,8 @@ import { InputError, SluiceError, type Column, type ColumnType } from '@sluice/o
 import { isUrl } from '../util/url.js';
 import { workerExecArgv } from '../util/worker-argv.js';
 import type { RowRange } from './parquet/index.js';
-import type { DerivedColumn } from '../plan/pushdown.js';
-import { packBytes, packInSlot, type Pack } from '../batch/index.js';
-import type { PackRequest } from '../stream/source.js';
-import type { DecodeReply, DecodeRequest, DoneReply, OpenedReply, PackedReply, PagesReply, ReadShared } from './decode-protocol.js';
+import { packBytes, packInSlot, type Pack, type PackArena } from '../batch/index.js';
+import type { DecodeReply, DecodeRequest, DerivedRequest, DoneReply, OpenedReply, PackShape, PackedReply, PagesReply, ReadShared } from './decode-protocol.js';
 
 /** What the footer of a Parquet file tells us. */
 export interface FileMeta {
@@ -230,16 +228,16 @@ export class DecoderPool {
    * form always holds the raw inputs).
    *
    * With `pack`, a worker that has every feature's output and the label lays rows
-   * [cuts[i], cuts[i+1]) out as batch arrays itself and returns those `packs` (and no columns);
-   * otherwise `packs` is null.
+   * [cuts[i], cuts[i+1]) out as batch arrays itself and returns those `packs` (and no columns),
+   * in slots of `pack.arena` while it lends them; otherwise `packs` is null.
    *
    * With `range` (page boundaries from `pageStarts`, flat columns), the direct decoder's
    * columns and the packs hold only those rows (`cuts` count from its first); the IPC buffers,
    * if any, still hold the whole row group.
    */
   async readRowGroupColumns(
-    source: string, rowGroup: number, columns: readonly string[], types: ReadonlyMap<string, ColumnType>, batchSize = 65536, derived: readonly DerivedColumn[] = [],
-    pack?: PackRequest & { readonly cuts: readonly number[] }, range?: RowRange,
+    source: string, rowGroup: number, columns: readonly string[], types: ReadonlyMap<string, ColumnType>, batchSize = 65536, derived: readonly DerivedRequest[] = [],
+    pack?: PackShape & { readonly cuts: readonly number[]; readonly arena?: PackArena }, range?: RowRange,
   ): Promise<{ columns: Map<string, Column>; ipc: Uint8Array[]; packs: Pack[] | null }> {
     const inputs = new Set([...columns, ...derived.map((d) => d.input)]);
     const arena = pack?.arena;
