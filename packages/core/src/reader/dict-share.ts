@@ -24,9 +24,8 @@ const ENTRY = 4;
 const HAS_VALID = 8;
 const TYPES = ['int32', 'int64', 'float32', 'float64'] as const;
 /**
- * Address space a share may grow into. Only what parts publish is ever committed (a few MB for
- * RM1's row groups). A share that would outgrow it just stops publishing (the parts
- * compute what is left themselves).
+ * Address space a share may grow into; only what parts publish is ever committed. A share that
+ * would outgrow it just stops publishing (the parts compute what is left themselves).
  */
 const MAX_BYTES = 512 << 20;
 
