@@ -25,8 +25,8 @@ import { pageZstd } from './zstd.js';
 if (parentPort === null) throw new Error('the decode worker runs in a worker thread (DecoderPool)');
 const port = parentPort;
 
-/** Posts a reply, transferring `transfer`. */
-const reply = (m: DecodeReply, transfer: Transferable[] = []): void => port.postMessage(m, transfer as never);
+/** Posts a reply, transferring the buffers in `transfer`. */
+const reply = (m: DecodeReply, transfer: ArrayBuffer[] = []): void => port.postMessage(m, transfer);
 
 /** Files parquet-wasm has open, by source, with the file's statKey when opened. */
 const files = new Map<string, { readonly key: string; readonly file: pw.ParquetFile }>();
@@ -292,8 +292,10 @@ function packBuffers(packs: readonly WorkerPack[]): ArrayBuffer[] {
 function buffersOf(columns: ReadonlyArray<readonly [string, Column]>): ArrayBuffer[] {
   const set = new Set<ArrayBuffer>();
   const walk = (c: Column): void => {
-    const parts = c as unknown as Record<string, { buffer: ArrayBuffer } | null | undefined>;
-    for (const k of ['values', 'valid', 'offsets', 'data']) if (parts[k]) set.add(parts[k].buffer);
+    if ('values' in c) set.add(c.values.buffer as ArrayBuffer);
+    if (c.valid !== null) set.add(c.valid.buffer as ArrayBuffer);
+    if ('offsets' in c) set.add(c.offsets.buffer as ArrayBuffer);
+    if ('data' in c) set.add(c.data.buffer as ArrayBuffer);
     if (c.type === 'list') walk(c.child);
   };
   for (const [, c] of columns) walk(c);
