@@ -1,6 +1,5 @@
 import { Type, type Data, type DataType, type Field, type Vector } from 'apache-arrow';
-import type { Column, ColumnType, PrimitiveColumn, PrimitiveType, ValidMask } from '@sluice/ops';
-import { concatColumns, gatherColumn } from '@sluice/ops';
+import { concatColumns, gatherColumn, type Column, type ColumnType, type PrimitiveColumn, type PrimitiveType, type ValidMask } from '@sluice/ops';
 
 /**
  * The Sluice column type an Arrow field is read as: integers of ≤ 32 bits as int32, 64-bit and
@@ -73,13 +72,17 @@ function primitiveFromData(d: Data, as: PrimitiveType, start = 0, n = d.length -
   }
   if (as === 'utf8') {
     const valueOffsets = d.valueOffsets as Int32Array | BigInt64Array;
-    const offsets = valueOffsets instanceof Int32Array ? valueOffsets.subarray(off, off + n + 1) : Int32Array.from(valueOffsets.subarray(off, off + n + 1), Number);
+    const offsets =
+      valueOffsets instanceof Int32Array ? valueOffsets.subarray(off, off + n + 1) : Int32Array.from(valueOffsets.subarray(off, off + n + 1), Number);
     return { type: 'utf8', offsets, data: d.values as Uint8Array, valid };
   }
   if (t.typeId === Type.Bool) {
     const values = new Int32Array(n);
     const bits = d.values as Uint8Array;
-    for (let i = 0; i < n; i++) { const b = d.offset + off + i; values[i] = (bits[b >> 3]! >> (b & 7)) & 1; }
+    for (let i = 0; i < n; i++) {
+      const b = d.offset + off + i;
+      values[i] = (bits[b >> 3]! >> (b & 7)) & 1;
+    }
     return { type: 'int32', values, valid };
   }
   const src = (d.values as Int32Array).subarray(off, off + n) as ArrayLike<number> & { BYTES_PER_ELEMENT: number; constructor: unknown };

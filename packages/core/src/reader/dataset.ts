@@ -1,8 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { glob, isDynamicPattern } from 'tinyglobby';
-import type { ColumnType } from '@sluice/ops';
-import { typeName } from '@sluice/ops';
-import { InputError } from '@sluice/ops';
+import { InputError, typeName, type ColumnType } from '@sluice/ops';
 import { arrowColumnType } from './arrow.js';
 import { DecoderPool, type FileMeta } from './decoder-pool.js';
 import { isUrl, urlProblem } from '../util/url.js';

@@ -2,14 +2,12 @@ import { stat } from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { tableFromIPC, type Schema } from 'apache-arrow';
-import { InputError, SluiceError } from '@sluice/ops';
+import { InputError, SluiceError, type Column, type ColumnType } from '@sluice/ops';
 import { isUrl } from '../util/url.js';
 import { workerExecArgv } from '../util/worker-argv.js';
-import type { Column, ColumnType } from '@sluice/ops';
-import type { RowRange } from './fast-parquet.js';
-import type { DerivedColumn } from '../plan/pushdown.js';
-import { packBytes, packInSlot, type Pack } from '../batch/index.js';
-import type { PackRequest } from '../stream/source.js';
+import type { RowRange } from './parquet/index.js';
+import { packBytes, packInSlot, type Pack, type PackArena } from '../batch/index.js';
+import type { DecodeReply, DecodeRequest, DerivedRequest, DoneReply, OpenedReply, PackShape, PackedReply, PagesReply, ReadShared } from './decode-protocol.js';
 
 /** What the footer of a Parquet file tells us. */
 export interface FileMeta {
@@ -21,8 +19,24 @@ export interface FileMeta {
   readonly schema: Schema;
 }
 
+/** A task's last reply, and the record batches (`batch` replies) that came before it. */
+interface Finished<R = OpenedReply | PagesReply | DoneReply | PackedReply> {
+  readonly reply: R;
+  readonly ipc: Uint8Array[];
+}
+
+/** The last reply of each kind of request. */
+interface LastReply {
+  open: OpenedReply;
+  pages: PagesReply;
+  read: DoneReply | PackedReply;
+}
+
+/** A request as the pool queues it: without its id, which it gets when a worker takes it. */
+type Request = DecodeRequest extends infer R ? (R extends { kind: keyof LastReply } ? Omit<R, 'id'> : never) : never;
+
 interface Pending {
-  resolve: (v: unknown) => void;
+  resolve: (v: Finished) => void;
   reject: (e: Error) => void;
   chunks: Uint8Array[];
   what: { source: string; rowGroup?: number };
@@ -42,7 +56,7 @@ interface Slot {
 }
 
 interface Task {
-  msg: Record<string, unknown> & { kind: string; source: string };
+  msg: Request;
   /** The spec a read refers to, sent to a worker before its first read that needs it. */
   spec?: ReadSpec;
   pending: Pending;
@@ -50,33 +64,32 @@ interface Task {
 
 /**
  * What every read of a pipeline shares: the columns, their types, the derived columns' op chains
- * and the pack layout. It goes to each worker once instead of with every row group: for RM1 it is
- * ~130 KB (13 bucketize features of 1,024 borders), ~0.2 ms to serialize and as much to read back
- * per read, and garbage in both threads.
+ * and the pack layout. It goes to each worker once instead of with every row group: it can be
+ * large (bucketize borders), and serializing it per read cost time and garbage in both threads.
  */
 interface ReadSpec {
   readonly id: number;
   /** What it was made from, compared by identity to reuse it. */
   readonly from: readonly unknown[];
-  readonly body: Record<string, unknown>;
+  readonly body: ReadShared;
 }
 
 let nextSpecId = 1;
 /** Read specs a pool keeps (a decode worker keeps the last 8 it was sent). */
 const SPECS_KEPT = 4;
 
-// The worker is plain JS beside src/ and dist/ (both two levels below the package root), so the
-// same relative URL works from the TypeScript sources under vitest and from the build.
-const WORKER_URL = new URL('../../workers/decode-worker.mjs', import.meta.url);
+// The built worker (decode-worker.ts): src/reader/ and dist/reader/ are both two levels below the
+// package root, so this URL names dist/reader/decode-worker.js from the TypeScript sources under
+// vitest and from the build alike (a worker thread runs built JavaScript only).
+const WORKER_URL = new URL('../../dist/reader/decode-worker.js', import.meta.url);
 
 /**
  * Decode workers that a closed pool left idle, kept for the next pool in this process. A new
- * worker costs ~150 ms and ~190 ms of CPU to start (thread, modules, parquet-wasm and zstd wasm
- * compiles), then runs its first row groups unoptimized while V8 compiles its hot loops: a cold
- * 1M-row RM1 read with 2 decoders took ~2.96 s of CPU against ~1.9 s warm. A pipeline per epoch, a benchmark's
- * repeated runs, or `sluice serve` re-making batches then reuse warm ones. Parked workers are
- * unref'd (they never keep the process alive), forget every file they had open (`reset`), and
- * end after `idleMs()` unused.
+ * worker takes a while to start (thread, modules, parquet-wasm and zstd wasm compiles), then runs
+ * its first row groups unoptimized while V8 compiles its hot loops (see bench/README.md, 'e2e.ts:
+ * end to end'). A pipeline per epoch, a benchmark's repeated runs, or `sluice serve` re-making
+ * batches then reuse warm ones. Parked workers are unref'd (they never keep the process alive),
+ * forget every file they had open (`reset`), and end after `idleMs()` unused.
  */
 const idle: Array<{ worker: Worker; unpark: () => void }> = [];
 const IDLE_MS = 10_000;
@@ -104,8 +117,11 @@ function idleMs(): number {
 const MAX_IDLE = 8;
 
 function park(worker: Worker): void {
-  if (idle.length >= MAX_IDLE) { void worker.terminate(); return; }
-  worker.postMessage({ id: 0, kind: 'reset' });
+  if (idle.length >= MAX_IDLE) {
+    void worker.terminate();
+    return;
+  }
+  worker.postMessage({ id: 0, kind: 'reset' } satisfies DecodeRequest);
   worker.unref();
   const drop = (): void => {
     clearTimeout(timer);
@@ -113,10 +129,22 @@ function park(worker: Worker): void {
     if (i >= 0) idle.splice(i, 1);
   };
   // setTimeout takes at most 2^31 - 1 ms (~24.8 days).
-  const timer = setTimeout(() => { drop(); void worker.terminate(); }, Math.min(idleMs(), 2 ** 31 - 1));
+  const timer = setTimeout(
+    () => {
+      drop();
+      void worker.terminate();
+    },
+    Math.min(idleMs(), 2 ** 31 - 1),
+  );
   timer.unref();
   worker.once('exit', drop);
-  idle.push({ worker, unpark: () => { clearTimeout(timer); worker.off('exit', drop); } });
+  idle.push({
+    worker,
+    unpark: () => {
+      clearTimeout(timer);
+      worker.off('exit', drop);
+    },
+  });
 }
 
 function takeIdle(): Worker | null {
@@ -128,8 +156,8 @@ function takeIdle(): Worker | null {
 
 /**
  * Footers of local files opened in this process, most recently used last, keyed by path, size,
- * modification time and inode: ~3-10 ms per pipeline start (a worker round trip, parquet-wasm's
- * open and schema) on the 1M-row RM1 file.
+ * modification time and inode: a pipeline start then skips a worker round trip, parquet-wasm's
+ * open and the schema's parse.
  */
 const footerCache = new Map<string, FileMeta>();
 const FOOTER_CACHE = 32;
@@ -168,7 +196,10 @@ export class DecoderPool {
    * `size` workers. `kernels`: a module whose `FAST_OPS` the workers use for the ops of derived
    * columns (see `BackendRegistration.readerKernels`); by default core's reference kernels.
    */
-  constructor(readonly size = 1, options: { readonly kernels?: string | null } = {}) {
+  constructor(
+    readonly size = 1,
+    options: { readonly kernels?: string | null } = {},
+  ) {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`decoder pool size must be a positive integer, got ${size}`);
     this.kernels = options.kernels ?? null;
   }
@@ -186,9 +217,7 @@ export class DecoderPool {
       footerCache.set(key!, known);
       return known;
     }
-    const meta = (await this.submit({ kind: 'open', source }, { source })) as {
-      rowGroups: number[]; numRows: number; createdBy: string | null; schemaIpc: Uint8Array;
-    };
+    const { meta } = (await this.submit({ kind: 'open', source }, { source })).reply;
     const out: FileMeta = { source, rowGroups: meta.rowGroups, numRows: meta.numRows, createdBy: meta.createdBy, schema: tableFromIPC(meta.schemaIpc).schema };
     if (key !== null) {
       footerCache.set(key, out);
@@ -201,36 +230,42 @@ export class DecoderPool {
    * The rows after the first where a page of every column of a row group starts, from the file's
    * offset index: where a read of part of the row group (`readRowGroupColumns`' `range`) may
    * start or end. [] for a row group without an offset index, and for a URL. Asked only for row
-   * groups a source may split: reading the offset indexes of a 10M-row RM1 file at every open
-   * cost 85-108 ms.
+   * groups a source may split: reading every row group's offset indexes at every open is slow on
+   * large files.
    */
   async pageStarts(source: string, rowGroup: number): Promise<readonly number[]> {
-    return (await this.submit({ kind: 'pages', source, rowGroup }, { source, rowGroup })) as number[];
+    return (await this.submit({ kind: 'pages', source, rowGroup }, { source, rowGroup })).reply.rows;
   }
 
   /** Decodes one row group's projected columns into Arrow IPC stream buffers (one per record batch). */
   async readRowGroup(source: string, rowGroup: number, columns: readonly string[], batchSize = 65536): Promise<Uint8Array[]> {
-    return (await this.submit({ kind: 'read', source, rowGroup, columns: [...columns], batchSize }, { source, rowGroup })) as Uint8Array[];
+    return (await this.submit({ kind: 'read', source, rowGroup, columns: [...columns], batchSize }, { source, rowGroup })).ipc;
   }
 
   /**
    * Decodes one row group's projected columns. Flat columns of local files come back as Sluice
-   * columns from the direct decoder (io/fast-parquet.ts); the others as Arrow IPC buffers, as
+   * columns from the direct decoder (parquet/); the others as Arrow IPC buffers, as
    * `readRowGroup` returns them. `derived` columns are computed on dictionary entries where the
    * direct decoder can; for each one it cannot, the result holds its raw input instead (the IPC
    * form always holds the raw inputs).
    *
    * With `pack`, a worker that has every feature's output and the label lays rows
-   * [cuts[i], cuts[i+1]) out as batch arrays itself and returns those `packs` (and no columns);
-   * otherwise `packs` is null.
+   * [cuts[i], cuts[i+1]) out as batch arrays itself and returns those `packs` (and no columns),
+   * in slots of `pack.arena` while it lends them; otherwise `packs` is null.
    *
    * With `range` (page boundaries from `pageStarts`, flat columns), the direct decoder's
    * columns and the packs hold only those rows (`cuts` count from its first); the IPC buffers,
    * if any, still hold the whole row group.
    */
   async readRowGroupColumns(
-    source: string, rowGroup: number, columns: readonly string[], types: ReadonlyMap<string, ColumnType>, batchSize = 65536, derived: readonly DerivedColumn[] = [],
-    pack?: PackRequest & { readonly cuts: readonly number[] }, range?: RowRange,
+    source: string,
+    rowGroup: number,
+    columns: readonly string[],
+    types: ReadonlyMap<string, ColumnType>,
+    batchSize = 65536,
+    derived: readonly DerivedRequest[] = [],
+    pack?: PackShape & { readonly cuts: readonly number[]; readonly arena?: PackArena },
+    range?: RowRange,
   ): Promise<{ columns: Map<string, Column>; ipc: Uint8Array[]; packs: Pack[] | null }> {
     const inputs = new Set([...columns, ...derived.map((d) => d.input)]);
     const arena = pack?.arena;
@@ -243,9 +278,12 @@ export class DecoderPool {
     let spec = this.specs.find((x) => x.from.every((v, k) => v === from[k]));
     if (spec === undefined) {
       spec = {
-        id: nextSpecId++, from,
+        id: nextSpecId++,
+        from,
         body: {
-          columns: [...columns], batchSize, types: [...types].filter(([n]) => inputs.has(n)),
+          columns: [...columns],
+          batchSize,
+          types: [...types].filter(([n]) => inputs.has(n)),
           derived: derived.map((d) => ({ name: d.name, input: d.input, ops: d.ops })),
           ...(this.kernels !== null && derived.length > 0 ? { kernels: this.kernels } : {}),
           ...(pack !== undefined ? { pack: { layout: pack.layout, outputs: pack.outputs, label: pack.label } } : {}),
@@ -255,27 +293,38 @@ export class DecoderPool {
       if (this.specs.length > SPECS_KEPT) this.specs.shift();
     }
     try {
-      const r = await this.submit({
-        kind: 'read', source, rowGroup, spec: spec.id, ...(pack !== undefined ? { cuts: pack.cuts, slots } : {}), ...(range !== undefined ? { range } : {}),
-      }, { source, rowGroup }, spec);
-      if (Array.isArray(r)) return { columns: new Map(), ipc: r as Uint8Array[], packs: null };
-      const x = r as { columns: Map<string, Column>; ipc: Uint8Array[]; packs?: Array<Pack & { slot?: number }> };
-      const packs = x.packs === undefined || arena === undefined ? x.packs ?? null : x.packs.map((p, i): Pack => {
-        const slot = p.slot ?? -1;
-        if (slot >= 0) used.add(slot);
-        // A pack that outgrew the slot lent for it (list features): later slots hold such packs.
-        const lent = slots[i];
-        if (lent !== undefined && !packInSlot(p, lent[1])) arena.grow(packBytes(p));
-        let given = slot < 0;
-        const release = (byConsumer: boolean): void => {
-          if (byConsumer) arena.activate();
-          if (given) return;
-          given = true;
-          arena.give(slot);
-        };
-        return { rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, release };
-      });
-      return { columns: x.columns, ipc: x.ipc, packs };
+      const { reply, ipc } = await this.submit(
+        {
+          kind: 'read',
+          source,
+          rowGroup,
+          spec: spec.id,
+          ...(pack !== undefined ? { cuts: pack.cuts, slots } : {}),
+          ...(range !== undefined ? { range } : {}),
+        },
+        { source, rowGroup },
+        spec,
+      );
+      if (reply.kind === 'done') return { columns: new Map(reply.columns), ipc, packs: null };
+      const packs =
+        arena === undefined
+          ? reply.packs
+          : reply.packs.map((p, i): Pack => {
+              const slot = p.slot;
+              if (slot >= 0) used.add(slot);
+              // A pack that outgrew the slot lent for it (list features): later slots hold such packs.
+              const lent = slots[i];
+              if (lent !== undefined && !packInSlot(p, lent[1])) arena.grow(packBytes(p));
+              let given = slot < 0;
+              const release = (byConsumer: boolean): void => {
+                if (byConsumer) arena.activate();
+                if (given) return;
+                given = true;
+                arena.give(slot);
+              };
+              return { rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, release };
+            });
+      return { columns: new Map(), ipc: [], packs };
     } finally {
       for (const [id] of slots) if (!used.has(id)) arena!.give(id);
     }
@@ -286,23 +335,30 @@ export class DecoderPool {
     this.closed = true;
     const err = new InputError('decoder closed');
     for (const t of this.queue.splice(0)) t.pending.reject(err);
-    await Promise.all(this.slots.splice(0).map(async (s) => {
-      // A worker with nothing in hand is kept warm for the next pool; one still decoding (a run
-      // cancelled mid-read) is ended, as is one that never started or had a task fail.
-      if (s.busy.size === 0 && s.started && !s.failed) { s.detach(); park(s.worker); return; }
-      for (const p of s.busy.values()) p.reject(err);
-      s.busy.clear();
-      s.detach();
-      await s.worker.terminate();
-    }));
+    await Promise.all(
+      this.slots.splice(0).map(async (s) => {
+        // A worker with nothing in hand is kept warm for the next pool; one still decoding (a run
+        // cancelled mid-read) is ended, as is one that never started or had a task fail.
+        if (s.busy.size === 0 && s.started && !s.failed) {
+          s.detach();
+          park(s.worker);
+          return;
+        }
+        for (const p of s.busy.values()) p.reject(err);
+        s.busy.clear();
+        s.detach();
+        await s.worker.terminate();
+      }),
+    );
   }
 
-  private submit(msg: Task['msg'], what: Pending['what'], spec?: ReadSpec): Promise<unknown> {
+  /** Queues `msg` for the next free worker; resolves with its last reply (a `kind` request's). */
+  private submit<K extends keyof LastReply>(msg: Request & { kind: K }, what: Pending['what'], spec?: ReadSpec): Promise<Finished<LastReply[K]>> {
     if (this.closed) return Promise.reject(new InputError('decoder closed'));
-    return new Promise((resolve, reject) => {
+    return new Promise<Finished>((resolve, reject) => {
       this.queue.push({ msg, ...(spec !== undefined ? { spec } : {}), pending: { resolve, reject, chunks: [], what } });
       this.pump();
-    });
+    }) as Promise<Finished<LastReply[K]>>;
   }
 
   private pump(): void {
@@ -316,9 +372,9 @@ export class DecoderPool {
       slot.worker.ref();
       if (task.spec !== undefined && !slot.specs.has(task.spec.id)) {
         slot.specs.add(task.spec.id);
-        slot.worker.postMessage({ id: 0, kind: 'spec', spec: task.spec.id, ...task.spec.body });
+        slot.worker.postMessage({ id: 0, kind: 'spec', spec: task.spec.id, ...task.spec.body } satisfies DecodeRequest);
       }
-      slot.worker.postMessage({ id, ...task.msg });
+      slot.worker.postMessage({ id, ...task.msg } as DecodeRequest);
     }
   }
 
@@ -326,15 +382,22 @@ export class DecoderPool {
     const warm = takeIdle();
     const worker = warm ?? new Worker(WORKER_URL, { execArgv: workerExecArgv() });
     const slot: Slot = { worker, busy: new Map(), specs: new Set(), started: warm !== null, detach: () => undefined, failed: false };
-    const onMessage = (m: { id: number; started?: true; ipc?: Uint8Array; meta?: unknown; columns?: [string, Column][]; packs?: Pack[]; done?: boolean; error?: string }): void => {
-      if (m.started === true) { slot.started = true; return; }
+    const onMessage = (m: DecodeReply): void => {
+      if (m.kind === 'started') {
+        slot.started = true;
+        return;
+      }
       const p = slot.busy.get(m.id);
       if (p === undefined) return;
-      if (m.ipc !== undefined) { p.chunks.push(m.ipc); return; }
+      if (m.kind === 'batch') {
+        p.chunks.push(m.ipc);
+        return;
+      }
       slot.busy.delete(m.id);
-      if (m.error !== undefined) { slot.failed = true; p.reject(describeFailure(p.what, m.error)); }
-      else if (m.packs !== undefined) p.resolve({ columns: new Map(), ipc: [], packs: m.packs });
-      else p.resolve(m.columns !== undefined ? { columns: new Map(m.columns), ipc: p.chunks } : m.meta ?? p.chunks);
+      if (m.kind === 'error') {
+        slot.failed = true;
+        p.reject(describeFailure(p.what, m.error));
+      } else p.resolve({ reply: m, ipc: p.chunks });
       if (slot.busy.size === 0) worker.unref();
       this.pump();
     };
@@ -345,17 +408,25 @@ export class DecoderPool {
       if (i >= 0) this.slots.splice(i, 1);
       // A worker that dies before it has loaded its modules never saw the data: that is a broken
       // installation (a missing build output, say), not a corrupt file.
-      const err = slot.started ? null : new SluiceError(`the Parquet decode worker (${fileURLToPath(WORKER_URL)}) could not start: ${reason.replace(/^Error: /, '')}`);
+      const err = slot.started
+        ? null
+        : new SluiceError(`the Parquet decode worker (${fileURLToPath(WORKER_URL)}) could not start: ${reason.replace(/^Error: /, '')}`);
       for (const p of slot.busy.values()) p.reject(err ?? describeFailure(p.what, reason, true));
       slot.busy.clear();
       if (!this.closed) this.pump();
     };
     const onError = (e: unknown): void => fail(String(e instanceof Error ? e.message : e));
-    const onExit = (code: number): void => { if (slot.busy.size > 0) fail(`decoder exited with code ${code}`); };
+    const onExit = (code: number): void => {
+      if (slot.busy.size > 0) fail(`decoder exited with code ${code}`);
+    };
     worker.on('message', onMessage);
     worker.on('error', onError);
     worker.on('exit', onExit);
-    slot.detach = () => { worker.off('message', onMessage); worker.off('error', onError); worker.off('exit', onExit); };
+    slot.detach = () => {
+      worker.off('message', onMessage);
+      worker.off('error', onError);
+      worker.off('exit', onExit);
+    };
     worker.unref();
     this.slots.push(slot);
     return slot;

@@ -3,8 +3,8 @@ import type { NumericColumn } from '@sluice/ops';
 /**
  * Ops' results per dictionary entry, shared by the decoders that read parts of one row group
  * (stream/source.ts splits a row group by rows so that decoders finish together). Every part needs
- * each derived column's results for the whole dictionary, and computing them is ~12% of reading an
- * RM1 row group (~8 of ~66 ms): parts that each computed them repeated that work. With a share,
+ * each derived column's results for the whole dictionary, and parts that each computed them
+ * repeated that work (see bench/README.md, 'Where the CPU goes'). With a share,
  * whichever part reaches a derived column first computes and publishes its results, and the others
  * (running at the same time, or later) read them and decode only their rows' dictionary indices.
  * A part never waits for another: one that finds a column being computed computes it too.
@@ -24,9 +24,8 @@ const ENTRY = 4;
 const HAS_VALID = 8;
 const TYPES = ['int32', 'int64', 'float32', 'float64'] as const;
 /**
- * Address space a share may grow into. Only what parts publish is ever committed: RM1's row groups
- * of 100k rows publish ~1-2 MB. A share that would outgrow it just stops publishing (the parts
- * compute what is left themselves).
+ * Address space a share may grow into; only what parts publish is ever committed. A share that
+ * would outgrow it just stops publishing (the parts compute what is left themselves).
  */
 const MAX_BYTES = 512 << 20;
 
@@ -43,7 +42,8 @@ const GrowableSab = SharedArrayBuffer as unknown as new (bytes: number, options:
  * grow to `maxBytes` (default 512 MiB of address space, committed only as parts publish).
  */
 export function newDictShare(derivedColumns: number, maxBytes = MAX_BYTES): SharedArrayBuffer {
-  if (!Number.isInteger(derivedColumns) || derivedColumns < 0) throw new RangeError(`a dictionary share needs a whole number of columns, got ${derivedColumns}`);
+  if (!Number.isInteger(derivedColumns) || derivedColumns < 0)
+    throw new RangeError(`a dictionary share needs a whole number of columns, got ${derivedColumns}`);
   const start = align8((HEADER + ENTRY * derivedColumns) * 4);
   const sab = new GrowableSab(start, { maxByteLength: Math.max(start, maxBytes) });
   const head = new Int32Array(sab, 0, HEADER);
@@ -87,9 +87,14 @@ export class DictShare {
     const count = this.words[at + 2]!;
     const code = this.words[at + 3]!;
     const type = TYPES[code & 3]!;
-    const values = type === 'int32' ? new Int32Array(this.sab, offset, count)
-      : type === 'int64' ? new BigInt64Array(this.sab, offset, count)
-        : type === 'float32' ? new Float32Array(this.sab, offset, count) : new Float64Array(this.sab, offset, count);
+    const values =
+      type === 'int32'
+        ? new Int32Array(this.sab, offset, count)
+        : type === 'int64'
+          ? new BigInt64Array(this.sab, offset, count)
+          : type === 'float32'
+            ? new Float32Array(this.sab, offset, count)
+            : new Float64Array(this.sab, offset, count);
     const valid = (code & HAS_VALID) !== 0 ? new Uint8Array(this.sab, align8(offset + values.byteLength), count) : null;
     return { type, values, valid } as NumericColumn;
   }
@@ -121,7 +126,10 @@ export class DictShare {
     const bytes = align8(valuesBytes) + (c.valid !== null ? align8(count) : 0);
     const offset = Atomics.add(this.words, 0, bytes);
     const end = offset + bytes;
-    if (end > this.sab.maxByteLength) { this.unclaim(i); return; }
+    if (end > this.sab.maxByteLength) {
+      this.unclaim(i);
+      return;
+    }
     // Parts grow it concurrently: a grow to less than another part already grew it to throws.
     while (this.sab.byteLength < end) {
       try {

@@ -2,10 +2,9 @@
  * ZSTD page decompression for the direct Parquet decoder, into reused WebAssembly memory.
  *
  * Why: zstddec's `decode` mallocs input and output in its wasm heap, decompresses, and returns a
- * `slice()` of the output: a fresh ArrayBuffer per page. An RM1 row group of 100k rows has ~240
- * ZSTD pages, so 1M rows made ~2,400 such buffers (~61 MB, counted per call site in the decode
- * worker), all garbage as soon as the page was decoded, and every ~64 MB of external memory starts a
- * major GC in the decode worker's isolate. Here the same decoder (zstd's C code, as zstddec ships
+ * `slice()` of the output: a fresh ArrayBuffer per page, garbage as soon as the page is decoded,
+ * and external memory that drives major GCs in the decode worker's isolate (see bench/README.md,
+ * 'Where the CPU goes'). Here the same decoder (zstd's C code, as zstddec ships
  * it compiled to wasm) writes each page into one output region that lives as long as the
  * decoder, and the caller gets a view of it: no JS allocation per page.
  *
@@ -17,7 +16,7 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { ZSTDDecoder } from 'zstddec';
-import type { Zstd } from './fast-parquet.js';
+import type { Zstd } from './parquet/index.js';
 
 interface ZstdExports {
   readonly memory: WebAssembly.Memory;
@@ -38,7 +37,10 @@ class Region {
     if (this.ptr !== 0) this.x.free(this.ptr);
     const cap = Math.max(bytes, 2 * this.cap, 1 << 16);
     this.ptr = this.x.malloc(cap);
-    if (this.ptr === 0) { this.cap = 0; throw new Error(`zstd: cannot allocate ${cap} bytes of wasm memory`); }
+    if (this.ptr === 0) {
+      this.cap = 0;
+      throw new Error(`zstd: cannot allocate ${cap} bytes of wasm memory`);
+    }
     this.cap = cap;
   }
 }

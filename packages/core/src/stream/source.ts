@@ -1,6 +1,6 @@
 import { tableFromIPC } from 'apache-arrow';
 import { columnLength, concatColumns, gatherColumn, sliceColumn, InputError, SluiceError, type Column, type ColumnType, type RowLocator } from '@sluice/ops';
-import type { RowRange } from '../reader/fast-parquet.js';
+import type { RowRange } from '../reader/parquet/index.js';
 import { columnFromVector } from '../reader/arrow.js';
 import type { Dataset, Unit } from '../reader/dataset.js';
 import type { DecoderPool } from '../reader/decoder-pool.js';

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, cpSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -141,9 +141,11 @@ describe('pipeline', () => {
     const ac = new AbortController();
     const p = pipeline(basePlan({ batchSize: 16 }), { input: file, signal: ac.signal });
     let n = 0;
-    await expect((async () => {
-      for await (const _ of p) if (++n === 3) ac.abort(new Error('stop now'));
-    })()).rejects.toThrow('stop now');
+    await expect(
+      (async () => {
+        for await (const _ of p) if (++n === 3) ac.abort(new Error('stop now'));
+      })(),
+    ).rejects.toThrow('stop now');
     expect(n).toBe(3);
   });
 
@@ -165,7 +167,9 @@ describe('backend cost reports', () => {
         const inner = await createBackend(plan, { name: 'reference' }, state);
         let chunks = 0;
         return {
-          name: 'counting', capabilities: inner.capabilities, concurrency: 1,
+          name: 'counting',
+          capabilities: inner.capabilities,
+          concurrency: 1,
           async run(columns, locate) {
             const r = await inner.run(columns, locate);
             chunks++;
@@ -203,9 +207,17 @@ describe('pipeline errors name what and where', () => {
     const f = join(d, 'badhex.parquet');
     const { writeParquet, str, i32 } = await import('../helpers.js');
     writeParquet(f, { id: i32(Array.from({ length: 300 }, (_, i) => i)), C1: str(Array.from({ length: 300 }, (_, i) => (i === 250 ? 'zz12' : 'abc'))) }, 100);
-    const plan: PlanSpec = { batchSize: 50, features: [{ name: 'id', input: 'id', kind: 'dense' }, { name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }] }] };
+    const plan: PlanSpec = {
+      batchSize: 50,
+      features: [
+        { name: 'id', input: 'id', kind: 'dense' },
+        { name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }] },
+      ],
+    };
     const got: Batch[] = [];
-    const err = await (async () => { for await (const b of pipeline(plan, { input: f })) got.push(b); })().catch((e: Error) => e);
+    const err = await (async () => {
+      for await (const b of pipeline(plan, { input: f })) got.push(b);
+    })().catch((e: Error) => e);
     expect(String(err)).toMatch(/file .*badhex\.parquet, row group 2, row 250, column C1, feature C1, op hex2int \(#1\): .*"zz12"/);
     // The five batches before the bad chunk (rows 250-299) were delivered.
     expect(got.flatMap(ids)).toEqual(Array.from({ length: 250 }, (_, i) => i));
@@ -234,20 +246,22 @@ describe('pipeline errors name what and where', () => {
   });
 
   it('a decode worker that cannot start is reported as that, not as a corrupt file', () => {
-    // A copy of the build without its workers/ folder: the worker script is missing.
+    // A copy of the build without its decode worker: the worker script is missing.
     const root = join(tempDir(), 'core');
     cpSync(fileURLToPath(new URL('../../dist', import.meta.url)), join(root, 'dist'), { recursive: true });
+    rmSync(join(root, 'dist/reader/decode-worker.js'));
     symlinkSync(fileURLToPath(new URL('../../../../node_modules', import.meta.url)), join(root, 'node_modules'), 'dir');
     const script = `const core = await import(${JSON.stringify(pathToFileURL(join(root, 'dist/index.js')).href)});
       try { for await (const b of core.pipeline(${JSON.stringify(basePlan())}, { input: ${JSON.stringify(file)} })) {} console.log('no error'); }
       catch (e) { console.log(e.name + ': ' + e.message); }`;
     const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
-    expect(out).toMatch(/^SluiceError: the Parquet decode worker \(.*decode-worker\.mjs\) could not start: Cannot find module/);
+    expect(out).toMatch(/^SluiceError: the Parquet decode worker \(.*decode-worker\.js\) could not start: Cannot find module/);
     expect(out).not.toMatch(/corrupt/);
   });
 
   it('a decoders option out of range is refused before any thread starts', () => {
-    for (const d of [0, 1.5, 257, -1]) expect(() => pipeline(basePlan(), { input: file, decoders: d })).toThrow(`decoders must be an integer from 1 to 256, got ${d}`);
+    for (const d of [0, 1.5, 257, -1])
+      expect(() => pipeline(basePlan(), { input: file, decoders: d })).toThrow(`decoders must be an integer from 1 to 256, got ${d}`);
   });
 
   it('a missing file or empty glob is named', async () => {
@@ -265,9 +279,21 @@ describe('http(s) sources', () => {
     server = createServer((req, res) => {
       const range = req.headers.range;
       // Other paths: a server without range requests, a file that is not Parquet, and a 404.
-      if (req.url === '/no-ranges.parquet') { res.writeHead(200, { 'content-length': body.length }); res.end(body); return; }
-      if (req.url === '/notes.txt') { res.writeHead(206, { 'content-range': 'bytes 0-3/5', 'content-length': 4 }); res.end('hell'); return; }
-      if (req.url !== '/small.parquet') { res.writeHead(404, 'Not Found'); res.end(); return; }
+      if (req.url === '/no-ranges.parquet') {
+        res.writeHead(200, { 'content-length': body.length });
+        res.end(body);
+        return;
+      }
+      if (req.url === '/notes.txt') {
+        res.writeHead(206, { 'content-range': 'bytes 0-3/5', 'content-length': 4 });
+        res.end('hell');
+        return;
+      }
+      if (req.url !== '/small.parquet') {
+        res.writeHead(404, 'Not Found');
+        res.end();
+        return;
+      }
       if (req.method === 'HEAD') {
         res.writeHead(200, { 'content-length': body.length, 'accept-ranges': 'bytes' });
         res.end();
@@ -304,14 +330,20 @@ describe('http(s) sources', () => {
 
   it('a URL that cannot be read is named with the reason, not as corrupt data', async () => {
     const at = (path: string): string => url.replace('/small.parquet', path);
-    await expect(collect(pipeline(basePlan(), { input: at('/gone.parquet') }))).rejects.toThrow(/file http:\/\/.*\/gone\.parquet: cannot read: HTTP 404 Not Found/);
-    await expect(collect(pipeline(basePlan(), { input: at('/no-ranges.parquet') }))).rejects.toThrow(/no-ranges\.parquet: cannot read: the server ignores HTTP range requests/);
+    await expect(collect(pipeline(basePlan(), { input: at('/gone.parquet') }))).rejects.toThrow(
+      /file http:\/\/.*\/gone\.parquet: cannot read: HTTP 404 Not Found/,
+    );
+    await expect(collect(pipeline(basePlan(), { input: at('/no-ranges.parquet') }))).rejects.toThrow(
+      /no-ranges\.parquet: cannot read: the server ignores HTTP range requests/,
+    );
     await expect(collect(pipeline(basePlan(), { input: at('/notes.txt') }))).rejects.toThrow(/notes\.txt: cannot read: not a Parquet file/);
     // A port nothing listens on.
     const closed = createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((r) => closed.close(() => r()));
-    await expect(collect(pipeline(basePlan(), { input: `http://127.0.0.1:${port}/x.parquet` }))).rejects.toThrow(/x\.parquet: cannot read: cannot reach it \(ECONNREFUSED\)/);
+    await expect(collect(pipeline(basePlan(), { input: `http://127.0.0.1:${port}/x.parquet` }))).rejects.toThrow(
+      /x\.parquet: cannot read: cannot reach it \(ECONNREFUSED\)/,
+    );
   });
 });

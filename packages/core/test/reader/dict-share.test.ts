@@ -1,17 +1,16 @@
 // Parts of a row group read by rows share the ops' results per dictionary entry
-// (io/dict-share.ts): the first part to reach a derived column computes and publishes it, the
+// (reader/dict-share.ts): the first part to reach a derived column computes and publishes it, the
 // others read it and decode only their rows' indices, and the result is the same as without.
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { parquetMetadata } from 'hyparquet';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Column, ColumnType, NumericColumn } from '@sluice/ops';
-import { concatColumns } from '@sluice/ops';
+import { concatColumns, OPS, type Column, type ColumnType, type NumericColumn } from '@sluice/ops';
 import { DictShare, newDictShare } from '../../src/reader/dict-share.js';
-import { decodeDerivedIndexed, gatherIndexed, type DerivedSpec, type ReadAt, type RowRange } from '../../src/reader/fast-parquet.js';
+import { decodeDerivedIndexed, gatherIndexed, type DerivedSpec } from '../../src/reader/dict-ops.js';
+import type { ReadAt, RowRange } from '../../src/reader/parquet/index.js';
 import { pageZstd } from '../../src/reader/zstd.js';
 import { generateDataset } from '../../src/gen/generate.js';
-import { OPS } from '@sluice/ops';
 import { tempDir } from '../helpers.js';
 import { rows as values } from '../../../ops/test/helpers.js';
 
@@ -20,8 +19,12 @@ const ROWS = 25_000;
 
 /** hex2int then sigridHash on C1..C4; C3 also gets a chain whose ops fail on every dictionary. */
 const DERIVED: DerivedSpec[] = [
-  { name: 'h1', input: 'C1' }, { name: 'h2', input: 'C2' }, { name: 'h2b', input: 'C2' },
-  { name: 'bad3', input: 'C3' }, { name: 'h3', input: 'C3' }, { name: 'h4', input: 'C4' },
+  { name: 'h1', input: 'C1' },
+  { name: 'h2', input: 'C2' },
+  { name: 'h2b', input: 'C2' },
+  { name: 'bad3', input: 'C3' },
+  { name: 'h3', input: 'C3' },
+  { name: 'h4', input: 'C4' },
 ];
 const types = new Map<string, ColumnType>(['C1', 'C2', 'C3', 'C4'].map((c) => [c, { kind: 'utf8' }]));
 
@@ -45,7 +48,9 @@ interface Reader {
 }
 let fd = -1;
 let reader: Promise<Reader> | null = null;
-afterAll(() => { if (fd >= 0) closeSync(fd); });
+afterAll(() => {
+  if (fd >= 0) closeSync(fd);
+});
 const setup = (): Promise<Reader> => (reader ??= open());
 
 async function open(): Promise<Reader> {

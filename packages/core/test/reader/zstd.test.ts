@@ -17,7 +17,10 @@ function frame(blocks: Array<[type: 0 | 1, size: number, payload: Uint8Array]>):
 
 describe('pageZstd', () => {
   const text = new TextEncoder().encode('sluice page bytes, raw block. ');
-  const a = frame([[0, text.length, text], [1, 40, Uint8Array.of(0x7a)]]);
+  const a = frame([
+    [0, text.length, text],
+    [1, 40, Uint8Array.of(0x7a)],
+  ]);
   const b = frame([[1, 200, Uint8Array.of(0x01)]]);
 
   it('decompresses as zstddec does, into memory the next call reuses', async () => {

@@ -1,7 +1,8 @@
 import type { Column, ColumnType } from '../column.js';
 import { DataError, PlanError, SluiceError, type ErrorWhere } from '../errors.js';
 import { OpDataError, OpPlanError, type OpContext, type StatefulOpDef } from '../ops/types.js';
-import type { TypedFeature, TypedPlan } from './load.js';
+import { OPS } from '../ops/index.js';
+import type { PlanOp, TypedFeature, TypedPlan } from './load.js';
 
 /** Fitted state of stateful ops, keyed by {@link stateKey}. */
 export type PlanState = ReadonlyMap<string, unknown>;
@@ -21,13 +22,33 @@ export type KernelOverrides = ReadonlyMap<string, KernelOverride>;
 
 const noLocation: RowLocator = (row) => ({ row });
 
+/** What {@link runOps} reads of a feature: its name, its input column and its ops. */
+export type OpChainFeature = Pick<TypedFeature, 'name' | 'input' | 'ops'>;
+
+/** An op chain as plain data (op names and validated params), as a plan's ops cross to another thread. */
+export type OpChain = ReadonlyArray<{ readonly op: string; readonly params: unknown }>;
+
+/**
+ * Feature `name`'s op chain on column `input`, received as plain data, made runnable by
+ * {@link runOps}: each op's kernel looked up by name. A decode worker runs pushed-down chains on
+ * dictionaries with it (plan/pushdown.ts in @sluice/core).
+ */
+export function chainFeature(name: string, input: string, chain: OpChain): OpChainFeature {
+  const ops = chain.map(({ op, params }, index): PlanOp => {
+    const def = OPS.get(op);
+    if (def === undefined) throw new PlanError('unknown op', { feature: name, op: `${op} (#${index + 1})` });
+    return { op, def, params, index };
+  });
+  return { name, input, ops };
+}
+
 /**
  * Runs ops [from, to) of a feature on `col` with core's kernels (or `overrides`), turning a kernel
  * failure into an error that names the feature, op, column and (for bad data) the row. Backends
  * that run part of a chain elsewhere (a GPU) run the rest with this.
  */
 export function runOps(
-  f: TypedFeature,
+  f: OpChainFeature,
   col: Column,
   from: number,
   to: number,
@@ -72,7 +93,13 @@ export function runFeature(
  * Runs every feature of a plan over one chunk of input columns with the reference kernels.
  * Returns output columns by feature name (the in-process CPU path and the oracle for backends).
  */
-export function executePlan(plan: TypedPlan, columns: ReadonlyMap<string, Column>, state: PlanState = new Map(), locate?: RowLocator, overrides?: KernelOverrides): Map<string, Column> {
+export function executePlan(
+  plan: TypedPlan,
+  columns: ReadonlyMap<string, Column>,
+  state: PlanState = new Map(),
+  locate?: RowLocator,
+  overrides?: KernelOverrides,
+): Map<string, Column> {
   const out = new Map<string, Column>();
   const types = new Map<string, ColumnType>();
   for (const f of plan.features) {
@@ -85,7 +112,10 @@ export function executePlan(plan: TypedPlan, columns: ReadonlyMap<string, Column
 /** Does the plan have stateful ops (and so need `sluice fit` before `run`)? */
 export function statefulOps(plan: TypedPlan): Array<{ feature: TypedFeature; index: number }> {
   const found: Array<{ feature: TypedFeature; index: number }> = [];
-  for (const f of plan.features) f.ops.forEach((o, index) => { if (o.def.stateful) found.push({ feature: f, index }); });
+  for (const f of plan.features)
+    f.ops.forEach((o, index) => {
+      if (o.def.stateful) found.push({ feature: f, index });
+    });
   return found;
 }
 
@@ -142,7 +172,8 @@ export function stateToJSON(plan: TypedPlan, state: PlanState): { version: 1; op
 /** Reads fitted state written by {@link stateToJSON}, checking it covers every stateful op of the plan. */
 export function stateFromJSON(plan: TypedPlan, json: unknown, source = 'the state file'): Map<string, unknown> {
   const ops = (json as { version?: unknown; ops?: unknown })?.ops;
-  if ((json as { version?: unknown })?.version !== 1 || typeof ops !== 'object' || ops === null) throw new PlanError(`${source} is not a Sluice fit state (expected {"version": 1, "ops": {...}})`);
+  if ((json as { version?: unknown })?.version !== 1 || typeof ops !== 'object' || ops === null)
+    throw new PlanError(`${source} is not a Sluice fit state (expected {"version": 1, "ops": {...}})`);
   const state = new Map<string, unknown>();
   for (const { feature, index } of statefulOps(plan)) {
     const key = stateKey(feature.name, index);

@@ -1,4 +1,4 @@
-// The direct decoder (io/fast-parquet.ts) against parquet-wasm, the general reader, on files
+// The direct decoder (reader/parquet/) against parquet-wasm, the general reader, on files
 // written every way parquet-wasm can write flat columns; and its RLE / bit-packed decoder on
 // hand-encoded runs.
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { Column, ColumnType } from '@sluice/ops';
 import { columnFromVector } from '../../src/reader/arrow.js';
 import { DecoderPool } from '../../src/reader/decoder-pool.js';
-import { levels, rleHybrid } from '../../src/reader/fast-parquet.js';
+import { levels, rleHybrid } from '../../src/reader/parquet/index.js';
 import { pipeline, type Batch, type PlanSpec } from '@sluice/core';
 import { tempDir, vec } from '../helpers.js';
 
@@ -19,31 +19,68 @@ const N = 3000;
 const ids = Array.from({ length: N }, (_, i) => i);
 const long = (i: number): string => `long-${'x'.repeat(i % 40)}-é${i % 300}`;
 const table = new Table({
-  req: vec(new Int32(), ids.map((i) => (i * 7919) % 1000 - 500)),
-  i32: vec(new Int32(), ids.map((i) => (i % 9 === 0 ? null : i % 4 === 0 ? 2147483647 : -(i % 50)))),
-  i64: vec(new Int64(), ids.map((i) => (i % 13 === 0 ? null : i % 5 === 0 ? -9223372036854775808n : BigInt(i) * 1000000007n))),
-  f32: vec(new Float32(), ids.map((i) => (i % 6 === 0 ? null : i % 10 === 1 ? Number.NaN : i % 10 === 2 ? -0 : Math.fround(i / 7)))),
-  f64: vec(new Float64(), ids.map((i) => (i % 8 === 0 ? null : Math.sin(i) * 1e10))),
-  hex: vec(new Utf8(), ids.map((i) => (i % 11 === 0 ? null : ((i % 97) * 2654435761 % 4294967296).toString(16).padStart(8, '0')))),
-  txt: vec(new Utf8(), ids.map((i) => (i % 17 === 0 ? null : i % 3 === 0 ? '' : long(i)))),
+  req: vec(
+    new Int32(),
+    ids.map((i) => ((i * 7919) % 1000) - 500),
+  ),
+  i32: vec(
+    new Int32(),
+    ids.map((i) => (i % 9 === 0 ? null : i % 4 === 0 ? 2147483647 : -(i % 50))),
+  ),
+  i64: vec(
+    new Int64(),
+    ids.map((i) => (i % 13 === 0 ? null : i % 5 === 0 ? -9223372036854775808n : BigInt(i) * 1000000007n)),
+  ),
+  f32: vec(
+    new Float32(),
+    ids.map((i) => (i % 6 === 0 ? null : i % 10 === 1 ? Number.NaN : i % 10 === 2 ? -0 : Math.fround(i / 7))),
+  ),
+  f64: vec(
+    new Float64(),
+    ids.map((i) => (i % 8 === 0 ? null : Math.sin(i) * 1e10)),
+  ),
+  hex: vec(
+    new Utf8(),
+    ids.map((i) => (i % 11 === 0 ? null : (((i % 97) * 2654435761) % 4294967296).toString(16).padStart(8, '0'))),
+  ),
+  txt: vec(
+    new Utf8(),
+    ids.map((i) => (i % 17 === 0 ? null : i % 3 === 0 ? '' : long(i))),
+  ),
 });
 // `req` must be REQUIRED in the file to cover pages without definition levels.
 const names = table.schema.fields.map((f) => f.name);
 const types = new Map<string, ColumnType>([
-  ['req', { kind: 'int32' }], ['i32', { kind: 'int32' }], ['i64', { kind: 'int64' }], ['f32', { kind: 'float32' }],
-  ['f64', { kind: 'float64' }], ['hex', { kind: 'utf8' }], ['txt', { kind: 'utf8' }],
+  ['req', { kind: 'int32' }],
+  ['i32', { kind: 'int32' }],
+  ['i64', { kind: 'int64' }],
+  ['f32', { kind: 'float32' }],
+  ['f64', { kind: 'float64' }],
+  ['hex', { kind: 'utf8' }],
+  ['txt', { kind: 'utf8' }],
 ]);
 
-interface Variant { name: string; props: () => pw.WriterProperties; direct?: false }
+interface Variant {
+  name: string;
+  props: () => pw.WriterProperties;
+  direct?: false;
+}
 const builder = (): pw.WriterPropertiesBuilder => new pw.WriterPropertiesBuilder().setMaxRowGroupSize(1000).setDataPageSizeLimit(2048);
 const VARIANTS: Variant[] = [
   { name: 'zstd, dictionary, v1 pages', props: () => builder().setCompression(pw.Compression.ZSTD).build() },
   { name: 'snappy, dictionary, v2 pages', props: () => builder().setCompression(pw.Compression.SNAPPY).setWriterVersion(pw.WriterVersion.V2).build() },
   { name: 'gzip, plain, v1 pages', props: () => builder().setCompression(pw.Compression.GZIP).setDictionaryEnabled(false).build() },
-  { name: 'uncompressed, dictionary, v2 pages', props: () => builder().setCompression(pw.Compression.UNCOMPRESSED).setWriterVersion(pw.WriterVersion.V2).build() },
+  {
+    name: 'uncompressed, dictionary, v2 pages',
+    props: () => builder().setCompression(pw.Compression.UNCOMPRESSED).setWriterVersion(pw.WriterVersion.V2).build(),
+  },
   // Without a dictionary, v2 files use DELTA encodings for ints and strings, which the direct
   // decoder leaves to parquet-wasm (floats stay PLAIN).
-  { name: 'uncompressed, delta, v2 pages', props: () => builder().setCompression(pw.Compression.UNCOMPRESSED).setDictionaryEnabled(false).setWriterVersion(pw.WriterVersion.V2).build(), direct: false },
+  {
+    name: 'uncompressed, delta, v2 pages',
+    props: () => builder().setCompression(pw.Compression.UNCOMPRESSED).setDictionaryEnabled(false).setWriterVersion(pw.WriterVersion.V2).build(),
+    direct: false,
+  },
   // A tiny dictionary page limit: columns switch from dictionary to PLAIN pages mid-chunk.
   { name: 'zstd, dictionary overflowing to plain', props: () => builder().setCompression(pw.Compression.ZSTD).setDictionaryPageSizeLimit(256).build() },
 ];
@@ -59,7 +96,10 @@ function write(v: Variant, t: Table = table, tag = ''): string {
 // not, null and empty lists, null elements, lists long enough that a row spans data pages (pages
 // of 2 KB), and every numeric child type. `ls` (strings) stays with parquet-wasm.
 let seed = 99;
-const rand = (k: number): number => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % k; };
+const rand = (k: number): number => {
+  seed = (seed * 1103515245 + 12345) % 2147483648;
+  return seed % k;
+};
 const listOf = <T>(i: number, nulls: boolean, item: (j: number) => T | null): T[] | null => {
   if (nulls && i % 23 === 0) return null;
   // Mostly short lists, some empty (none without nulls: pages where every level is an element take
@@ -68,15 +108,33 @@ const listOf = <T>(i: number, nulls: boolean, item: (j: number) => T | null): T[
   return Array.from({ length: len }, (_, j) => item(j) as T);
 };
 const listTable = new Table({
-  l64: vec(new List(new Field('item', new Int64(), true)), ids.map((i) => listOf(i, true, (j) => (rand(31) === 0 ? null : rand(9) === 0 ? -9223372036854775808n : BigInt(rand(5000)) * 1000003n - BigInt(j))))),
-  l32: vec(new List(new Field('item', new Int32(), false)), ids.map((i) => listOf(i, false, () => rand(2000) - 1000))),
-  lf32: vec(new List(new Field('item', new Float32(), true)), ids.map((i) => listOf(i, true, (j) => (j % 19 === 3 ? null : j % 13 === 1 ? Number.NaN : j % 11 === 2 ? -0 : Math.fround(rand(300) / 7))))),
-  lf64: vec(new List(new Field('item', new Float64(), false)), ids.map((i) => listOf(i, i % 2 === 0, () => Math.sin(rand(100000)) * 1e10))),
-  ls: vec(new List(new Field('item', new Utf8(), true)), ids.map((i) => listOf(i, true, (j) => `s${j % 7}`))),
+  l64: vec(
+    new List(new Field('item', new Int64(), true)),
+    ids.map((i) => listOf(i, true, (j) => (rand(31) === 0 ? null : rand(9) === 0 ? -9223372036854775808n : BigInt(rand(5000)) * 1000003n - BigInt(j)))),
+  ),
+  l32: vec(
+    new List(new Field('item', new Int32(), false)),
+    ids.map((i) => listOf(i, false, () => rand(2000) - 1000)),
+  ),
+  lf32: vec(
+    new List(new Field('item', new Float32(), true)),
+    ids.map((i) => listOf(i, true, (j) => (j % 19 === 3 ? null : j % 13 === 1 ? Number.NaN : j % 11 === 2 ? -0 : Math.fround(rand(300) / 7)))),
+  ),
+  lf64: vec(
+    new List(new Field('item', new Float64(), false)),
+    ids.map((i) => listOf(i, i % 2 === 0, () => Math.sin(rand(100000)) * 1e10)),
+  ),
+  ls: vec(
+    new List(new Field('item', new Utf8(), true)),
+    ids.map((i) => listOf(i, true, (j) => `s${j % 7}`)),
+  ),
 });
 const listTypes = new Map<string, ColumnType>([
-  ['l64', { kind: 'list', child: 'int64' }], ['l32', { kind: 'list', child: 'int32' }], ['lf32', { kind: 'list', child: 'float32' }],
-  ['lf64', { kind: 'list', child: 'float64' }], ['ls', { kind: 'list', child: 'utf8' }],
+  ['l64', { kind: 'list', child: 'int64' }],
+  ['l32', { kind: 'list', child: 'int32' }],
+  ['lf32', { kind: 'list', child: 'float32' }],
+  ['lf64', { kind: 'list', child: 'float64' }],
+  ['ls', { kind: 'list', child: 'utf8' }],
 ]);
 const listNames = [...listTypes.keys()];
 
@@ -84,7 +142,12 @@ const listNames = [...listTypes.keys()];
  * Runs `p` as a training loop does, releasing each batch (`releases` times) after copying it with
  * `copy`; `shared` counts the batches whose array `part` lies in shared memory (a pack slot).
  */
-async function drainReleasing(p: AsyncIterable<Batch>, copy: (b: Batch) => unknown[], part: (b: Batch) => ArrayBufferView, releases = 1): Promise<{ got: unknown[][]; shared: number }> {
+async function drainReleasing(
+  p: AsyncIterable<Batch>,
+  copy: (b: Batch) => unknown[],
+  part: (b: Batch) => ArrayBufferView,
+  releases = 1,
+): Promise<{ got: unknown[][]; shared: number }> {
   const got: unknown[][] = [];
   let shared = 0;
   for await (const b of p) {
@@ -131,7 +194,8 @@ function sameColumn(a: Column, b: Column): boolean {
     if (a.offsets.length !== b.offsets.length) return false;
     for (let i = 0; i + 1 < a.offsets.length; i++) {
       if (valid(a, i) !== valid(b, i)) return false;
-      if (valid(a, i) && Buffer.compare(a.data.subarray(a.offsets[i]!, a.offsets[i + 1]!), b.data.subarray(b.offsets[i]!, b.offsets[i + 1]!)) !== 0) return false;
+      if (valid(a, i) && Buffer.compare(a.data.subarray(a.offsets[i]!, a.offsets[i + 1]!), b.data.subarray(b.offsets[i]!, b.offsets[i + 1]!)) !== 0)
+        return false;
     }
     return true;
   }
@@ -177,7 +241,8 @@ describe('direct Parquet decoder', () => {
         }
         const ipc = (await pool.readRowGroup(file, rg, names)).map((b) => tableFromIPC(b));
         expect(ipc.length).toBe(1);
-        for (const n of got.columns.keys()) expectSameColumn(got.columns.get(n)!, columnFromVector(ipc[0]!.getChild(n)!, types.get(n)!), `${v.name}, row group ${rg}, ${n}`);
+        for (const n of got.columns.keys())
+          expectSameColumn(got.columns.get(n)!, columnFromVector(ipc[0]!.getChild(n)!, types.get(n)!), `${v.name}, row group ${rg}, ${n}`);
       }
     });
   }
@@ -194,7 +259,8 @@ describe('direct Parquet decoder', () => {
         expect([...got.columns.keys()].sort(), 'the direct decoder read these lists').toEqual(direct);
         const ipc = (await pool.readRowGroup(file, rg, listNames)).map((b) => tableFromIPC(b));
         expect(ipc.length).toBe(1);
-        for (const n of got.columns.keys()) expectSameList(got.columns.get(n)!, columnFromVector(ipc[0]!.getChild(n)!, listTypes.get(n)!), `${v.name}, row group ${rg}, ${n}`);
+        for (const n of got.columns.keys())
+          expectSameList(got.columns.get(n)!, columnFromVector(ipc[0]!.getChild(n)!, listTypes.get(n)!), `${v.name}, row group ${rg}, ${n}`);
       }
     });
   }
@@ -208,22 +274,68 @@ describe('direct Parquet decoder', () => {
     const lens = Array.from({ length: got.offsets.length - 1 }, (_, i) => got.offsets[i + 1]! - got.offsets[i]!);
     expect(Math.max(...lens) * 8, 'a row longer than a 2 KB page').toBeGreaterThan(2048);
     expect(got.valid?.includes(0), 'null lists').toBe(true);
-    expect(lens.some((n, i) => n === 0 && got.valid![i] === 1), 'empty lists').toBe(true);
+    expect(
+      lens.some((n, i) => n === 0 && got.valid![i] === 1),
+      'empty lists',
+    ).toBe(true);
     expect(got.child.valid?.includes(0), 'null elements').toBe(true);
   });
 
-  it('computes list features (per-value ops and firstX) on the elements\' dictionary, packed or not', async () => {
+  it("computes list features (per-value ops and firstX) on the elements' dictionary, packed or not", async () => {
     // firstX first, last, in the middle, twice, or not at all; int and float children; null
     // lists, empty lists and null elements (fillNull gives those a value, other ops keep them null).
     const plan = (pushdown: boolean): PlanSpec => ({
       batchSize: 256,
       backend: { name: 'cpu', workers: 1, pushdown },
       features: [
-        { name: 'a', input: 'l64', kind: 'sparse', ops: [{ op: 'firstX', x: 5 }, { op: 'sigridHash', salt: 7, max: 100000 }] },
-        { name: 'b', input: 'l64', kind: 'sparse', ops: [{ op: 'sigridHash', salt: 1, max: 5000 }, { op: 'firstX', x: 30 }, { op: 'modulus', m: 97 }, { op: 'firstX', x: 12 }] },
-        { name: 'c', input: 'l32', kind: 'sparse', ops: [{ op: 'clamp', min: -100, max: 100 }, { op: 'firstX', x: 2 }] },
-        { name: 'd', input: 'lf32', kind: 'sparse', ops: [{ op: 'fillNull', value: -5 }, { op: 'bucketize', borders: [-1, 0, 1, 10, 40] }] },
-        { name: 'e', input: 'l64', kind: 'sparse', ops: [{ op: 'fillNull', value: 3 }, { op: 'modulus', m: 1000 }, { op: 'firstX', x: 600 }] },
+        {
+          name: 'a',
+          input: 'l64',
+          kind: 'sparse',
+          ops: [
+            { op: 'firstX', x: 5 },
+            { op: 'sigridHash', salt: 7, max: 100000 },
+          ],
+        },
+        {
+          name: 'b',
+          input: 'l64',
+          kind: 'sparse',
+          ops: [
+            { op: 'sigridHash', salt: 1, max: 5000 },
+            { op: 'firstX', x: 30 },
+            { op: 'modulus', m: 97 },
+            { op: 'firstX', x: 12 },
+          ],
+        },
+        {
+          name: 'c',
+          input: 'l32',
+          kind: 'sparse',
+          ops: [
+            { op: 'clamp', min: -100, max: 100 },
+            { op: 'firstX', x: 2 },
+          ],
+        },
+        {
+          name: 'd',
+          input: 'lf32',
+          kind: 'sparse',
+          ops: [
+            { op: 'fillNull', value: -5 },
+            { op: 'bucketize', borders: [-1, 0, 1, 10, 40] },
+          ],
+        },
+        {
+          name: 'e',
+          input: 'l64',
+          kind: 'sparse',
+          ops: [
+            { op: 'fillNull', value: 3 },
+            { op: 'modulus', m: 1000 },
+            { op: 'firstX', x: 600 },
+          ],
+        },
       ],
     });
     const arrays = (b: Batch): unknown[] => [b.rows, b.sparse.lengths, b.sparse.offsets, b.sparse.values];
@@ -257,15 +369,39 @@ describe('direct Parquet decoder', () => {
     // 10 row groups of ~20 ids per row, where a first slot holds one per key and row. Batches of
     // 264 rows: a slot size no other test parks an arena for.
     const rows = Array.from({ length: 10_000 }, (_, i) => i);
-    const file = write(VARIANTS[0]!, new Table({
-      l64: vec(new List(new Field('item', new Int64(), true)), rows.map((i) => Array.from({ length: 1 + ((i * 7) % 40) }, (_, j) => BigInt((i * 31 + j) % 5000)))),
-    }), '-long-lists');
+    const file = write(
+      VARIANTS[0]!,
+      new Table({
+        l64: vec(
+          new List(new Field('item', new Int64(), true)),
+          rows.map((i) => Array.from({ length: 1 + ((i * 7) % 40) }, (_, j) => BigInt((i * 31 + j) % 5000))),
+        ),
+      }),
+      '-long-lists',
+    );
     const plan: PlanSpec = {
       batchSize: 264,
       backend: { name: 'cpu', workers: 1 },
       features: [
-        { name: 'a', input: 'l64', kind: 'sparse', ops: [{ op: 'firstX', x: 5 }, { op: 'sigridHash', salt: 7, max: 100000 }] },
-        { name: 'e', input: 'l64', kind: 'sparse', ops: [{ op: 'fillNull', value: 3 }, { op: 'modulus', m: 1000 }, { op: 'firstX', x: 600 }] },
+        {
+          name: 'a',
+          input: 'l64',
+          kind: 'sparse',
+          ops: [
+            { op: 'firstX', x: 5 },
+            { op: 'sigridHash', salt: 7, max: 100000 },
+          ],
+        },
+        {
+          name: 'e',
+          input: 'l64',
+          kind: 'sparse',
+          ops: [
+            { op: 'fillNull', value: 3 },
+            { op: 'modulus', m: 1000 },
+            { op: 'firstX', x: 600 },
+          ],
+        },
       ],
     };
     const copy = (b: Batch): unknown[] => [b.rows, b.sparse.lengths.slice(), b.sparse.offsets.slice(), b.sparse.values.slice()];
@@ -290,9 +426,24 @@ describe('direct Parquet decoder', () => {
     bytes.fill(0xab, at + 40, at + Number(chunk.total_compressed_size) - 40);
     const bad = join(dir, 'corrupt-lists.parquet');
     writeFileSync(bad, bytes);
-    const plan: PlanSpec = { batchSize: 250, features: [{ name: 'a', input: 'l64', kind: 'sparse', ops: [{ op: 'firstX', x: 5 }, { op: 'sigridHash', salt: 7, max: 100000 }] }] };
+    const plan: PlanSpec = {
+      batchSize: 250,
+      features: [
+        {
+          name: 'a',
+          input: 'l64',
+          kind: 'sparse',
+          ops: [
+            { op: 'firstX', x: 5 },
+            { op: 'sigridHash', salt: 7, max: 100000 },
+          ],
+        },
+      ],
+    };
     const got: Batch[] = [];
-    const err = await (async () => { for await (const b of pipeline(plan, { input: bad })) got.push(b); })().catch((e: Error) => e);
+    const err = await (async () => {
+      for await (const b of pipeline(plan, { input: bad })) got.push(b);
+    })().catch((e: Error) => e);
     expect(String(err)).toMatch(/corrupt-lists\.parquet, row group 1/);
     expect(got.length, 'row group 0 came through').toBe(4);
   });
@@ -304,7 +455,15 @@ describe('direct Parquet decoder', () => {
       features: [
         { name: 'h', input: 'hex', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'sigridHash', salt: 3, max: 1000 }] },
         { name: 'd', input: 'i32', kind: 'dense', ops: [{ op: 'fillNull', value: 1 }, { op: 'neg2zero' }, { op: 'log', offset: 1 }] },
-        { name: 'b', input: 'f64', kind: 'sparse', ops: [{ op: 'fillNull', value: 0 }, { op: 'bucketize', borders: [-1e9, 0, 1e9] }] },
+        {
+          name: 'b',
+          input: 'f64',
+          kind: 'sparse',
+          ops: [
+            { op: 'fillNull', value: 0 },
+            { op: 'bucketize', borders: [-1e9, 0, 1e9] },
+          ],
+        },
         { name: 'm', input: 'i64', kind: 'sparse', ops: [{ op: 'modulus', m: 977 }] },
         { name: 'r', input: 'req', kind: 'dense' },
       ],
@@ -341,7 +500,15 @@ describe('packed chunks (decode workers lay batches out)', () => {
     features: [
       { name: 'h', input: 'hex', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'sigridHash', salt: 3, max: 1000 }] },
       { name: 'd', input: 'i32', kind: 'dense', ops: [{ op: 'fillNull', value: 1 }, { op: 'neg2zero' }, { op: 'log', offset: 1 }] },
-      { name: 'b', input: 'f64', kind: 'sparse', ops: [{ op: 'fillNull', value: 0 }, { op: 'bucketize', borders: [-1e9, 0, 1e9] }] },
+      {
+        name: 'b',
+        input: 'f64',
+        kind: 'sparse',
+        ops: [
+          { op: 'fillNull', value: 0 },
+          { op: 'bucketize', borders: [-1e9, 0, 1e9] },
+        ],
+      },
       { name: 'm', input: 'i64', kind: 'sparse', ops: [{ op: 'modulus', m: 977 }] },
       { name: 'f', input: 'f32', kind: 'dense', ops: [{ op: 'clamp', min: -1, max: 100 }] },
     ],
@@ -349,7 +516,10 @@ describe('packed chunks (decode workers lay batches out)', () => {
   const arrays = (b: Batch): unknown[] => [b.seq, b.epoch, b.rows, b.end, b.dense.data, b.sparse.lengths, b.sparse.offsets, b.sparse.values, b.labels];
   const collect = async (p: ReturnType<typeof pipeline>, limit = Infinity): Promise<Batch[]> => {
     const out: Batch[] = [];
-    for await (const b of p) { out.push(b); if (out.length >= limit) break; }
+    for await (const b of p) {
+      out.push(b);
+      if (out.length >= limit) break;
+    }
     return out;
   };
 
@@ -419,13 +589,19 @@ describe('packed chunks (decode workers lay batches out)', () => {
     for (const b of kept) b.release!();
     const third = pipeline(shape, { input: file, decoders: 2 });
     const got: unknown[][] = [];
-    for await (const b of third) { got.push(arrays(b).map((a) => (ArrayBuffer.isView(a) ? (a as Float32Array).slice() : a))); b.release!(); }
+    for await (const b of third) {
+      got.push(arrays(b).map((a) => (ArrayBuffer.isView(a) ? (a as Float32Array).slice() : a)));
+      b.release!();
+    }
     expect(got).toEqual(want);
     expect(third.metrics().recycledPacks).toBeGreaterThan(0);
   });
 
-  it('a file with fewer row groups than decoders: decoders share each row group\'s columns, same batches', async () => {
-    const one: Variant = { name: 'one row group', props: () => new pw.WriterPropertiesBuilder().setMaxRowGroupSize(N).setDataPageSizeLimit(2048).setCompression(pw.Compression.ZSTD).build() };
+  it("a file with fewer row groups than decoders: decoders share each row group's columns, same batches", async () => {
+    const one: Variant = {
+      name: 'one row group',
+      props: () => new pw.WriterPropertiesBuilder().setMaxRowGroupSize(N).setDataPageSizeLimit(2048).setCompression(pw.Compression.ZSTD).build(),
+    };
     // Two features from `hex` (its decoder reads it once), a raw dense column, and list features.
     const shared = (): PlanSpec => ({
       ...plan('req'),
@@ -435,14 +611,37 @@ describe('packed chunks (decode workers lay batches out)', () => {
         { name: 'raw', input: 'i32', kind: 'dense' },
       ],
     });
-    for (const [file, spec] of [[write(one, table, '-shared'), shared()], [write(one, listTable, '-shared-lists'), {
-      batchSize: 384, backend: { name: 'cpu', workers: 2 },
-      features: [
-        { name: 'a', input: 'l64', kind: 'sparse', ops: [{ op: 'firstX', x: 5 }, { op: 'sigridHash', salt: 7, max: 100000 }] },
-        { name: 'c', input: 'l32', kind: 'sparse', ops: [{ op: 'clamp', min: -100, max: 100 }] },
-        { name: 'd', input: 'lf32', kind: 'sparse', ops: [{ op: 'fillNull', value: -5 }, { op: 'bucketize', borders: [-1, 0, 1, 10, 40] }] },
+    for (const [file, spec] of [
+      [write(one, table, '-shared'), shared()],
+      [
+        write(one, listTable, '-shared-lists'),
+        {
+          batchSize: 384,
+          backend: { name: 'cpu', workers: 2 },
+          features: [
+            {
+              name: 'a',
+              input: 'l64',
+              kind: 'sparse',
+              ops: [
+                { op: 'firstX', x: 5 },
+                { op: 'sigridHash', salt: 7, max: 100000 },
+              ],
+            },
+            { name: 'c', input: 'l32', kind: 'sparse', ops: [{ op: 'clamp', min: -100, max: 100 }] },
+            {
+              name: 'd',
+              input: 'lf32',
+              kind: 'sparse',
+              ops: [
+                { op: 'fillNull', value: -5 },
+                { op: 'bucketize', borders: [-1, 0, 1, 10, 40] },
+              ],
+            },
+          ],
+        } as PlanSpec,
       ],
-    } as PlanSpec]] as const) {
+    ] as const) {
       const want = await collect(pipeline(spec, { input: file, decoders: 1 }));
       const p = pipeline(spec, { input: file, decoders: 2 });
       const got = await collect(p);
@@ -496,7 +695,10 @@ describe('damaged files', () => {
       const md = parquetMetadata(clean.buffer.slice(clean.byteOffset, clean.byteOffset + clean.byteLength));
       const chunks = md.row_groups.flatMap((g) => g.columns.map((c) => c.meta_data!));
       let s = 0x9e3779b9 ^ clean.length;
-      const rnd = (k: number): number => { s = (Math.imul(s, 1664525) + 1013904223) >>> 0; return s % k; };
+      const rnd = (k: number): number => {
+        s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+        return s % k;
+      };
       const outcomes = { agreed: 0, bothRefused: 0 };
       for (let c = 0; c < CASES; c++) {
         const bytes = Buffer.from(clean);
@@ -513,7 +715,10 @@ describe('damaged files', () => {
         for (let rg = 0; rg < md.row_groups.length; rg++) {
           const what = `case ${c} (byte ${at}), row group ${rg}`;
           const direct = await pool.readRowGroupColumns(file, rg, cols, colTypes).catch((e: Error) => e);
-          const oracle = await pool.readRowGroup(file, rg, cols).then((b) => b.map((x) => tableFromIPC(x)), (e: Error) => e);
+          const oracle = await pool.readRowGroup(file, rg, cols).then(
+            (b) => b.map((x) => tableFromIPC(x)),
+            (e: Error) => e,
+          );
           if (oracle instanceof Error) {
             expect(direct, `${what}: parquet-wasm refuses it, so must the direct decoder`).toBeInstanceOf(Error);
             expect(String(direct), what).toContain(`row group ${rg}`);
@@ -547,7 +752,13 @@ describe('damaged files', () => {
 /** Encodes values with the RLE / bit-packed hybrid: runs of >= 8 equal values as RLE, the rest bit-packed. */
 function encode(values: number[], width: number): Uint8Array {
   const out: number[] = [];
-  const varint = (x: number): void => { while (x >= 0x80) { out.push((x & 0x7f) | 0x80); x = Math.floor(x / 128); } out.push(x); };
+  const varint = (x: number): void => {
+    while (x >= 0x80) {
+      out.push((x & 0x7f) | 0x80);
+      x = Math.floor(x / 128);
+    }
+    out.push(x);
+  };
   let i = 0;
   while (i < values.length) {
     let j = i;
@@ -585,7 +796,7 @@ describe('RLE / bit-packed hybrid', () => {
       const max = 2 ** width;
       const values = Array.from({ length: 1000 }, (_, i) => {
         x = (x * 1103515245 + 12345) % 2147483648;
-        return i % 100 < 30 ? (max - 1) : Math.floor((x / 2147483648) * max); // runs of the max value, then noise
+        return i % 100 < 30 ? max - 1 : Math.floor((x / 2147483648) * max); // runs of the max value, then noise
       });
       const bytes = encode(values, width);
       const out = new Int32Array(values.length + 5);
@@ -633,7 +844,9 @@ describe('RLE / bit-packed hybrid', () => {
     it(`decodes RLE runs of ${RUNS.length} lengths from 8 to 20,000 at width ${width}`, () => {
       // Neighbouring runs alternate between the widest value and a small one, so none merge.
       const values: number[] = [];
-      RUNS.forEach((len, i) => { for (let k = 0; k < len; k++) values.push(i % 2 === 0 ? 2 ** width - 1 : (i >> 1) % 2); });
+      RUNS.forEach((len, i) => {
+        for (let k = 0; k < len; k++) values.push(i % 2 === 0 ? 2 ** width - 1 : (i >> 1) % 2);
+      });
       const bytes = encode(values, width);
       const out = new Int32Array(values.length + 2).fill(-7);
       expect(rleHybrid(bytes, 0, bytes.length, width, out, 1, values.length)).toBe(bytes.length);
@@ -644,7 +857,9 @@ describe('RLE / bit-packed hybrid', () => {
 
   it(`decodes level runs of ${RUNS.length} lengths from 8 to 20,000`, () => {
     const values: number[] = [];
-    RUNS.forEach((len, i) => { for (let k = 0; k < len; k++) values.push(i % 4); });
+    RUNS.forEach((len, i) => {
+      for (let k = 0; k < len; k++) values.push(i % 4);
+    });
     const bytes = encode(values, 2);
     const out = new Uint8Array(values.length + 2).fill(9);
     levels(bytes, 0, bytes.length, 3, out, values.length, 1);

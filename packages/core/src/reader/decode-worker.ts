@@ -1,0 +1,455 @@
+/**
+ * The Parquet decode worker (a DecoderPool's thread; messages in decode-protocol.ts).
+ * parquet-wasm panics (`RuntimeError: unreachable`) on a corrupt data page and leaves its wasm
+ * instance unusable, so decoding runs here: a panic kills this thread only, and the main thread
+ * reports the file and row group and starts a fresh worker.
+ *
+ * A read goes to the direct decoder (parquet/) first, which also computes derived columns once
+ * per dictionary entry (dict-ops.ts) and may lay the rows out as batch arrays; what it does not
+ * read goes to parquet-wasm.
+ */
+import fs from 'node:fs';
+import { parentPort } from 'node:worker_threads';
+import { parquetMetadata } from 'hyparquet';
+import { readOffsetIndex } from 'hyparquet/src/indexes.js';
+import type { FileMetaData } from 'hyparquet/src/types.js';
+import * as pw from 'parquet-wasm';
+import { chainFeature, runOps, type Column, type ColumnType, type KernelOverrides, type OpChainFeature, type PlanState } from '@sluice/ops';
+import { packRows, type PackSource } from '../batch/index.js';
+import { isUrl } from '../util/url.js';
+import type { DecodeReply, DecodeRequest, DerivedRequest, OpenedFile, PackCuts, PackShape, ReadInline, ReadShared, WorkerPack } from './decode-protocol.js';
+import {
+  decodeDerivedIndexed,
+  decodeListDerivedIndexed,
+  gatherIndexed,
+  gatherIndexedList,
+  releaseIndexed,
+  type IndexedColumn,
+  type IndexedList,
+} from './dict-ops.js';
+import { decodeFlatRowGroup, type ReadAt } from './parquet/index.js';
+import { pageZstd } from './zstd.js';
+
+if (parentPort === null) throw new Error('the decode worker runs in a worker thread (DecoderPool)');
+const port = parentPort;
+
+/** Posts a reply, transferring the buffers in `transfer`. */
+const reply = (m: DecodeReply, transfer: ArrayBuffer[] = []): void => port.postMessage(m, transfer);
+
+/** Files parquet-wasm has open, by source, with the file's statKey when opened. */
+const files = new Map<string, { readonly key: string; readonly file: pw.ParquetFile }>();
+/** Footers parsed with hyparquet, by source, with the file's statKey; the last 32. */
+const footers = new Map<string, { readonly key: string; readonly md: FileMetaData }>();
+/** Read specs by id (SpecRequest); the last 8. */
+const specs = new Map<number, ReadShared>();
+// Pages decompress into reused wasm memory (zstd.ts).
+const zstd = await pageZstd();
+
+/** What identifies a file's current contents for the caches here: size, modification time, inode. */
+const statKey = (st: fs.Stats): string => `${st.size}\0${st.mtimeMs}\0${st.ino}`;
+
+/**
+ * A positional reader over an open file descriptor. With `scratch`, every read lands in one
+ * grow-only buffer and the result is a view that the next read overwrites (the direct decoder's
+ * ReadAt contract): column chunks are read once each and decoded before the next read, so the read
+ * buffers are not garbage for this thread's GC.
+ */
+let readScratch = new Uint8Array(0);
+const reader = (fd: number, scratch = false): ReadAt => readBytesAt.bind(null, fd, scratch);
+function readBytesAt(fd: number, scratch: boolean, offset: number, length: number): Uint8Array {
+  if (scratch && readScratch.length < length) readScratch = new Uint8Array(Math.max(length, 2 * readScratch.length));
+  const buf = scratch ? readScratch.subarray(0, length) : new Uint8Array(length);
+  let got = 0;
+  while (got < length) {
+    const n = fs.readSync(fd, buf, got, length - got, offset + got);
+    if (n === 0) throw new Error(`unexpected end of file at byte ${offset + got}`);
+    got += n;
+  }
+  return buf;
+}
+
+/** Kernel modules by URL (a read's `kernels`): their FAST_OPS map, or null where one did not load. */
+const kernelModules = new Map<string, KernelOverrides | null>();
+
+/**
+ * The kernels a backend gave the reader (core's BackendRegistration.readerKernels): op name ->
+ * kernel returning a column, or undefined to leave the call to core's reference kernel. A module
+ * that does not load leaves the reference kernels, with a warning; the results are the same.
+ */
+async function kernelsFrom(url: string): Promise<KernelOverrides | null> {
+  let k = kernelModules.get(url);
+  if (k === undefined) {
+    try {
+      k = ((await import(url)) as { FAST_OPS?: KernelOverrides }).FAST_OPS ?? null;
+      if (typeof k?.get !== 'function') throw new Error('it exports no FAST_OPS map');
+    } catch (e) {
+      process.emitWarning(
+        `sluice decoder: the reader kernels ${url} did not load (${e instanceof Error && e.message ? e.message : String(e)}); using core's reference kernels`,
+      );
+      k = null;
+    }
+    kernelModules.set(url, k);
+  }
+  return k;
+}
+
+/**
+ * The file's footer parsed with hyparquet. It is kept while the file's size, modification time and
+ * inode stay the same: parsing a large footer at the start of every pipeline's first read adds up.
+ */
+function footerOf(fd: number, source: string): FileMetaData {
+  const st = fs.fstatSync(fd);
+  const key = statKey(st);
+  let footer = footers.get(source);
+  if (footer === undefined || footer.key !== key) {
+    // The footer is read into fresh memory: the parsed metadata is cached and may keep views of it.
+    const fresh = reader(fd);
+    const len = new DataView(fresh(st.size - 8, 8).buffer).getUint32(0, true);
+    footer = { key, md: parquetMetadata(fresh(st.size - 8 - len, len + 8)) };
+    footers.delete(source);
+    footers.set(source, footer);
+    if (footers.size > 32) footers.delete(footers.keys().next().value!);
+  }
+  return footer.md;
+}
+
+/**
+ * The rows after the first where a page of every column chunk of a row group starts, from the
+ * chunks' offset indexes (one read: writers put them together). [] when a chunk has no offset
+ * index or they do not parse (the row group is then read whole).
+ */
+function pageStarts(source: string, rowGroup: number): number[] {
+  if (isUrl(source)) return [];
+  const fd = fs.openSync(source, 'r');
+  try {
+    const rg = footerOf(fd, source).row_groups[rowGroup];
+    if (rg === undefined || rg.columns.some((c) => c.offset_index_offset === undefined || c.offset_index_length === undefined)) return [];
+    const from = Math.min(...rg.columns.map((c) => Number(c.offset_index_offset)));
+    const to = Math.max(...rg.columns.map((c) => Number(c.offset_index_offset) + c.offset_index_length!));
+    // Offset indexes are a few bytes per page; a row group whose indexes are scattered is not split.
+    if (to - from > 16 << 20) return [];
+    const bytes = reader(fd)(from, to - from);
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    let common: Set<number> | null = null;
+    for (const c of rg.columns) {
+      const starts = readOffsetIndex({ view, offset: Number(c.offset_index_offset) - from }).page_locations.map((l) => Number(l.first_row_index));
+      const seen = common as Set<number> | null;
+      common = seen === null ? new Set(starts) : new Set(starts.filter((r) => seen.has(r)));
+    }
+    const rows = Number(rg.num_rows);
+    return [...(common ?? [])].filter((r) => r > 0 && r < rows).sort((a, b) => a - b);
+  } catch {
+    return [];
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * A derived column's op chain made runnable once per read spec: `all` its ops (a scalar input),
+ * `perValue` all but firstX (a list input's elements' dictionary), and `keep`, the elements a list
+ * keeps (its firstX ops' smallest x; Infinity for none).
+ */
+interface DerivedRun {
+  readonly all: OpChainFeature;
+  readonly perValue: OpChainFeature;
+  readonly keep: number;
+}
+
+/** DerivedRuns by derived column name, per `derived` list (a spec's list is the same object for all its reads). */
+const derivedRuns = new WeakMap<readonly DerivedRequest[], Map<string, DerivedRun>>();
+
+function runsOf(derived: readonly DerivedRequest[]): Map<string, DerivedRun> {
+  let runs = derivedRuns.get(derived);
+  if (runs === undefined) {
+    runs = new Map();
+    for (const d of derived) {
+      const all = chainFeature(d.name, d.input, d.ops);
+      const perValue = { ...all, ops: all.ops.filter((o) => o.op !== 'firstX') };
+      const keep = Math.min(Infinity, ...all.ops.filter((o) => o.op === 'firstX').map((o) => (o.params as { x: number }).x));
+      runs.set(d.name, { all, perValue, keep });
+    }
+    derivedRuns.set(derived, runs);
+  }
+  return runs;
+}
+
+/** What the direct decoder read: columns, or packs when it could lay every row out; `rest` is left to parquet-wasm. */
+type Direct =
+  | { readonly columns: Array<[string, Column]>; readonly rest: string[]; readonly packs?: undefined }
+  | { readonly packs: WorkerPack[]; readonly rest: string[] };
+
+/**
+ * Decodes with the direct decoder, or returns null when it does not apply or fails (parquet-wasm
+ * then decides). `fast`: kernels for derived columns' ops (kernelsFrom), or null.
+ */
+function readDirect(msg: ReadInline, fast: KernelOverrides | null): Direct | null {
+  if (!msg.types || isUrl(msg.source) || process.env.SLUICE_DIRECT_DECODE === '0') return null;
+  // The descriptor lives for this call only: a worker thread's open files would outlive it.
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(msg.source, 'r');
+    const readAt = reader(fd, true);
+    const md = footerOf(fd, msg.source);
+    const range = msg.range;
+    const types = new Map(msg.types);
+    const derived = msg.derived ?? [];
+    const runs = runsOf(derived);
+    // Scalar derived columns stay indexed (ops' results per dictionary entry + row indices) until
+    // they are either packed straight into batch arrays or gathered into columns. List derived
+    // columns (the per-value ops on the elements' dictionary, firstX as a cut of each list,
+    // plan/pushdown.ts) are left indexed too: packed straight from the indices, or cut and
+    // gathered into list columns. Plain loops and bound module-level functions, not closures
+    // made per read: V8 compiled those again for every read (see the note above packRows, batch/).
+    const scalar: DerivedRequest[] = [];
+    const lists: DerivedRequest[] = [];
+    for (const d of derived) (types.get(d.input)?.kind === 'list' ? lists : scalar).push(d);
+    const indexed =
+      scalar.length > 0
+        ? decodeDerivedIndexed(md, msg.rowGroup, scalar, types, readAt, zstd, applyNamed.bind(null, runs, fast), range)
+        : new Map<string, IndexedColumn>();
+    if (range !== undefined && lists.length > 0) throw new Error('list columns are read by whole row groups only');
+    const listed =
+      lists.length > 0
+        ? decodeListDerivedIndexed(md, msg.rowGroup, lists, types, readAt, zstd, applyNamedPerValue.bind(null, runs, fast), keptOf.bind(null, runs))
+        : new Map<string, IndexedList>();
+    // Raw columns: the ones asked for, and the inputs of derived columns not computed above.
+    const raw = new Set(msg.columns);
+    for (const d of derived) if (!indexed.has(d.name) && !listed.has(d.name)) raw.add(d.input);
+    const { columns, rest } = decodeFlatRowGroup(md, msg.rowGroup, [...raw], types, readAt, zstd, range);
+    const packs = msg.pack && rest.length === 0 ? packChunks(msg.pack, columns, indexed, listed) : null;
+    const out: Direct =
+      packs !== null
+        ? { packs, rest }
+        : {
+            columns: [
+              ...columns,
+              ...[...indexed].map(([name, d]): [string, Column] => [name, gatherIndexed(d)]),
+              ...[...listed].map(([name, l]): [string, Column] => [name, gatherIndexedList(l)]),
+            ],
+            rest,
+          };
+    // The packs and gathered columns are new arrays: the row indices can be reused.
+    releaseIndexed(indexed.values());
+    return out;
+  } catch {
+    // A page this decoder refuses (corrupt, or a shape it does not know) goes to parquet-wasm,
+    // which either reads it or fails in a way the main thread reports with the row group.
+    return null;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/** Empty context for the derived columns' ops: per-value and stateless, they read no other feature and no state. */
+const NO_FEATURES: ReadonlyMap<string, Column> = new Map();
+const NO_TYPES: ReadonlyMap<string, ColumnType> = new Map();
+const NO_STATE: PlanState = new Map();
+
+/**
+ * Derived column `name`'s op chain on `col`, with `fast` kernels where they take the call, else
+ * core's reference kernels (errors propagate: the caller falls back).
+ */
+function applyNamed(runs: ReadonlyMap<string, DerivedRun>, fast: KernelOverrides | null, name: string, col: Column): Column {
+  const f = runs.get(name)!.all;
+  return runOps(f, col, 0, f.ops.length, NO_FEATURES, NO_TYPES, NO_STATE, undefined, fast ?? undefined);
+}
+
+/** The per-value ops of list column `name`'s chain (all but firstX) on its elements' dictionary `col`. */
+function applyNamedPerValue(runs: ReadonlyMap<string, DerivedRun>, fast: KernelOverrides | null, name: string, col: Column): Column {
+  const f = runs.get(name)!.perValue;
+  return runOps(f, col, 0, f.ops.length, NO_FEATURES, NO_TYPES, NO_STATE, undefined, fast ?? undefined);
+}
+
+/** The elements a list column `name` keeps (DerivedRun.keep). */
+function keptOf(runs: ReadonlyMap<string, DerivedRun>, name: string): number {
+  return runs.get(name)!.keep;
+}
+
+/**
+ * Lays the row group out as batch arrays, one pack per chunk cut, or returns null when a feature's
+ * column or the label is missing, or the label has a null (the main thread then assembles the
+ * batch and reports the null with its row).
+ */
+function packChunks(
+  pack: PackShape & PackCuts,
+  columns: ReadonlyMap<string, Column>,
+  indexed: ReadonlyMap<string, IndexedColumn>,
+  listed: ReadonlyMap<string, IndexedList>,
+): WorkerPack[] | null {
+  const byName = columns;
+  const outputs = new Map<string, Column>();
+  const byFeature = new Map<string, IndexedColumn>();
+  const listsByFeature = new Map<string, IndexedList>();
+  const sparse = new Set(pack.layout.sparseKeys);
+  for (const [feature, column] of pack.outputs) {
+    const ix = indexed.get(column);
+    if (ix !== undefined) {
+      byFeature.set(feature, ix);
+      continue;
+    }
+    const l = listed.get(column);
+    // A sparse key's ids go from the indices into the pack; a dense feature gets the list column.
+    if (l !== undefined) {
+      if (sparse.has(feature)) listsByFeature.set(feature, l);
+      else outputs.set(feature, gatherIndexedList(l));
+      continue;
+    }
+    const c = byName.get(column);
+    if (c === undefined) return null;
+    outputs.set(feature, c);
+  }
+  let label: Column | null = null;
+  if (pack.label !== null) {
+    const l = byName.get(pack.label);
+    if (l === undefined || (l.valid !== null && l.valid.includes(0))) return null;
+    label = l;
+  }
+  const chunk: PackSource = {
+    outputs,
+    label,
+    indexed: byFeature,
+    indexedLists: listsByFeature,
+    locate: () => {
+      throw new Error('no row to locate');
+    },
+  };
+  const packs: WorkerPack[] = [];
+  for (let i = 0; i + 1 < pack.cuts.length; i++) {
+    // Pack i goes in lent slot i when there is one (shared memory the main thread recycles).
+    const slot = pack.slots?.[i];
+    const p = packRows(pack.layout, [{ chunk, from: pack.cuts[i]!, to: pack.cuts[i + 1]! }], slot?.[1]);
+    packs.push({ rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, slot: p.inSlot ? slot![0] : -1 });
+  }
+  return packs;
+}
+
+/** The packs' own buffers to transfer (a lent slot is shared memory: it is not transferred). */
+function packBuffers(packs: readonly WorkerPack[]): ArrayBuffer[] {
+  const set = new Set<ArrayBuffer>();
+  for (const p of packs)
+    for (const a of [p.dense, p.lengths, p.offsets, p.values, p.labels]) if (a && !(a.buffer instanceof SharedArrayBuffer)) set.add(a.buffer as ArrayBuffer);
+  return [...set];
+}
+
+/** The buffers of columns to transfer. */
+function buffersOf(columns: ReadonlyArray<readonly [string, Column]>): ArrayBuffer[] {
+  const set = new Set<ArrayBuffer>();
+  const walk = (c: Column): void => {
+    if ('values' in c) set.add(c.values.buffer as ArrayBuffer);
+    if (c.valid !== null) set.add(c.valid.buffer as ArrayBuffer);
+    if ('offsets' in c) set.add(c.offsets.buffer as ArrayBuffer);
+    if ('data' in c) set.add(c.data.buffer as ArrayBuffer);
+    if (c.type === 'list') walk(c.child);
+  };
+  for (const [, c] of columns) walk(c);
+  return [...set];
+}
+
+/** A local file as it is now (size, modification time, inode), or '' for a URL. */
+const fileKey = (source: string): string => (isUrl(source) ? '' : statKey(fs.statSync(source)));
+
+async function open(source: string): Promise<pw.ParquetFile> {
+  const key = fileKey(source);
+  let e = files.get(source);
+  if (e !== undefined && e.key !== key) {
+    // Rewritten since it was opened here: open it afresh.
+    files.delete(source);
+    e.file.free();
+    e = undefined;
+  }
+  if (e === undefined) {
+    const file = isUrl(source) ? await pw.ParquetFile.fromUrl(source) : await pw.ParquetFile.fromFile(await fs.openAsBlob(source));
+    e = { key, file };
+    files.set(source, e);
+  }
+  return e.file;
+}
+
+function describe(f: pw.ParquetFile): OpenedFile {
+  const md = f.metadata();
+  const rowGroups: number[] = [];
+  for (let i = 0; i < md.numRowGroups(); i++) rowGroups.push(md.rowGroup(i).numRows());
+  // The schema travels as an empty Arrow IPC stream; the main thread parses it with apache-arrow.
+  return { rowGroups, numRows: md.fileMetadata().numRows(), createdBy: md.fileMetadata().createdBy() ?? null, schemaIpc: f.schema().intoIPCStream() };
+}
+
+/** A read as it is decoded: one that names a spec gets the spec's fields, and its cuts and slots go with the spec's pack. */
+function resolveRead(msg: Extract<DecodeRequest, { kind: 'read' }>): ReadInline | string {
+  if (msg.spec === undefined) return msg;
+  const body = specs.get(msg.spec);
+  if (body === undefined) return `read spec ${msg.spec} was never sent to this decoder`;
+  const { kind, id, source, rowGroup, range, cuts, slots } = msg;
+  const { pack, ...shared } = body;
+  return {
+    kind,
+    id,
+    source,
+    rowGroup,
+    ...(range !== undefined ? { range } : {}),
+    ...shared,
+    ...(pack !== undefined ? { pack: { ...pack, cuts: cuts!, ...(slots !== undefined ? { slots } : {}) } } : {}),
+  };
+}
+
+async function read(msg: ReadInline): Promise<void> {
+  const { id } = msg;
+  const direct = readDirect(msg, msg.kernels === undefined ? null : await kernelsFrom(msg.kernels));
+  // What the direct decoder left (all of it when it does not apply) goes to parquet-wasm,
+  // which returns raw columns: the derived columns' inputs as well.
+  const columns = direct !== null ? direct.rest : [...new Set([...msg.columns, ...(msg.derived ?? []).map((d) => d.input)])];
+  if (direct?.packs !== undefined) {
+    reply({ kind: 'packed', id, packs: direct.packs }, packBuffers(direct.packs));
+    return;
+  }
+  if (columns.length === 0) {
+    reply({ kind: 'done', id, columns: direct!.columns }, buffersOf(direct!.columns));
+    return;
+  }
+  const f = await open(msg.source);
+  const stream = await f.stream({ batchSize: msg.batchSize, rowGroups: [msg.rowGroup], columns });
+  const batches = stream.getReader();
+  for (;;) {
+    const { done, value } = await batches.read();
+    if (done) break;
+    const ipc = (value as pw.RecordBatch).intoIPCStream();
+    reply({ kind: 'batch', id, ipc }, [ipc.buffer as ArrayBuffer]);
+  }
+  if (direct !== null) reply({ kind: 'done', id, columns: direct.columns }, buffersOf(direct.columns));
+  else reply({ kind: 'done', id });
+}
+
+port.on('message', async (msg: DecodeRequest) => {
+  if (msg.kind === 'spec') {
+    const { id: _, kind: __, spec, ...body } = msg;
+    specs.set(spec, body);
+    if (specs.size > 8) specs.delete(specs.keys().next().value!);
+    return;
+  }
+  if (msg.kind === 'reset') {
+    // Parked for another pool: forget every file parquet-wasm opened (it may change before this
+    // worker reads it again). Parsed footers stay: each is checked against the file when used.
+    for (const e of files.values()) e.file.free();
+    files.clear();
+    specs.clear();
+    return;
+  }
+  const { id } = msg;
+  try {
+    if (msg.kind === 'open') {
+      const meta = describe(await open(msg.source));
+      reply({ kind: 'opened', id, meta }, [meta.schemaIpc.buffer as ArrayBuffer]);
+    } else if (msg.kind === 'pages') {
+      reply({ kind: 'pages', id, rows: pageStarts(msg.source, msg.rowGroup) });
+    } else {
+      const r = resolveRead(msg);
+      if (typeof r === 'string') reply({ kind: 'error', id, error: r });
+      else await read(r);
+    }
+  } catch (err) {
+    reply({ kind: 'error', id, error: String(err instanceof Error && err.message ? err.message : err) });
+  }
+});
+
+// Every import above has loaded: a failure from here on is about a task's data, not the install.
+reply({ kind: 'started' });

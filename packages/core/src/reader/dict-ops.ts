@@ -1,0 +1,362 @@
+/**
+ * Op chains run once per dictionary entry (RECom's "do not compute the same thing twice"): a
+ * derived column's input is decoded in indices mode (each row's dictionary index), its ops run on
+ * the dictionary, and the results are gathered by index, or laid out straight into a batch
+ * (batch/index.ts, `packRows`). See plan/pushdown.ts for which features the reader computes.
+ */
+import type { FileMetaData } from 'hyparquet/src/types.js';
+import type { Column, ColumnType, ListColumn, NumericColumn } from '@sluice/ops';
+import type { IndexedListSource } from '../batch/index.js';
+import { DictShare, type Shared } from './dict-share.js';
+import { decodeChunkInto, rowsOf, type RowRange } from './parquet/chunk.js';
+import { dictColumn } from './parquet/dictionary.js';
+import { decodeListInto } from './parquet/list.js';
+import type { ReadAt, Zstd } from './parquet/page.js';
+import { readable, readableList } from './parquet/schema.js';
+import { gather, newArray, NotAllDictionary } from './parquet/values.js';
+
+/** A column computed from an input column by a chain of per-value ops (see plan/pushdown.ts). */
+export interface DerivedSpec {
+  readonly name: string;
+  readonly input: string;
+}
+
+/**
+ * A derived column before the gather: the ops' results per dictionary entry (plus the null slot
+ * last) and each row's index into them. Row i's value is dict[idx[i]].
+ */
+export interface IndexedColumn {
+  readonly dict: Column;
+  readonly idx: Int32Array;
+}
+
+/**
+ * A list feature before the gather: the ops' results per dictionary entry of the elements (plus
+ * the null slot last), each element's index into them, and the lists as read. Valid row r holds
+ * dict[idx[j]] for its first `keep` elements j from offsets[r] (a null entry is a null element).
+ * batch/index.ts's IndexedListSource with a numeric dictionary: `packRows` lays it out without a
+ * gather, and `gatherIndexedList` makes it a list column.
+ */
+export interface IndexedList extends IndexedListSource {
+  readonly dict: NumericColumn;
+}
+
+/**
+ * Applies per-value op chains to dictionary-encoded columns once per dictionary entry, then
+ * gathers the results by index (RECom's "do not compute the same thing twice"): a row group of
+ * 100k rows with a 5k-entry dictionary runs the ops 5k times instead of 100k, and the strings are
+ * never expanded. `apply` runs a derived column's ops on a column (the dictionary, with one extra
+ * null slot last, so that ops defined on null, like fillNull, give the null rows' value).
+ *
+ * Returns the derived columns it could compute. One whose input has non-dictionary pages, or
+ * whose ops fail on some entry (bad data), is left out: the caller reads the raw input instead,
+ * and the normal path reports the error with its row.
+ */
+export function decodeDerived(
+  md: FileMetaData,
+  rowGroup: number,
+  derived: readonly DerivedSpec[],
+  types: ReadonlyMap<string, ColumnType>,
+  readAt: ReadAt,
+  zstd: Zstd,
+  apply: (name: string, input: Column) => Column,
+): Map<string, Column> {
+  const out = new Map<string, Column>();
+  const indexed = decodeDerivedIndexed(md, rowGroup, derived, types, readAt, zstd, apply);
+  for (const [name, d] of indexed) out.set(name, gatherIndexed(d));
+  releaseIndexed(indexed.values());
+  return out;
+}
+
+/** decodeDerived without the final gather, for a consumer that gathers on its own (packing a batch). */
+export function decodeDerivedIndexed(
+  md: FileMetaData,
+  rowGroup: number,
+  derived: readonly DerivedSpec[],
+  types: ReadonlyMap<string, ColumnType>,
+  readAt: ReadAt,
+  zstd: Zstd,
+  apply: (name: string, input: Column) => Column,
+  range?: RowRange,
+): Map<string, IndexedColumn> {
+  const out = new Map<string, IndexedColumn>();
+  const share = range?.share !== undefined ? { view: new DictShare(range.share), reverse: range.reverse === true } : undefined;
+  // Bound module-level functions, not closures made per call (see eachOnDictionary).
+  eachOnDictionary(md, rowGroup, derived, decodeIndexedInput.bind(null, md, types, readAt, zstd, range), apply, setIndexed.bind(null, out), share);
+  return out;
+}
+
+/** decodeDerivedIndexed's `decode`: the input's row indices (this read's rows), and its dictionary unless `dictSize` is given. */
+function decodeIndexedInput(
+  md: FileMetaData,
+  types: ReadonlyMap<string, ColumnType>,
+  readAt: ReadAt,
+  zstd: Zstd,
+  range: RowRange | undefined,
+  input: string,
+  rg: FileMetaData['row_groups'][number],
+  _rows: number,
+  dictSize?: number,
+): { dict: Column | null; idx: Int32Array } | null {
+  const c = readable(md, rg, input, types);
+  if (c === null) return null;
+  const { first, rows } = rowsOf(rg, range);
+  const idx = takeIdx(rows);
+  const { dict } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx, first, dictSize);
+  return { dict: dictSize === undefined ? dictColumn(dict!) : null, idx };
+}
+
+/** decodeDerivedIndexed's `use`. */
+function setIndexed(out: Map<string, IndexedColumn>, d: DerivedSpec, src: { readonly idx: Int32Array }, res: NumericColumn): void {
+  out.set(d.name, { dict: res, idx: src.idx });
+}
+
+/**
+ * decodeDerivedIndexed for list inputs (see plan/pushdown.ts): a list feature's per-value ops run
+ * once per dictionary entry of the list's elements (`apply`, on the dictionary plus a null slot,
+ * as for scalars); each list keeps its first `keep(name)` elements (its firstX ops; Infinity for
+ * none). Per-value ops act on each element and firstX only on the lists' lengths, so their order
+ * in the chain does not change the result. A derived column whose input has non-dictionary
+ * pages, or whose ops fail, is left out, as in decodeDerived.
+ */
+export function decodeListDerivedIndexed(
+  md: FileMetaData,
+  rowGroup: number,
+  derived: readonly DerivedSpec[],
+  types: ReadonlyMap<string, ColumnType>,
+  readAt: ReadAt,
+  zstd: Zstd,
+  apply: (name: string, input: Column) => Column,
+  keep: (name: string) => number,
+): Map<string, IndexedList> {
+  const out = new Map<string, IndexedList>();
+  eachOnDictionary(md, rowGroup, derived, decodeIndexedList.bind(null, md, types, readAt, zstd), apply, setIndexedList.bind(null, out, keep));
+  return out;
+}
+
+/** decodeListDerivedIndexed's `decode`. */
+function decodeIndexedList(
+  md: FileMetaData,
+  types: ReadonlyMap<string, ColumnType>,
+  readAt: ReadAt,
+  zstd: Zstd,
+  input: string,
+  rg: FileMetaData['row_groups'][number],
+  rows: number,
+): { offsets: Int32Array; valid: Uint8Array | null; idx: Int32Array; dict: Column } | null {
+  const l = readableList(md, rg, input, types);
+  if (l === null) return null;
+  const r = decodeListInto(l, rows, readAt, zstd, true);
+  return { offsets: r.offsets, valid: r.valid, idx: r.idx!, dict: dictColumn(r.dict!) };
+}
+
+/** decodeListDerivedIndexed's `use`. */
+function setIndexedList(
+  out: Map<string, IndexedList>,
+  keep: (name: string) => number,
+  d: DerivedSpec,
+  src: { readonly offsets: Int32Array; readonly valid: Uint8Array | null; readonly idx: Int32Array },
+  res: NumericColumn,
+): void {
+  out.set(d.name, { dict: res, idx: src.idx, offsets: src.offsets, valid: src.valid, keep: keep(d.name) });
+}
+
+/**
+ * The loop both pushdowns share, over row group `rowGroup` (none when it does not exist): each
+ * derived column's input decoded once in indices mode (`decode`: null when this decoder does not
+ * read the column; NotAllDictionary when a page is not dictionary-encoded), its ops run on the
+ * input's dictionary (`apply`), and `use` called for those whose ops succeed with a numeric
+ * result. The others are left to the caller's fallback.
+ *
+ * With a `share` (a part of a row group split by rows), results another part published are used
+ * as they are, and an input whose results are all published is decoded for its indices only
+ * (`decode` gets the dictionary's size); results this part computes first are published.
+ */
+function eachOnDictionary<S extends { readonly dict: Column | null }>(
+  md: FileMetaData,
+  rowGroup: number,
+  derived: readonly DerivedSpec[],
+  decode: (input: string, rg: FileMetaData['row_groups'][number], rows: number, dictSize?: number) => S | null,
+  apply: (name: string, input: Column) => Column,
+  use: (d: DerivedSpec, src: S, res: NumericColumn) => void,
+  share?: { readonly view: DictShare; readonly reverse: boolean },
+): void {
+  const rg = md.row_groups[rowGroup];
+  if (rg === undefined) return;
+  const rows = Number(rg.num_rows);
+  // Plain loops and module-level helpers, not callbacks made per call: see the note above
+  // `packRows` (batch/). Derived columns by input, in order of first appearance: each input is decoded once.
+  const byInput = new Map<string, number[]>();
+  for (let i = 0; i < derived.length; i++) {
+    const g = byInput.get(derived[i]!.input);
+    if (g === undefined) byInput.set(derived[i]!.input, [i]);
+    else g.push(i);
+  }
+  const inputs = [...byInput];
+  if (share?.reverse === true) inputs.reverse();
+  const view = share?.view;
+  for (const [input, members] of inputs) {
+    // What other parts published for each member (all null without a share).
+    const known: Shared[] = [];
+    let allKnown = view !== undefined;
+    let anyResult: NumericColumn | null = null;
+    for (let k = 0; k < members.length; k++) {
+      const r = view === undefined ? null : view.lookup(members[k]!);
+      known.push(r);
+      if (r === null) allKnown = false;
+      else if (r !== 'failed' && anyResult === null) anyResult = r;
+    }
+    if (allKnown) {
+      // Every op chain on this input fails on its dictionary: the caller reads it raw.
+      if (anyResult === null) continue;
+      const src = tryDecode(decode, input, rg, rows, anyResult.values.length - 1);
+      if (src !== null) for (let k = 0; k < members.length; k++) if (known[k] !== 'failed') use(derived[members[k]!]!, src, known[k] as NumericColumn);
+      continue;
+    }
+    // Results no part has published: this part computes them, and publishes those it claims.
+    const mine = new Set<number>();
+    if (view !== undefined) for (let k = 0; k < members.length; k++) if (known[k] === null && view.claim(members[k]!)) mine.add(members[k]!);
+    let src: S | null;
+    try {
+      src = tryDecode(decode, input, rg, rows);
+    } catch (e) {
+      for (const i of mine) view!.unclaim(i);
+      throw e;
+    }
+    // This part's pages of the input are not all dictionary-encoded: another part's may be.
+    if (src === null) {
+      for (const i of mine) view!.unclaim(i);
+      continue;
+    }
+    for (let k = 0; k < members.length; k++) {
+      const i = members[k]!;
+      const d = derived[i]!;
+      const shared = known[k]!;
+      if (shared === 'failed') continue;
+      if (shared !== null) {
+        use(d, src, shared);
+        continue;
+      }
+      let res: Column | null;
+      try {
+        res = apply(d.name, src.dict!);
+      } catch {
+        res = null;
+      }
+      const numeric = res !== null && (res.type === 'int32' || res.type === 'int64' || res.type === 'float32' || res.type === 'float64');
+      if (mine.has(i)) {
+        if (numeric) view!.publish(i, res as NumericColumn);
+        else view!.fail(i);
+      }
+      if (numeric) use(d, src, res as NumericColumn);
+    }
+  }
+}
+
+/** `decode(input, rg, rows, dictSize)`, or null when a page of the input is not dictionary-encoded. */
+function tryDecode<S>(
+  decode: (input: string, rg: FileMetaData['row_groups'][number], rows: number, dictSize?: number) => S | null,
+  input: string,
+  rg: FileMetaData['row_groups'][number],
+  rows: number,
+  dictSize?: number,
+): S | null {
+  try {
+    return decode(input, rg, rows, dictSize);
+  } catch (e) {
+    if (!(e instanceof NotAllDictionary)) throw e;
+    return null;
+  }
+}
+
+/** The rows of an indexed column as a plain column. */
+export function gatherIndexed(d: IndexedColumn): Column {
+  return gatherRows(d.dict, d.idx)!;
+}
+
+/** An indexed list as a list column: each list cut to its first `keep` elements, then gathered. */
+export function gatherIndexedList(l: IndexedList): ListColumn {
+  const { offsets, idx } = firstOf(l.offsets, l.idx, l.keep);
+  return { type: 'list', offsets, child: gatherRows(l.dict, idx) as NumericColumn, valid: l.valid };
+}
+
+/** Each list cut to its first x elements: new offsets and the kept elements' indices (the inputs themselves when nothing is cut). Core's firstX, without its intermediate index. */
+function firstOf(offsets: Int32Array, idx: Int32Array, x: number): { offsets: Int32Array; idx: Int32Array } {
+  const rows = offsets.length - 1;
+  const out = new Int32Array(rows + 1);
+  for (let i = 0; i < rows; i++) out[i + 1] = out[i]! + Math.min(x, offsets[i + 1]! - offsets[i]!);
+  if (out[rows] === offsets[rows]) return { offsets, idx };
+  const kept = new Int32Array(out[rows]!);
+  for (let i = 0, k = 0; i < rows; i++) {
+    for (let j = offsets[i]!, end = j + out[i + 1]! - out[i]!; j < end; j++) kept[k++] = idx[j]!;
+  }
+  return { offsets: out, idx: kept };
+}
+
+/** out[i] = c[idx[i]] (value and validity) for a numeric column; null for other column kinds. */
+function gatherRows(c: Column, idx: Int32Array): Column | null {
+  if (c.type !== 'int32' && c.type !== 'int64' && c.type !== 'float32' && c.type !== 'float64') return null;
+  const rows = idx.length;
+  if (c.type === 'int64' && c.valid !== null) return gatherRowsI64(c.values, c.valid, idx);
+  const values = newArray(c.type, rows);
+  gather(c.type, values, c.values, idx, 0, rows, null);
+  let valid: Uint8Array | null = null;
+  if (c.valid !== null) {
+    const v = new Uint8Array(rows);
+    const cv = c.valid;
+    let all = 1;
+    for (let i = 0; i < rows; i++) {
+      const b = cv[idx[i]!]!;
+      v[i] = b;
+      all &= b;
+    }
+    valid = all === 1 ? null : v;
+  }
+  return { type: c.type, values, valid } as Column;
+}
+
+/** gatherRows for int64 with validity, in one pass (the sparse-id case). */
+function gatherRowsI64(src: BigInt64Array, cv: Uint8Array, idx: Int32Array): Column {
+  const rows = idx.length;
+  const values = new BigInt64Array(rows);
+  const o = new Int32Array(values.buffer);
+  const d = new Int32Array(src.buffer, src.byteOffset, src.length * 2);
+  const v = new Uint8Array(rows);
+  let all = 1;
+  for (let i = 0; i < rows; i++) {
+    const j = idx[i]!;
+    o[2 * i] = d[2 * j]!;
+    o[2 * i + 1] = d[2 * j + 1]!;
+    const b = cv[j]!;
+    v[i] = b;
+    all &= b;
+  }
+  return { type: 'int64', values, valid: all === 1 ? null : v };
+}
+
+/**
+ * Row-index arrays of derived columns (`decodeDerivedIndexed`), reused across row groups: a
+ * consumer that is done with an IndexedColumn hands its `idx` back with `releaseIndexed`.
+ */
+const idxPool: Int32Array[] = [];
+
+function takeIdx(rows: number): Int32Array {
+  for (let i = idxPool.length - 1; i >= 0; i--) {
+    const a = idxPool[i]!;
+    if (a.length === rows) {
+      idxPool.splice(i, 1);
+      return a;
+    }
+  }
+  return new Int32Array(rows);
+}
+
+/** Returns the row-index arrays of indexed columns the caller no longer reads, for reuse. */
+export function releaseIndexed(columns: Iterable<IndexedColumn>): void {
+  const seen = new Set<Int32Array>();
+  for (const c of columns)
+    if (!seen.has(c.idx)) {
+      seen.add(c.idx);
+      if (idxPool.length < 256) idxPool.push(c.idx);
+    }
+}
