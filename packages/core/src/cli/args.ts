@@ -32,7 +32,12 @@ export function int(values: Values, name: string, dflt?: number): number {
   return n;
 }
 
-/** A positive integer option (a count of things that must exist, such as workers); undefined when absent. */
+/**
+ * A positive integer option (a count of things that must exist, such as workers); undefined when absent.
+ *
+ * @example
+ * positiveInt({ workers: '4' }, 'workers'); // 4; '0' or 'x' throws a UsageError
+ */
 export function positiveInt(values: Values, name: string): number | undefined {
   const v = values[name];
   if (v === undefined) return undefined;
@@ -51,6 +56,9 @@ export function inputs(values: Values): string[] {
 /**
  * A file the command reads, checked before anything else reads it, so that a missing one is one
  * sentence naming it instead of the system's error code (ENOENT). `what` names it: "plan file".
+ *
+ * @example
+ * existingFile('state file', 'vocab.json'); // 'vocab.json', or throws "state file vocab.json does not exist"
  */
 export function existingFile(what: string, path: string): string {
   let isFile: boolean;
@@ -66,7 +74,12 @@ export function existingFile(what: string, path: string): string {
   return path;
 }
 
-/** --plan: a JSON file that exists, or the plan itself inline (`--plan '{"features": ...}'`). */
+/**
+ * --plan: a JSON file that exists, or the plan itself inline (`--plan '{"features": ...}'`).
+ *
+ * @example
+ * const plan = loadPlan(planArg(values));
+ */
 export function planArg(values: Values): string {
   const p = need(values, 'plan');
   return p.trimStart().startsWith('{') ? p : existingFile('plan file', p);

@@ -45,6 +45,9 @@ export function onInterrupt(cleanup: () => void): () => void {
  * Removes the files next to `target` whose names start with `<target's name>.partial-<this pid>`:
  * this process's temporary for `target`, and any temporary a writer made from that name
  * (ParquetFileWriter writes `<its path>.<pid>.<random>.partial` and renames it when closed).
+ *
+ * @example
+ * onInterrupt(() => removePartials('/data/cache/demo.parquet'));
  */
 export function removePartials(target: string): void {
   const dir = dirname(target);

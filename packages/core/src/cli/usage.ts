@@ -4,7 +4,7 @@
  * module. program.ts builds the parser from these same tables, so the help lists exactly the
  * options each command accepts.
  */
-import { REPRODUCTIONS, formatBytes, formatSeconds, reproductionBytes, reproductionSeconds, type ReproductionName } from './reproductions.js';
+import { REPRODUCTIONS, formatBytes, formatCount, formatSeconds, reproductionBytes, reproductionSeconds, type ReproductionName } from './reproductions.js';
 
 /**
  * One option: its flags as the help shows them and what it does. Flags are `--name`, optionally
@@ -47,14 +47,12 @@ const JSON_OUT: OptionRow = ['--json', 'print the result as JSON'];
 const PRESET_NAMES = 'rm1..rm5, piper-d1, rap-plan0..3';
 const OLD_OUT = '(--out, its older spelling, also works)';
 
-const n = (x: number): string => x.toLocaleString('en-US');
-
 /** The reproduce page's notes: each target's default size, time and memory, from reproductions.ts. */
 function reproduceNotes(): string[] {
   const lines = (Object.keys(REPRODUCTIONS) as ReproductionName[]).map((name) => {
     const r = REPRODUCTIONS[name];
     const rows = r.defaultRows;
-    return `  ${name}: ${n(rows)} rows by default: about ${formatSeconds(reproductionSeconds(r, rows))}, up to ${formatBytes(reproductionBytes(r, rows))}; each 100,000 rows more add about ${formatSeconds(r.msPerRow * 100)} and ${formatBytes(r.bytesPerRow * 1e5)}`;
+    return `  ${name}: ${formatCount(rows)} rows by default: about ${formatSeconds(reproductionSeconds(r, rows))}, up to ${formatBytes(reproductionBytes(r, rows))}; each 100,000 rows more add about ${formatSeconds(r.msPerRow * 100)} and ${formatBytes(r.bytesPerRow * 1e5)}`;
   });
   return [
     'Default sizes and cost (measured on a 2-core VM; docs/cli.md#reproduce):',

@@ -21,6 +21,9 @@ type ReproductionRun = (o: { rows?: number; json?: boolean; onProgress?: (step: 
 /**
  * Memory this process may still use: the system's available memory (MemAvailable, which counts
  * reclaimable cache), and within a container's limit what is left of it.
+ *
+ * @example
+ * const { available, total } = availableMemory(); // bytes
  */
 export function availableMemory(): { available: number; total: number } {
   let total = totalmem();
@@ -37,6 +40,9 @@ export function availableMemory(): { available: number; total: number } {
 /**
  * Refuses `rows` when the run's estimated peak memory is more than the machine has available:
  * such a run would swap for a long time or be killed, after minutes of work, with nothing shown.
+ *
+ * @example
+ * checkFits('presto', REPRODUCTIONS.presto, 100_000, { available: 2e9, total: 4e9 }); // throws: "... use --rows 73,000 or fewer"
  */
 export function checkFits(name: ReproductionName, r: Reproduction, rows: number, mem = availableMemory()): void {
   const need = reproductionBytes(r, rows);
