@@ -8,9 +8,18 @@
  * load (docs/cli.md#why-commander has the comparison). The help pages are usage.ts's text, not
  * commander's, so that they are static and list what usage.ts lists.
  */
-import { Command, CommanderError, Option } from 'commander';
+import { createRequire } from 'node:module';
+import type * as Commander from 'commander';
 import type { Values } from './args.js';
 import { ALIASES, COMMAND_HELP, USAGE, commandUsage, isCommand, type CommandName, type OptionRow } from './usage.js';
+
+// Required, not imported: commander is CommonJS, and importing it from ESM first runs Node's
+// scan of its exports (cjs-module-lexer) through an ESM wrapper, about 8 ms of a start-up that
+// `sluice --help` pays in full (docs/cli.md#why-commander).
+const { Command, CommanderError, Option } = createRequire(import.meta.url)('commander') as typeof Commander;
+type Command = Commander.Command;
+type CommanderError = Commander.CommanderError;
+type Option = Commander.Option;
 
 /** What the command line asked for: the command, its options by long name, and its positional arguments. */
 export interface Invocation {
