@@ -35,8 +35,10 @@ export async function refuseOverwritingInputs(output: string, reads: CommandRead
   };
   if (reads.plan !== undefined && !reads.plan.trimStart().startsWith('{') && (await same(reads.plan))) refuse('the plan file');
   if (reads.state !== undefined && (await same(reads.state))) refuse('the state file');
-  if (reads.inputs === undefined || reads.inputs.length === 0) return;
-  for (const f of await resolveInputs(reads.inputs)) {
-    if (!isUrl(f) && (await same(f))) refuse(f === output ? 'also an input' : `also an input (${f})`);
+  // A URL is never the local output: leaving them out spares resolveInputs' request to each.
+  const local = (reads.inputs ?? []).filter((p) => !isUrl(p));
+  if (local.length === 0) return;
+  for (const f of await resolveInputs(local)) {
+    if (await same(f)) refuse(f === output ? 'also an input' : `also an input (${f})`);
   }
 }
