@@ -3,10 +3,10 @@
  * citty or cac) because it alone of the four suggests the nearest option or command for a typo,
  * has per-command options, help and --version, takes several values after one option (what a
  * shell makes of an unquoted glob), lets the caller handle every error, depends on nothing, and
- * loads in a few milliseconds, so `sluice --help` stays about as fast as bare Node; yargs, the
- * only other one with suggestions, suggests commands only and takes several times as long to
- * load (docs/cli.md#why-commander has the comparison). The help pages are usage.ts's text, not
- * commander's, so that they are static and list what usage.ts lists.
+ * adds about 10 ms to `sluice --help`; yargs, the only other one with suggestions, suggests
+ * commands only and costs six times as much to load (docs/cli.md#why-commander has the
+ * comparison). The help pages are usage.ts's text, not commander's, so that they are static and
+ * list what usage.ts lists.
  */
 import { createRequire } from 'node:module';
 import type * as Commander from 'commander';
