@@ -2,7 +2,9 @@
  * CLI start-up: wall time of `sluice --help`, `sluice run --help` and `sluice --version`, each a
  * fresh `node packages/core/bin/sluice.js` process, beside a bare `node -e ''` measured in the same
  * rounds (the peer: what any Node command costs on this machine). These answer from static text
- * (cli/usage.ts), so they should cost about what bare Node does.
+ * (cli/usage.ts) through the parser (cli/program.ts, commander: the one library they load), so
+ * they should cost bare Node plus a few milliseconds; they must stay under 150 ms. (Building that
+ * text must not call toLocaleString: its first call loads ICU's data, ~15 ms here.)
  *
  * Then one more run of each with an import recorder (a node:module `load` hook, plus the CommonJS
  * cache at exit) lists the modules it loaded and flags the heavy ones (Parquet, Arrow, RxJS, the

@@ -11,12 +11,43 @@ import { createClient } from '@sluice/client';
 import { demoDataset, getPreset } from '@sluice/core/gen';
 import { pipeline, type PlanSpec } from '@sluice/core';
 
-const { values } = parseArgs({ options: { via: { type: 'string', default: 'local' }, input: { type: 'string' }, epochs: { type: 'string', default: '2' } } });
+const VIAS = ['local', 'http', 'tcp'];
+
+/** A bad command line: one line saying what is wrong, exit 2 (no stack trace). */
+function usageError(message: string): never {
+  process.stderr.write(`train-dlrm: ${message} (usage: npx tsx examples/train-dlrm.ts [--via local|http|tcp] [--input F] [--epochs N])\n`);
+  process.exit(2);
+}
+
+/** The options, checked before anything is generated or started. */
+function options(): { via: string; input: string | undefined; epochs: number } {
+  let values: { via: string; input?: string; epochs: string };
+  try {
+    ({ values } = parseArgs({ options: { via: { type: 'string', default: 'local' }, input: { type: 'string' }, epochs: { type: 'string', default: '2' } } }));
+  } catch (e) {
+    // parseArgs's own text suggests quoting with `--`, which is not the fix here: name the option instead.
+    const what = /'([^' ]+)/.exec((e as Error).message)?.[1] ?? '';
+    const code = (e as { code?: string }).code;
+    usageError(
+      code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE'
+        ? `${what} needs a value`
+        : code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL'
+          ? `unexpected argument "${what}"`
+          : `unknown option ${what}`,
+    );
+  }
+  if (!VIAS.includes(values.via)) usageError(`--via must be local, http or tcp, got "${values.via}"`);
+  const epochs = /^\d+$/.test(values.epochs) ? Number(values.epochs) : 0;
+  if (epochs < 1) usageError(`--epochs must be an integer of at least 1, got "${values.epochs}"`);
+  return { via: values.via, input: values.input, epochs };
+}
+
+const values = options();
 const input = values.input ?? (await demoDataset());
 const plan: PlanSpec = {
   ...getPreset('rm1').defaultPlan(),
   batchSize: 2048,
-  epochs: Number(values.epochs),
+  epochs: values.epochs,
   shuffle: { seed: 1, bufferRows: 50_000 },
   backend: { name: 'reference' },
 };
@@ -139,7 +170,7 @@ async function* feed(): AsyncGenerator<Step> {
       };
     await sender;
     await listener.close();
-  } else throw new Error(`--via must be local, http or tcp, got ${values.via}`);
+  }
 }
 
 let first = NaN;

@@ -2,16 +2,18 @@
  * End-to-end tests of the `sluice` command line: each test spawns `node packages/core/bin/sluice.js`
  * (the compiled dist/, so `npm run build` first) and checks exit codes, stdout, stderr and files.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { existsSync, mkdirSync, openAsBlob, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, existsSync, mkdirSync, openAsBlob, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Float32, Int32, Vector, tableFromIPC, type Table } from 'apache-arrow';
 import * as pw from 'parquet-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadPlan, type PlanSpec } from '@sluice/ops';
 import { DEMO_ROWS } from '../packages/core/src/gen/demo.js';
+import { checkFits } from '../packages/core/src/cli/commands/reproduce.js';
+import { REPRODUCTIONS } from '../packages/core/src/cli/reproductions.js';
 import { i32, str, tempDir, vec, writeParquet } from '../packages/core/test/helpers.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -267,12 +269,13 @@ describe('sluice usage', () => {
   it('a missing required flag exits 2 naming the flag', async () => {
     const cases: Array<[string[], string]> = [
       [['plan'], '--preset is required'],
-      [['gen', '--preset', 'rm1', '--rows', '10'], '--out is required'],
+      // Issue 32 made gen and fit say --output, as run does (--out still works: see below).
+      [['gen', '--preset', 'rm1', '--rows', '10'], '--output is required'],
       [['gen', '--preset', 'rm1', '--out', path('never.parquet')], '--rows is required'],
       [['run', '--plan', mixPlanFile, '--input', mixFile], '--output is required'],
       [['run', '--plan', mixPlanFile, '--output', path('never.parquet')], '--input is required'],
       [['run', '--input', mixFile, '--output', path('never.parquet')], '--plan is required'],
-      [['fit', '--plan', mixPlanFile, '--input', mixFile], '--out is required'],
+      [['fit', '--plan', mixPlanFile, '--input', mixFile], '--output is required'],
       [['bench', '--plan', mixPlanFile], '--input is required'],
     ];
     const results = await Promise.all(cases.map(([args]) => sluice(args)));
@@ -772,5 +775,330 @@ describe('sluice demo', () => {
     const figures = (s: string): string[] => lines(s).filter((l) => /^(rows|label positive rate|sparse ids per row|dense matrix of batch 0)\s/.test(l));
     expect(figures(second.stdout)).toEqual(figures(first.stdout));
     expect(readdirSync(cacheDir)).toEqual(cached);
+  });
+});
+
+// ---- issue 32: the CLI as a careful tool --------------------------------------------------------
+
+interface Child {
+  readonly child: ChildProcess;
+  /** stderr so far. */
+  readonly stderr: () => string;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts `sluice ...args` as a child process, to signal it while it works. */
+function start(args: readonly string[], env: Record<string, string> = {}): Child {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, SLUICE_CACHE_DIR: cacheDir, ...env } });
+  let err = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+  child.stdout!.resume();
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return { child, stderr: () => err, exited };
+}
+
+/** Polls every 10 ms until `cond()` holds; fails if the child ends first. */
+async function until(c: Child, what: string, cond: () => boolean, ms = 60_000): Promise<void> {
+  let ended = false;
+  void c.exited.then(() => (ended = true));
+  const t0 = Date.now();
+  while (!cond()) {
+    if (ended) throw new Error(`the command ended before ${what}: ${c.stderr()}`);
+    if (Date.now() - t0 > ms) throw new Error(`no ${what} after ${ms} ms: ${c.stderr()}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Runs any program from the repository root; never rejects. */
+function exec(file: string, args: readonly string[], opts: { cwd?: string; env?: Record<string, string> } = {}): Promise<Result> {
+  return new Promise((resolve) => {
+    execFile(
+      file,
+      args,
+      { cwd: opts.cwd ?? ROOT, env: { ...process.env, SLUICE_CACHE_DIR: cacheDir, ...opts.env }, encoding: 'utf8' },
+      (err, stdout, stderr) => {
+        const code = err === null ? 0 : (err as { code?: unknown }).code;
+        resolve({ status: typeof code === 'number' ? code : -1, stdout, stderr });
+      },
+    );
+  });
+}
+
+describe('the CLI as a careful tool (issue 32)', () => {
+  /** Three copies of mix.parquet in a folder of their own. */
+  let multi = '';
+  let copies: string[] = [];
+  /** 100,000 RM1 rows: a run over them takes seconds, time enough to interrupt it. */
+  let bigFile = '';
+
+  beforeAll(async () => {
+    multi = path('multi');
+    mkdirSync(multi);
+    copies = ['a', 'b', 'c'].map((x) => join(multi, `${x}.parquet`));
+    for (const c of copies) copyFileSync(mixFile, c);
+    bigFile = path('big.parquet');
+    const gen = await sluice(['gen', '--preset', 'rm1', '--rows', '100000', '--output', bigFile, '--quiet']);
+    expect(gen.status, gen.stderr).toBe(0);
+  });
+
+  it('a mistyped option or command is one line with the nearest name, then where help is', async () => {
+    const cases: Array<[string[], string, string]> = [
+      [['run', '--inptu', 'x.parquet'], 'sluice run: unknown option --inptu (did you mean --input?)', 'run '],
+      [['bench', '--plna', 'p.json'], 'sluice bench: unknown option --plna (did you mean --plan?)', 'bench '],
+      [['rnu'], 'sluice: unknown command "rnu" (did you mean run?)', ''],
+      [['help', 'bnech'], 'sluice: unknown command "bnech" (did you mean bench?)', ''],
+      // Options belong to their commands: plan takes no --rows.
+      [['plan', '--preset', 'rm1', '--rows', '5'], 'sluice plan: unknown option --rows', 'plan '],
+      [['run', '--workers'], 'sluice run: --workers needs a value', 'run '],
+    ];
+    const results = await Promise.all(cases.map(([args]) => sluice(args)));
+    results.forEach((r, k) => {
+      const [args, first, cmd] = cases[k]!;
+      expect(r.status, args.join(' ')).toBe(2);
+      expect(r.stdout).toBe('');
+      // No usage dump, no library text: the line, and where help is.
+      expect(lines(r.stderr), args.join(' ')).toEqual([first, `(see sluice ${cmd}--help)`]);
+    });
+  });
+
+  it('--version answers after a command too, and help pages list the options of their command only', async () => {
+    const version = (JSON.parse(readFileSync(join(ROOT, 'packages', 'core', 'package.json'), 'utf8')) as { version: string }).version;
+    expect((await sluice(['run', '--version'])).stdout).toBe(`sluice ${version}\n`);
+    const [plan, run] = await Promise.all([sluice(['plan', '--help']), sluice(['run', '--help'])]);
+    expect(plan.stdout).not.toContain('--input');
+    expect(run.stdout).toMatch(/^\s+-i, --input F\.\.\.\s/m);
+    expect(run.stdout).toMatch(/^\s+-w, --workers N\s/m);
+  });
+
+  it('gen, fit and run all write to --output (-o); the older --out still works', async () => {
+    const [long, short, old] = ['gen-long', 'gen-short', 'gen-old'].map((x) => path(`${x}.parquet`));
+    const gens = await Promise.all(
+      [
+        ['--output', long],
+        ['-o', short],
+        ['--out', old],
+      ].map((o) => sluice(['gen', '--preset', 'rm1', '--rows', '300', '--seed', '3', ...o, '--quiet'])),
+    );
+    gens.forEach((g) => expect(g.status, g.stderr).toBe(0));
+    expect(contents(readTable(short))).toBe(contents(readTable(long)));
+    expect(contents(readTable(old))).toBe(contents(readTable(long)));
+
+    const vocab = writePlan('vocab-c1-out.json', { features: [{ name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'vocab' }] }] });
+    const [s1, s2] = [path('state-o.json'), path('state-out.json')];
+    const fits = await Promise.all([
+      sluice(['fit', '--plan', vocab, '--input', mixFile, '-o', s1, '--quiet']),
+      sluice(['fit', '--plan', vocab, '--input', mixFile, '--out', s2, '--quiet']),
+    ]);
+    fits.forEach((f) => expect(f.status, f.stderr).toBe(0));
+    expect(readFileSync(s2, 'utf8')).toBe(readFileSync(s1, 'utf8'));
+
+    expectUsageError(
+      await sluice(['gen', '--preset', 'rm1', '--rows', '5', '--out', path('g1.parquet'), '--output', path('g2.parquet')]),
+      '--out and --output are the same option',
+    );
+    expect(leftovers('g1.parquet')).toEqual([]);
+    expect(leftovers('g2.parquet')).toEqual([]);
+    const [overview, genPage, fitPage] = await Promise.all([sluice(['--help']), sluice(['gen', '--help']), sluice(['fit', '--help'])]);
+    expect(overview.stdout).not.toMatch(/--out\b(?!put)/);
+    expect(genPage.stdout).toMatch(/^\s+-o, --output F\s/m);
+    expect(fitPage.stdout).toMatch(/^\s+-o, --output STATE\s/m);
+  });
+
+  it('an unquoted glob after --input, expanded by a real shell, reads every file', async () => {
+    const sh = await exec('/bin/sh', ['-c', `"${process.execPath}" "${BIN}" bench --plan "${mixPlanFile}" --input *.parquet --json`], { cwd: multi });
+    expect(sh.status, sh.stderr).toBe(0);
+    expect((JSON.parse(sh.stdout) as { rows: number }).rows).toBe(3 * N);
+    const out = path('multi-out.parquet');
+    const r = await sluice(['run', '--plan', mixPlanFile, '--input', ...copies, '--output', out]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(values(readTable(out), 'id')).toEqual([...rowsIdx, ...rowsIdx, ...rowsIdx]);
+  });
+
+  it('an argument that is not after --input is refused, saying what to do: never skipped', async () => {
+    const [a, b] = copies as [string, string];
+    const r = await sluice(['bench', '--plan', mixPlanFile, `--input=${a}`, b, '--json']);
+    expectUsageError(r, `sluice bench: unexpected argument "${b}": to read several files, list them all right after --input (--input a.parquet b.parquet)`);
+    expect(r.stdout).toBe('');
+    expectUsageError(
+      await sluice(['bench', '--plan', mixPlanFile, '--input', a, '--json', 'w', 'x', 'y', 'z']),
+      'unexpected arguments "w", "x", "y" and 1 more',
+    );
+    expectUsageError(await sluice(['run', '--plan', mixPlanFile, '--output', path('stray.parquet'), '--input', a, '-q', b]), `unexpected argument "${b}"`);
+    expect(leftovers('stray.parquet')).toEqual([]);
+    expectUsageError(await sluice(['plan', '--preset', 'rm1', 'extra']), 'sluice plan: unexpected argument "extra"\n');
+    expectUsageError(await sluice(['reproduce', 'presto', 'piper-table4']), 'sluice reproduce: unexpected argument "piper-table4"\n');
+  });
+
+  it('run and fit refuse an output that is one of their inputs, under any name, and leave it as it was', async () => {
+    const own = path('own');
+    mkdirSync(own);
+    const self = join(own, 'self.parquet');
+    copyFileSync(mixFile, self);
+    const link = join(own, 'link.parquet');
+    symlinkSync(self, link);
+    const before = readFileSync(self);
+    const planBefore = readFileSync(mixPlanFile);
+    const rel = relative(ROOT, self);
+    const run = (input: string, output: string): string[] => ['run', '--plan', mixPlanFile, '--input', input, '--output', output];
+    const cases: Array<[string[], string]> = [
+      [run(self, self), `sluice run: --output ${self} is also an input: writing it would destroy what this command reads`],
+      [run(rel, self), `is also an input (${rel})`],
+      [run(self, link), `--output ${link} is also an input (${self})`],
+      [run(join(own, '*.parquet'), self), 'is also an input'],
+      [run(own, self), 'is also an input'],
+      [run(mixFile, mixPlanFile), `--output ${mixPlanFile} is the plan file`],
+      [['fit', '--plan', mixPlanFile, '--input', self, '--output', self], 'sluice fit: --output'],
+    ];
+    const results = await Promise.all(cases.map(([args]) => sluice(args)));
+    results.forEach((r, k) => expectUsageError(r, cases[k]![1]));
+    expect(readFileSync(self).equals(before)).toBe(true);
+    expect(readFileSync(mixPlanFile).equals(planBefore)).toBe(true);
+    expect(readdirSync(own).sort()).toEqual(['link.parquet', 'self.parquet']);
+    // A new output beside its inputs is fine.
+    const beside = join(own, 'out.parquet');
+    const ok = await sluice(run(self, beside));
+    expect(ok.status, ok.stderr).toBe(0);
+  });
+
+  it('Ctrl-C (SIGINT) during run leaves no partial file, and the process ends by the signal', async () => {
+    const out = path('sigint-out.parquet');
+    const run = start(['run', '--plan', rm1PlanFile, '--input', bigFile, '--output', out]);
+    await until(run, 'a partial file', () => leftovers('sigint-out.parquet').some((f) => f.includes('.partial')));
+    run.child.kill('SIGINT');
+    expect(await run.exited).toEqual({ code: null, signal: 'SIGINT' });
+    expect(leftovers('sigint-out.parquet')).toEqual([]);
+  });
+
+  it('SIGTERM during gen removes the half-written file; an existing output stays as it was', async () => {
+    const out = path('sigterm-gen.parquet');
+    writeFileSync(out, 'previous output');
+    const gen = start(['gen', '--preset', 'rm1', '--rows', '5000000', '--output', out]);
+    // Wait for data in it: the writer has flushed a row group.
+    const partialBytes = (): number =>
+      leftovers('sigterm-gen.parquet')
+        .filter((f) => f.includes('.partial'))
+        .reduce((a, f) => a + statSync(path(f)).size, 0);
+    await until(gen, 'data in the partial file', () => partialBytes() > 0);
+    gen.child.kill('SIGTERM');
+    expect(await gen.exited).toEqual({ code: null, signal: 'SIGTERM' });
+    expect(leftovers('sigterm-gen.parquet')).toEqual(['sigterm-gen.parquet']);
+    expect(readFileSync(out, 'utf8')).toBe('previous output');
+  });
+
+  it('SIGINT while demo generates its data leaves no partial file in the cache', async () => {
+    const cache = path('demo-cache-sigint');
+    mkdirSync(cache);
+    const demo = start(['demo', '--rows', '3000000'], { SLUICE_CACHE_DIR: cache });
+    await until(demo, 'a partial cache file', () => readdirSync(cache).some((f) => f.includes('.partial')));
+    demo.child.kill('SIGINT');
+    expect((await demo.exited).signal).toBe('SIGINT');
+    expect(readdirSync(cache)).toEqual([]);
+  });
+
+  it('a plan or state file that does not exist is one line naming it and saying so (not ENOENT)', async () => {
+    const nope = path('nope-plan.json');
+    const nostate = path('nope-state.json');
+    const cases: Array<[string[], string, string]> = [
+      [['run', '--plan', nope, '--input', mixFile, '--output', path('np.parquet')], 'run', `plan file ${nope} does not exist`],
+      [['bench', '--plan', nope, '--input', mixFile], 'bench', `plan file ${nope} does not exist`],
+      [['fit', '--plan', nope, '--input', mixFile, '--output', path('np.json')], 'fit', `plan file ${nope} does not exist`],
+      [['serve', '--plan', nope, '--input', mixFile, '--port', '0'], 'serve', `plan file ${nope} does not exist`],
+      [['explain', '--plan', nope], 'explain', `plan file ${nope} does not exist`],
+      [['run', '--plan', dir, '--input', mixFile, '--output', path('np.parquet')], 'run', `plan file ${dir} is a folder, not a file`],
+      [['run', '--plan', mixPlanFile, '--input', mixFile, '--output', path('np.parquet'), '--state', nostate], 'run', `state file ${nostate} does not exist`],
+    ];
+    const results = await Promise.all(cases.map(([args]) => sluice(args)));
+    results.forEach((r, k) => {
+      const line = expectOneLineError(r, cases[k]![1], cases[k]![2]);
+      expect(line).not.toMatch(/ENOENT|EISDIR/);
+    });
+    expect(leftovers('np.')).toEqual([]);
+  });
+
+  it('--workers 0 is a usage error (exit 2) wherever --workers is taken', async () => {
+    const results = await Promise.all([
+      sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', path('w0.parquet'), '--workers', '0']),
+      sluice(['bench', '--plan', mixPlanFile, '--input', mixFile, '--workers', '0']),
+      sluice(['serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '0', '--workers', '0']),
+      sluice(['bench', '--plan', mixPlanFile, '--input', mixFile, '-w', '-1']),
+    ]);
+    results.slice(0, 3).forEach((r) => expectUsageError(r, '--workers must be an integer of at least 1, got "0"'));
+    expectUsageError(results[3]!, '--workers must be an integer of at least 1, got "-1"');
+    expect(leftovers('w0.parquet')).toEqual([]);
+  });
+
+  it('examples/train-dlrm.ts --via foo: one line, exit 2, no stack trace, before any data is made', async () => {
+    const cache = path('dlrm-cache');
+    mkdirSync(cache);
+    const r = await exec(process.execPath, ['--import', 'tsx', 'examples/train-dlrm.ts', '--via', 'foo'], { env: { SLUICE_CACHE_DIR: cache } });
+    expect(r.status, r.stderr).toBe(2);
+    expect(lines(r.stderr)).toHaveLength(1);
+    expect(r.stderr).toMatch(/^train-dlrm: --via must be local, http or tcp, got "foo"/);
+    expect(readdirSync(cache)).toEqual([]);
+  });
+});
+
+describe('sluice reproduce (issue 32)', () => {
+  it('--help states each target’s default size, time and memory', async () => {
+    const r = await sluice(['reproduce', '--help']);
+    expect(r.status).toBe(0);
+    for (const [name, x] of Object.entries(REPRODUCTIONS)) {
+      expect(r.stdout).toMatch(
+        new RegExp(`^  ${name}: ${x.defaultRows.toLocaleString('en-US')} rows by default: about \\d+(\\.\\d)? (s|min), up to [\\d.]+ (MB|GB)`, 'm'),
+      );
+    }
+  });
+
+  it('shows its progress on stderr, step by step with the time so far; --quiet silences it', async () => {
+    const r = await sluice(['reproduce', 'piper-table4', '--rows', '2000']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^PIPER Table 4 /);
+    const steps = lines(r.stderr);
+    for (const l of steps) expect(l).toMatch(/^reproduce piper-table4 \[\d+\.\d s\]: /);
+    expect(steps[0]).toMatch(/: 2,000 rows; expect about \d+ s and \d+ MB/);
+    expect(steps.some((l) => l.endsWith(': generating 2,000 piper-d1 rows'))).toBe(true);
+    expect(steps.some((l) => l.includes('P-III (3/3)'))).toBe(true);
+    expect(steps.at(-1)).toMatch(/: done$/);
+    const quiet = await sluice(['reproduce', 'piper-table4', '--rows', '2000', '--quiet', '--json']);
+    expect(quiet.status, quiet.stderr).toBe(0);
+    expect(quiet.stderr).toBe('');
+    expect(JSON.parse(quiet.stdout)).toHaveLength(8);
+  });
+
+  it('refuses a size that would not fit in memory, at once and with the size that would', async () => {
+    const tmp = path('reproduce-tmp');
+    mkdirSync(tmp);
+    const t0 = performance.now();
+    const r = await sluice(['reproduce', 'presto', '--rows', '1000000000000'], { TMPDIR: tmp });
+    expectUsageError(r);
+    const first = lines(r.stderr)[0]!;
+    expect(first).toMatch(
+      /^sluice reproduce: presto --rows 1,000,000,000,000 would need about [\d,]+ GB of memory \(600 MB \+ 19 MB per 1,000 rows; docs\/cli\.md#reproduce\), but [\d.]+ (GB|MB) of this machine's [\d.]+ GB is available: use --rows [\d,]+ or fewer$/,
+    );
+    expect(performance.now() - t0).toBeLessThan(20_000);
+    expect(readdirSync(tmp)).toEqual([]);
+    expectUsageError(await sluice(['reproduce', 'presto', '--rows', '0']), '--rows must be an integer of at least 1, got "0"');
+  });
+
+  it('the memory check: fixed + per-row bytes against what is available, suggesting a size that fits', () => {
+    const presto = REPRODUCTIONS.presto;
+    const mem = { available: 2e9, total: 4e9 };
+    expect(() => checkFits('presto', presto, presto.defaultRows, mem)).not.toThrow();
+    // 600 MB + 19 KB × 100,000 = 2.5 GB > 2 GB; (2e9 − 600e6) / 19,000 = 73,684 → 73,000.
+    expect(() => checkFits('presto', presto, 100_000, mem)).toThrow(/would need about 2\.5 GB .* use --rows 73,000 or fewer$/);
+    expect(() => checkFits('presto', presto, 73_000, mem)).not.toThrow();
+    expect(() => checkFits('presto', presto, 1000, { available: 0.5e9, total: 1e9 })).toThrow(/free some memory first$/);
+  });
+
+  it('Ctrl-C removes the data it generated', async () => {
+    const tmp = path('reproduce-sigint');
+    mkdirSync(tmp);
+    const r = start(['reproduce', 'presto'], { TMPDIR: tmp });
+    await until(r, 'generated data', () => /generating/.test(r.stderr()) && readdirSync(tmp).length > 0);
+    r.child.kill('SIGINT');
+    expect((await r.exited).signal).toBe('SIGINT');
+    expect(readdirSync(tmp)).toEqual([]);
   });
 });

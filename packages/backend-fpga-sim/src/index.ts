@@ -17,6 +17,8 @@ export * from './model.js';
 export { reproduceTable4, piperTable4Command, PIPER_D1_ROWS, PIPER_TABLE4_SECONDS, type Table4Row, type ReproduceOptions } from './reproduce.js';
 
 /** The `sluice reproduce` targets this package provides. */
-export const reproductions: Readonly<Record<string, (opts: { rows?: number; json?: boolean }) => Promise<string>>> = {
+export const reproductions: Readonly<
+  Record<string, (opts: { rows?: number; json?: boolean; onProgress?: (step: string) => void; tmpDir?: string }) => Promise<string>>
+> = {
   'piper-table4': piperTable4Command,
 };

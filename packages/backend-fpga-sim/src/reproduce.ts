@@ -32,6 +32,10 @@ export interface ReproduceOptions {
   rows?: number;
   /** Deployment the board is modelled in (default `remote`, PIPER's network-attached design). */
   deployment?: string;
+  /** Called as each step starts, with what it does (`sluice reproduce` prints it on stderr). */
+  onProgress?: (step: string) => void;
+  /** Folder to make the generated data's temporary folder in (default: the system's). */
+  tmpDir?: string;
 }
 
 /** Where each Table 4 row comes from: the plan variant and the op's key in the modelled per-op times. */
@@ -55,15 +59,21 @@ export async function reproduceTable4(opts: ReproduceOptions = {}): Promise<{ ro
   const rows = opts.rows ?? 20_000;
   if (!Number.isSafeInteger(rows) || rows < 1) throw new InputError(`--rows must be a positive integer, got ${rows}`);
   const deployment = opts.deployment ?? 'remote';
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-piper-'));
+  const step = opts.onProgress ?? ((): void => undefined);
+  const dir = mkdtempSync(join(opts.tmpDir ?? tmpdir(), 'sluice-piper-'));
   try {
     const input = join(dir, 'piper-d1.parquet');
+    step(`generating ${rows.toLocaleString('en-US')} piper-d1 rows`);
     await generateDataset({ preset: 'piper-d1', rows, out: input });
     const preset = getPreset('piper-d1');
     const perVariant = new Map<string, Record<string, number>>();
-    for (const variant of ['P-I', 'P-II', 'P-III'] as const) {
+    const variants = ['P-I', 'P-II', 'P-III'] as const;
+    for (const [i, variant] of variants.entries()) {
       const plan: PlanSpec = { ...preset.variants![variant]!(), backend: { name: 'fpga-sim', deployment, miniPipes: 1 } };
+      const name = `${variant} (${i + 1}/${variants.length})`;
+      if (variant !== 'P-I') step(`${name}: fitting the vocabularies`);
       const fitState = variant === 'P-I' ? undefined : (await fit(plan, { input })).state;
+      step(`${name}: running on fpga-sim`);
       const p = pipeline(plan, { input, ...(fitState ? { fitState } : {}) });
       for await (const b of p) void b;
       perVariant.set(variant, p.metrics().reportTotals);

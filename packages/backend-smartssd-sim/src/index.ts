@@ -26,6 +26,8 @@ export * from './model.js';
 export { reproducePresto, prestoCommand, PRESTO_PAPER, type PrestoRow, type PrestoOptions } from './reproduce.js';
 
 /** The `sluice reproduce` targets this package provides. */
-export const reproductions: Readonly<Record<string, (opts: { rows?: number; json?: boolean }) => Promise<string>>> = {
+export const reproductions: Readonly<
+  Record<string, (opts: { rows?: number; json?: boolean; onProgress?: (step: string) => void; tmpDir?: string }) => Promise<string>>
+> = {
   presto: prestoCommand,
 };

@@ -38,6 +38,10 @@ export interface PrestoOptions {
   /** Target training throughput, samples/s (default 8 A100s × 12,500). */
   targetSamplesPerSec?: number;
   networkGbps?: number;
+  /** Called as each step starts, with what it does (`sluice reproduce` prints it on stderr). */
+  onProgress?: (step: string) => void;
+  /** Folder to make the generated data's temporary folder in (default: the system's). */
+  tmpDir?: string;
 }
 
 /** Measures one core: Parquet decode time and each feature's kernel time (best of `reps`), cached across plans that share a feature. */
@@ -113,21 +117,28 @@ export async function reproducePresto(
   if (!Number.isSafeInteger(rows) || rows < 1) throw new InputError(`--rows must be a positive integer, got ${rows}`);
   const target = opts.targetSamplesPerSec ?? DEFAULT_A100S * SAMPLES_PER_SEC_PER_A100;
   const networkGbps = opts.networkGbps ?? PRESTO.networkGbps;
-  const dir = mkdtempSync(join(tmpdir(), 'sluice-presto-'));
+  const step = opts.onProgress ?? ((): void => undefined);
+  const dir = mkdtempSync(join(opts.tmpDir ?? tmpdir(), 'sluice-presto-'));
   try {
     const files = { rm1: join(dir, 'rm1.parquet'), production: join(dir, 'rm2-5.parquet') };
+    step(`generating ${rows.toLocaleString('en-US')} rm1 rows`);
     await generateDataset({ preset: 'rm1', rows, out: files.rm1 });
     // RM2–RM5 share one data shape (504 dense + 42 lists); only their plans differ.
+    step(`generating ${rows.toLocaleString('en-US')} rows of RM2–RM5's shape (504 dense + 42 list columns)`);
     await generateDataset({ preset: 'rm2', rows, out: files.production });
     const meter = new CpuMeter();
     const out: PrestoRow[] = [];
-    for (const model of ['rm1', 'rm2', 'rm3', 'rm4', 'rm5']) {
+    const models = ['rm1', 'rm2', 'rm3', 'rm4', 'rm5'];
+    for (const [i, model] of models.entries()) {
       const input = model === 'rm1' ? files.rm1 : files.production;
       const plan: PlanSpec = { ...getPreset(model).defaultPlan(), backend: { name: 'smartssd-sim', networkGbps, targetSamplesPerSec: target } };
+      const name = `${model.toUpperCase()} (${i + 1}/${models.length})`;
+      step(`${name}: modelling the SmartSSD on smartssd-sim`);
       const p = pipeline(plan, { input });
       for await (const b of p) void b;
       const r = p.metrics().reportTotals;
       const deviceRowsPerSec = rows / ((r.modelledMs ?? 0) / 1000);
+      step(`${name}: measuring one CPU core (decode, then each feature's kernels)`);
       const decode = (await meter.load(plan, input)).seconds;
       const kernels = await meter.kernels(plan, input);
       const network = (r.disaggNetworkBytes ?? 0) / ((networkGbps * 1e9) / 8);

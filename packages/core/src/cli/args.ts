@@ -1,11 +1,13 @@
 /**
- * Reading the parsed options, shared by the commands. Type-only imports: main.ts loads this module
- * before any command, so it must not pull in the pipeline.
+ * Reading the parsed options, shared by the commands. Type-only imports apart from the error
+ * classes: main.ts loads this module before any command, so it must not pull in the pipeline.
  */
+import { statSync } from 'node:fs';
+import { InputError } from '@sluice/ops/errors';
 import type { BackendSpec, Plan } from '@sluice/ops';
 import type { PipelineOptions } from '../pipeline/pipeline.js';
 
-/** The options as node:util parseArgs returns them. */
+/** The options by long name: strings, true for flags, arrays for options that take several values. */
 export type Values = Record<string, string | boolean | string[] | undefined>;
 
 /** A bad command line: main.ts prints it with a pointer to --help and exits 2. */
@@ -30,6 +32,20 @@ export function int(values: Values, name: string, dflt?: number): number {
   return n;
 }
 
+/**
+ * A positive integer option (a count of things that must exist, such as workers); undefined when absent.
+ *
+ * @example
+ * positiveInt({ workers: '4' }, 'workers'); // 4; '0' or 'x' throws a UsageError
+ */
+export function positiveInt(values: Values, name: string): number | undefined {
+  const v = values[name];
+  if (v === undefined) return undefined;
+  const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : NaN;
+  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be an integer of at least 1, got "${String(v)}"`);
+  return n;
+}
+
 /** The --input values (at least one). */
 export function inputs(values: Values): string[] {
   const v = values.input as string[] | undefined;
@@ -37,10 +53,42 @@ export function inputs(values: Values): string[] {
   return v;
 }
 
+/**
+ * A file the command reads, checked before anything else reads it, so that a missing one is one
+ * sentence naming it instead of the system's error code (ENOENT). `what` names it: "plan file".
+ *
+ * @example
+ * existingFile('state file', 'vocab.json'); // 'vocab.json', or throws "state file vocab.json does not exist"
+ */
+export function existingFile(what: string, path: string): string {
+  let isFile: boolean;
+  try {
+    isFile = statSync(path).isFile();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw new InputError(`${what} ${path} does not exist`);
+    if (code === 'EACCES' || code === 'EPERM') throw new InputError(`${what} ${path} cannot be read: permission denied`);
+    throw e;
+  }
+  if (!isFile) throw new InputError(`${what} ${path} is a folder, not a file`);
+  return path;
+}
+
+/**
+ * --plan: a JSON file that exists, or the plan itself inline (`--plan '{"features": ...}'`).
+ *
+ * @example
+ * const plan = loadPlan(planArg(values));
+ */
+export function planArg(values: Values): string {
+  const p = need(values, 'plan');
+  return p.trimStart().startsWith('{') ? p : existingFile('plan file', p);
+}
+
 /** --backend / --workers as an override; the pipeline keeps the plan's options for the same backend. */
 function backendOverride(values: Values, plan: Plan): BackendSpec | undefined {
   const name = values.backend as string | undefined;
-  const workers = values.workers === undefined ? undefined : int(values, 'workers');
+  const workers = positiveInt(values, 'workers');
   if (name === undefined && workers === undefined) return undefined;
   return { name: name ?? plan.backend.name, ...(workers !== undefined ? { workers } : {}) };
 }
@@ -50,6 +98,6 @@ export function pipelineOptions(values: Values, plan: Plan): PipelineOptions {
   const o: PipelineOptions = { input: inputs(values) };
   const b = backendOverride(values, plan);
   if (b) o.backend = b;
-  if (typeof values.state === 'string') o.fitState = values.state;
+  if (typeof values.state === 'string') o.fitState = existingFile('state file', values.state);
   return o;
 }

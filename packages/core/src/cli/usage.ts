@@ -1,62 +1,66 @@
 /**
- * The command line's static part: the option table and every help text. It imports nothing, so
- * that `sluice --help` and `sluice <command> --help` answer without loading a command's module.
+ * The command line's static part: every command's options and help text. It imports only plain
+ * data, so that `sluice --help` and `sluice <command> --help` answer without loading a command's
+ * module. program.ts builds the parser from these same tables, so the help lists exactly the
+ * options each command accepts.
  */
-import type { ParseArgsConfig } from 'node:util';
+import { REPRODUCTIONS, formatBytes, formatCount, formatSeconds, reproductionBytes, reproductionSeconds, type ReproductionName } from './reproductions.js';
 
 /**
- * Every option of every command. One table for all commands: each command reads the options it
- * needs and ignores the others, and a name in no command is an error for all.
+ * One option: its flags as the help shows them and what it does. Flags are `--name`, optionally
+ * after `-x, `, then the value's placeholder if it takes one; a placeholder ending in `...` takes
+ * several values (`--input a.parquet b.parquet`, as a shell expands an unquoted glob).
  */
-export const OPTIONS = {
-  help: { type: 'boolean', short: 'h' },
-  version: { type: 'boolean' },
-  debug: { type: 'boolean' },
-  json: { type: 'boolean' },
-  preset: { type: 'string' },
-  rows: { type: 'string' },
-  out: { type: 'string' },
-  output: { type: 'string', short: 'o' },
-  seed: { type: 'string' },
-  'row-group-size': { type: 'string' },
-  plan: { type: 'string', short: 'p' },
-  input: { type: 'string', short: 'i', multiple: true },
-  backend: { type: 'string', short: 'b' },
-  workers: { type: 'string', short: 'w' },
-  state: { type: 'string' },
-  quiet: { type: 'boolean', short: 'q' },
-  port: { type: 'string' },
-  host: { type: 'string' },
-  token: { type: 'string' },
-  // lookahead
-  columns: { type: 'string' },
-  'batch-size': { type: 'string' },
-  window: { type: 'string' },
-  'cache-budget': { type: 'string' },
-  'bytes-per-id': { type: 'string' },
-  // explain
-  'target-rows-per-sec': { type: 'string' },
-} as const satisfies ParseArgsConfig['options'];
+export type OptionRow = readonly [flags: string, what: string];
 
-/** One command's help: its synopsis and summary (in the overview too) and its options. */
+/** One command's help: its synopsis and summary (in the overview too), argument, options and notes. */
 interface CommandHelp {
   /** The arguments after the command's name, in the overview. */
   readonly args: string;
   /** The arguments on the command's own page, where they differ (optional ones the overview leaves out). */
   readonly pageArgs?: string;
   readonly summary: string;
-  /** Option lines for `sluice <command> --help`: [flags, what it does]. */
-  readonly options: ReadonlyArray<readonly [string, string]>;
+  /** The one positional argument the command takes, if any: its name and values, [value, what]. */
+  readonly argument?: { readonly name: string; readonly values: readonly OptionRow[] };
+  /** Option lines for `sluice <command> --help`. */
+  readonly options: readonly OptionRow[];
+  /** Paragraphs after the options. */
+  readonly notes?: readonly string[];
 }
 
-const PLAN: readonly [string, string] = ['-p, --plan P', "plan JSON file (`sluice plan` prints a preset's)"];
-const INPUT: readonly [string, string] = ['-i, --input F', 'Parquet input: a path, glob or http(s) URL; repeat it for several'];
-const BACKEND: readonly [string, string] = ['-b, --backend B', "run on backend B instead of the plan's: cpu, webgpu, fpga-sim, smartssd-sim, auto or B1,B2"];
-const WORKERS: readonly [string, string] = ['-w, --workers N', 'worker threads of the backend'];
-const STATE: readonly [string, string] = ['--state STATE', "vocabularies from `sluice fit`, for the plan's stateful ops"];
-const QUIET: readonly [string, string] = ['-q, --quiet', 'no progress line on stderr'];
-const JSON_OUT: readonly [string, string] = ['--json', 'print the result as JSON'];
+/**
+ * Older spellings still accepted, each with the option it stands for. `gen` and `fit` took `--out`
+ * where `run` took `--output`; all three now say `--output` (`-o`), and `--out` keeps working.
+ */
+export const ALIASES: Readonly<Record<string, string>> = { out: 'output' };
+
+const PLAN: OptionRow = ['-p, --plan P', "plan JSON file (`sluice plan` prints a preset's)"];
+const INPUT: OptionRow = [
+  '-i, --input F...',
+  'Parquet input: paths, globs (quoted or not), folders or http(s) URLs; list several after one --input, or repeat it',
+];
+const BACKEND: OptionRow = ['-b, --backend B', "run on backend B instead of the plan's: cpu, webgpu, fpga-sim, smartssd-sim, auto or B1,B2"];
+const WORKERS: OptionRow = ['-w, --workers N', 'worker threads of the backend (at least 1)'];
+const STATE: OptionRow = ['--state STATE', "vocabularies from `sluice fit`, for the plan's stateful ops"];
+const QUIET: OptionRow = ['-q, --quiet', 'no progress on stderr'];
+const JSON_OUT: OptionRow = ['--json', 'print the result as JSON'];
 const PRESET_NAMES = 'rm1..rm5, piper-d1, rap-plan0..3';
+const OLD_OUT = '(--out, its older spelling, also works)';
+
+/** The reproduce page's notes: each target's default size, time and memory, from reproductions.ts. */
+function reproduceNotes(): string[] {
+  const lines = (Object.keys(REPRODUCTIONS) as ReproductionName[]).map((name) => {
+    const r = REPRODUCTIONS[name];
+    const rows = r.defaultRows;
+    return `  ${name}: ${formatCount(rows)} rows by default: about ${formatSeconds(reproductionSeconds(r, rows))}, up to ${formatBytes(reproductionBytes(r, rows))}; each 100,000 rows more add about ${formatSeconds(r.msPerRow * 100)} and ${formatBytes(r.bytesPerRow * 1e5)}`;
+  });
+  return [
+    'Default sizes and cost (measured on a 2-core VM; docs/cli.md#reproduce):',
+    ...lines,
+    'A --rows whose estimated memory exceeds what this machine has available is refused before anything runs.',
+    'Progress goes to stderr, one line per step, with the time so far.',
+  ];
+}
 
 /** The commands in the order `sluice --help` lists them. */
 export const COMMAND_HELP = {
@@ -73,26 +77,34 @@ export const COMMAND_HELP = {
     options: [['--preset NAME', `the preset: ${PRESET_NAMES}`]],
   },
   gen: {
-    args: '--preset NAME --rows N --out F [--seed S] [--row-group-size R]',
+    args: '--preset NAME --rows N --output F [--seed S] [--row-group-size R]',
     summary: 'write seeded synthetic Parquet data',
     options: [
       ['--preset NAME', `the data set's shape: ${PRESET_NAMES}`],
       ['--rows N', 'rows to write'],
-      ['--out F', 'the Parquet file to write'],
+      ['-o, --output F', `the Parquet file to write (renamed into place when complete) ${OLD_OUT}`],
       ['--seed S', 'generator seed (default 42); the same seed writes the same data'],
       ['--row-group-size R', 'rows per Parquet row group (default 100,000)'],
       QUIET,
     ],
   },
   fit: {
-    args: '--plan P --input F --out STATE',
+    args: '--plan P --input F --output STATE',
     summary: 'build vocabularies for stateful ops',
-    options: [PLAN, INPUT, ['--out STATE', 'the JSON state file to write (for --state of run, bench, serve)'], QUIET],
+    options: [PLAN, INPUT, ['-o, --output STATE', `the JSON state file to write (for --state of run, bench, serve) ${OLD_OUT}`], QUIET],
   },
   run: {
     args: '--plan P --input F --output O.parquet [--backend B] [--workers N] [--state STATE]',
     summary: 'preprocess and write one column per feature, in input order',
-    options: [PLAN, INPUT, ['-o, --output O.parquet', 'the Parquet file to write (renamed into place when complete)'], BACKEND, WORKERS, STATE, QUIET],
+    options: [
+      PLAN,
+      INPUT,
+      ['-o, --output O.parquet', 'the Parquet file to write (renamed into place when complete; never one of the inputs)'],
+      BACKEND,
+      WORKERS,
+      STATE,
+      QUIET,
+    ],
   },
   bench: {
     args: '--plan P --input F [--backend B] [--workers N] [--state STATE] [--json]',
@@ -102,12 +114,15 @@ export const COMMAND_HELP = {
   reproduce: {
     args: 'piper-table4|presto [--rows N] [--json]',
     summary: "rerun a paper's table on the simulated backends (fpga-sim, smartssd-sim)",
-    options: [
-      ['piper-table4', 'PIPER Table 4 on fpga-sim (needs @sluice/backend-fpga-sim)'],
-      ['presto', "PreSto's CPU-vs-SmartSSD figures on smartssd-sim (needs @sluice/backend-smartssd-sim)"],
-      ['--rows N', "rows of synthetic data to run (default: the reproduction's own)"],
-      JSON_OUT,
-    ],
+    argument: {
+      name: 'target',
+      values: (Object.keys(REPRODUCTIONS) as ReproductionName[]).map((name): OptionRow => [
+        name,
+        `${REPRODUCTIONS[name].what} (needs @sluice/backend-${REPRODUCTIONS[name].backend})`,
+      ]),
+    },
+    options: [['--rows N', 'rows of synthetic data to generate and run (defaults below)'], JSON_OUT, QUIET],
+    notes: reproduceNotes(),
   },
   serve: {
     args: '--plan P --input F --port N [--host H] [--token T] [--backend B] [--state STATE]',
@@ -142,7 +157,7 @@ export const COMMAND_HELP = {
     summary: "the optimizer's work: ops before/after, stages, kernels per batch, placement",
     options: [
       PLAN,
-      ['-i, --input F', "data to take column statistics and the run's length from (optional)"],
+      ['-i, --input F...', "data to take column statistics and the run's length from (optional)"],
       ['-b, --backend B', 'the backend to explain for; auto or B1,B2 adds the placement over those backends'],
       ['--target-rows-per-sec R', 'also say how many units of each backend reach R rows/s'],
       JSON_OUT,
@@ -153,6 +168,12 @@ export const COMMAND_HELP = {
 export type CommandName = keyof typeof COMMAND_HELP;
 
 export const isCommand = (name: string): name is CommandName => Object.hasOwn(COMMAND_HELP, name);
+
+/** The options every command takes besides its own. */
+export const COMMON_OPTIONS: readonly OptionRow[] = [
+  ['--debug', 'print stack traces of errors'],
+  ['-h, --help', 'this help'],
+];
 
 /** A command and its arguments as one line, the name padded so that short commands' flags line up. */
 const synopsis = (name: CommandName): string => `${name.padEnd(5)} ${COMMAND_HELP[name].args}`.trimEnd();
@@ -174,22 +195,27 @@ ${(Object.keys(COMMAND_HELP) as CommandName[])
   })
   .join('\n')}
 
-common options: --debug (stack traces), --help, --version
---input takes a path, glob or http(s) URL; repeat it for several.`;
+common options: --debug (stack traces), --help, --version; \`sluice <command> --help\` shows a command's options
+--input takes paths, globs, folders or http(s) URLs: list several after one --input, or repeat it.`;
 
-/** `sluice <command> --help`: the command's synopsis, summary and options. */
-export function commandUsage(name: CommandName): string {
-  const h: CommandHelp = COMMAND_HELP[name];
-  const rows: Array<readonly [string, string]> = [...h.options, ['--debug', 'print stack traces of errors'], ['-h, --help', 'this help']];
-  // Long-only flags line up with the long name of "-x, --name".
+/** Rows as an aligned two-column block; long-only flags line up with the long name of "-x, --name". */
+function table(rows: readonly OptionRow[]): string[] {
   const flags = rows.map(([f]) => (f.startsWith('--') ? `    ${f}` : f));
   const width = Math.max(...flags.map((f) => f.length)) + 2;
+  return rows.map(([, what], i) => `  ${flags[i]!.padEnd(width)}${what}`);
+}
+
+/** `sluice <command> --help`: the command's synopsis, summary, argument, options and notes. */
+export function commandUsage(name: CommandName): string {
+  const h: CommandHelp = COMMAND_HELP[name];
   return [
     `usage: sluice ${`${name} ${h.pageArgs ?? h.args}`.trimEnd()}`,
     '',
     `${h.summary[0]!.toUpperCase()}${h.summary.slice(1)}.`,
+    ...(h.argument ? ['', `${h.argument.name}:`, ...table(h.argument.values)] : []),
     '',
     'options:',
-    ...rows.map(([, what], i) => `  ${flags[i]!.padEnd(width)}${what}`),
+    ...table([...h.options, ...COMMON_OPTIONS]),
+    ...(h.notes ? ['', ...h.notes] : []),
   ].join('\n');
 }

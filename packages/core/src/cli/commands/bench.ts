@@ -1,11 +1,11 @@
 /** `sluice bench`: run the pipeline to ready batches and report throughput, stage times and peak RSS. */
 import { loadPlan } from '@sluice/ops';
 import { pipeline } from '../../pipeline/pipeline.js';
-import { need, pipelineOptions, type Values } from '../args.js';
+import { pipelineOptions, planArg, type Values } from '../args.js';
 import { Progress, formatTable, peakRssMB } from '../progress.js';
 
 export async function cmdBench(values: Values): Promise<number> {
-  const plan = loadPlan(need(values, 'plan'));
+  const plan = loadPlan(planArg(values));
   const p = pipeline(plan, pipelineOptions(values, plan));
   const info = await p.info();
   const progress = new Progress('bench', info.rowsPerEpoch * plan.epochs, 'rows', !!values.quiet || !!values.json);

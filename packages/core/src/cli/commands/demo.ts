@@ -5,6 +5,7 @@ import { DEMO_ROWS, demoDataset } from '../../gen/demo.js';
 import { getPreset } from '../../gen/presets.js';
 import { pipeline } from '../../pipeline/pipeline.js';
 import { int, UsageError, type Values } from '../args.js';
+import { onInterrupt, removePartials } from '../interrupt.js';
 import { Progress, formatTable, peakRssMB } from '../progress.js';
 
 export async function cmdDemo(values: Values): Promise<number> {
@@ -12,16 +13,19 @@ export async function cmdDemo(values: Values): Promise<number> {
   if (rows === 0) throw new UsageError('--rows must be at least 1');
   const seed = int(values, 'seed', 42);
   let generated = false;
+  // demoDataset writes the cache entry as `<file>.partial-<pid>` and renames it: Ctrl-C removes that.
+  let generating = (): void => undefined;
   const genProgress = new Progress('gen rm1', rows, 'rows', !!values.quiet);
   const file = await demoDataset({
     rows,
     seed,
     onGenerate: (f) => {
       generated = true;
+      generating = onInterrupt(() => removePartials(f));
       process.stderr.write(`generating ${rows.toLocaleString('en-US')} RM1 rows (seed ${seed}) -> ${f}\n`);
     },
     onProgress: (d) => genProgress.update(d),
-  });
+  }).finally(() => generating());
   genProgress.done();
   if (!generated) process.stderr.write(`using cached ${file}\n`);
   const planSpec = getPreset('rm1').defaultPlan();

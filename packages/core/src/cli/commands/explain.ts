@@ -11,7 +11,7 @@ import { eliminateRedundant } from '../../plan/optimize.js';
 import { readColumnStats, type ColumnStats } from '../../plan/stats.js';
 import type { Dataset } from '../../reader/dataset.js';
 import { DecoderPool } from '../../reader/decoder-pool.js';
-import { need, UsageError, type Values } from '../args.js';
+import { planArg, UsageError, type Values } from '../args.js';
 import { formatTable } from '../progress.js';
 // Core's own backends (`reference`, in-process `cpu`, `auto`), for createBackend and calibration.
 import '../../backend/inline.js';
@@ -24,7 +24,7 @@ export async function cmdExplain(values: Values): Promise<number> {
   if (rate !== undefined && !(Number.isFinite(rate) && rate > 0))
     throw new UsageError(`--target-rows-per-sec must be a positive number, got "${String(target)}"`);
   const r = await explainCommand({
-    plan: need(values, 'plan'),
+    plan: planArg(values),
     input: (values.input as string[] | undefined) ?? [],
     ...(typeof values.backend === 'string' ? { backend: values.backend } : {}),
     ...(rate !== undefined ? { targetRowsPerSec: rate } : {}),

@@ -1,6 +1,7 @@
 /** `sluice gen`: write a preset's seeded synthetic data to Parquet. */
 import { generateDataset } from '../../gen/generate.js';
 import { int, need, UsageError, type Values } from '../args.js';
+import { partialFile } from '../interrupt.js';
 import { Progress } from '../progress.js';
 import { preset } from './plan.js';
 
@@ -9,17 +10,21 @@ export async function cmdGen(values: Values): Promise<number> {
   preset(name);
   const rows = int(values, 'rows');
   if (rows === 0) throw new UsageError('--rows must be at least 1');
-  const out = need(values, 'out');
+  const output = need(values, 'output');
+  const seed = int(values, 'seed', 42);
+  const rowGroupSize = int(values, 'row-group-size', 100_000);
   const progress = new Progress(`gen ${name}`, rows, 'rows', !!values.quiet);
-  const r = await generateDataset({
-    preset: name,
-    rows,
-    out,
-    seed: int(values, 'seed', 42),
-    rowGroupSize: int(values, 'row-group-size', 100_000),
-    onProgress: (done: number) => progress.update(done),
-  });
+  // Under a temporary name until complete: an interrupted gen leaves no truncated file behind.
+  const out = partialFile(output);
+  let r: Awaited<ReturnType<typeof generateDataset>>;
+  try {
+    r = await generateDataset({ preset: name, rows, out: out.path, seed, rowGroupSize, onProgress: (done: number) => progress.update(done) });
+    out.commit();
+  } catch (e) {
+    out.discard();
+    throw e;
+  }
   progress.done();
-  process.stderr.write(`wrote ${r.rows} rows to ${out} (${(r.bytes / 1e6).toFixed(1)} MB) in ${r.seconds.toFixed(1)} s\n`);
+  process.stderr.write(`wrote ${r.rows} rows to ${output} (${(r.bytes / 1e6).toFixed(1)} MB) in ${r.seconds.toFixed(1)} s\n`);
   return 0;
 }

@@ -1,10 +1,10 @@
 /** `sluice serve`: serve a plan's batches over HTTP until SIGINT or SIGTERM. */
 import { loadPlan } from '@sluice/ops';
 import { createBatchServer } from '../../serve/server.js';
-import { int, need, pipelineOptions, UsageError, type Values } from '../args.js';
+import { int, pipelineOptions, planArg, UsageError, type Values } from '../args.js';
 
 export async function cmdServe(values: Values): Promise<number> {
-  const plan = loadPlan(need(values, 'plan'));
+  const plan = loadPlan(planArg(values));
   const port = int(values, 'port');
   if (port > 65535) throw new UsageError(`--port must be at most 65535, got ${port}`);
   const token = (values.token as string | undefined) ?? process.env.SLUICE_TOKEN;
