@@ -34,7 +34,10 @@ export interface MakerHooks {
 
 interface Run {
   pipeline: Pipeline;
-  it: AsyncIterator<Batch>;
+  /** The pipeline's iterator, made (which starts the pipeline) once `gate` has resolved. */
+  it: AsyncIterator<Batch> | null;
+  /** The pipeline this one replaces, finishing: its threads go before this one's start. */
+  gate: Promise<void>;
   /** Seq of the batch the run yields next. */
   next: number;
   /** The run makes batches while `next <= target`. */
@@ -176,9 +179,9 @@ export class BatchMaker {
       // A run nobody waits on makes way (the least recently asked).
       let idle: Run | null = null;
       for (const r of this.runs) if (r.pending === 0 && (idle === null || r.lastUsed < idle.lastUsed)) idle = r;
-      if (idle !== null) this.retire(idle);
+      if (idle !== null) return this.give(this.start(from, this.retire(idle)), seq, w);
     }
-    if (this.runs.length < this.o.maxRuns) return this.give(this.start(from), seq, w);
+    if (this.runs.length < this.o.maxRuns) return this.give(this.start(from, Promise.resolve()), seq, w);
     if (best !== null) return this.give(best, seq, w);
     this.parked.add(seq);
   }
@@ -193,16 +196,18 @@ export class BatchMaker {
     void this.pump(run);
   }
 
-  private open(from: number): { pipeline: Pipeline; it: AsyncIterator<Batch> } {
+  /** A pipeline from resume point `from`; it starts when the run first asks it for a batch. */
+  private open(from: number): Pipeline {
     const resume = from === 0 ? undefined : this.checkpoints.get(from)!;
-    const p = pipeline(this.plan, { ...this.options, ...(resume ? { resume } : {}) });
     this.started++;
-    return { pipeline: p, it: p[Symbol.asyncIterator]() };
+    return pipeline(this.plan, { ...this.options, ...(resume ? { resume } : {}) });
   }
 
-  private start(from: number): Run {
+  private start(from: number, gate: Promise<void>): Run {
     const run: Run = {
-      ...this.open(from),
+      pipeline: this.open(from),
+      it: null,
+      gate,
       next: from,
       target: from - 1,
       pending: 0,
@@ -216,30 +221,36 @@ export class BatchMaker {
     return run;
   }
 
-  /** Stops a run's pipeline once its `next()` in flight has settled; its count of made batches is kept. */
-  private finishPipeline(p: Pipeline, it: AsyncIterator<Batch>, step: Promise<unknown>): void {
-    const done = step
-      .then(() => it.return?.())
+  /**
+   * Stops a run's pipeline once its `next()` in flight has settled; resolves when it has (its
+   * threads ended). Its count of made batches is kept.
+   */
+  private finishPipeline(run: Run): Promise<void> {
+    const { pipeline: p, it, step, gate } = run;
+    const done = Promise.all([step, gate])
+      .then(() => it?.return?.())
       .catch(() => undefined)
       .then(() => {
         this.madeByFinished += p.metrics().batches;
         this.retired.delete(p);
       });
     this.retired.set(p, done);
+    return done;
   }
 
-  private retire(run: Run): void {
-    if (run.closed) return;
+  /** Takes a run out; resolves once its pipeline has finished. */
+  private retire(run: Run): Promise<void> {
+    if (run.closed) return this.retired.get(run.pipeline) ?? Promise.resolve();
     run.closed = true;
     if (run.idle !== null) clearTimeout(run.idle);
     this.runs = this.runs.filter((r) => r !== run);
-    this.finishPipeline(run.pipeline, run.it, run.step);
+    return this.finishPipeline(run);
   }
 
-  /** Moves `run` on to a new pipeline from resume point `from` (past batches already made). */
+  /** Moves `run` on to a new pipeline from resume point `from` (past batches already made), started once the old one has finished. */
   private restart(run: Run, from: number): void {
-    this.finishPipeline(run.pipeline, run.it, run.step);
-    Object.assign(run, this.open(from), { next: from, step: Promise.resolve() });
+    const gate = this.finishPipeline(run);
+    Object.assign(run, { pipeline: this.open(from), it: null, gate, next: from, step: Promise.resolve() });
   }
 
   /** Makes batches on `run` until it reaches its target: one loop per run at a time. */
@@ -258,6 +269,11 @@ export class BatchMaker {
             this.restart(run, from);
             continue;
           }
+        }
+        if (run.it === null) {
+          await run.gate;
+          if (run.closed) break;
+          run.it = run.pipeline[Symbol.asyncIterator]();
         }
         const step = run.it.next();
         run.step = step.catch(() => undefined);

@@ -64,12 +64,16 @@ export class BatchStore {
   private readonly layout: BatchLayout;
   private readonly label: string | null;
   private readonly warn: (message: string) => void;
+  /** Bytes the shelf holds at most. */
+  private readonly capacity: number;
+  private sized = false;
 
   private constructor(plan: Plan, options: PipelineOptions, info: PipelineInfo, o: BatchStoreOptions, shelf: Shelf) {
     this.shelf = shelf;
     this.layout = info.layout;
     this.label = plan.label;
     this.warn = o.onWarning ?? (() => undefined);
+    this.capacity = shelf instanceof Spill ? shelf.maxBytes : (o.cacheBytes ?? 256 * MiB);
     this.cacheBatches = o.cacheBatches ?? Infinity;
     this.cacheBytes = o.cacheBytes ?? 256 * MiB;
     // Batches per epoch: full batches, plus the epoch's partial one unless dropLast.
@@ -156,7 +160,26 @@ export class BatchStore {
   }
 
   private async deliver(b: Batch): Promise<void> {
-    await this.put(key(b.seq, MSGPACK), batchToMsgpack(b));
+    const body = batchToMsgpack(b);
+    if (!this.sized) this.checkSize(body.byteLength);
+    await this.put(key(b.seq, MSGPACK), body);
+  }
+
+  /**
+   * Warns once, at the first batch made, when the shelf cannot hold every batch: clients that
+   * come back to more batches than it holds make the server re-make them (docs/serving.md).
+   */
+  private checkSize(bytes: number): void {
+    this.sized = true;
+    const total = this.maker.total;
+    const spill = this.shelf instanceof Spill;
+    const fits = Math.min(spill ? Infinity : this.cacheBatches, Math.floor(this.capacity / bytes));
+    if (fits >= total) return;
+    const mib = (n: number): string => (n < MiB ? `${Math.ceil(n / 1024)} KiB` : `${(n / MiB).toFixed(1)} MiB`);
+    this.warn(
+      `the ${spill ? 'spill' : 'memory cache'} holds about ${fits} of the ${total} batches (${mib(bytes)} each as msgpack, Arrow about as much again): ` +
+        `clients that come back to more of them make the server re-make batches; ${spill ? '--spill-size (spillBytes)' : 'cacheBytes'} of ${mib(bytes * total * 1.1)} would hold them all`,
+    );
   }
 
   /** Puts a body on the shelf; a spill that fails (disk full) gives way to a memory shelf, with a warning. */

@@ -286,14 +286,50 @@ describe('the disk spill', () => {
   });
 
   it('a spill smaller than the data evicts, re-makes from resume points and still sends the same bytes', async () => {
-    const s = await createBatchServer(plan256, { input: medium }, { spillDir: dir, spillBytes: 2 * 2 ** 20, checkpointEvery: 4 });
+    const warnings: string[] = [];
+    const s = await createBatchServer(
+      plan256,
+      { input: medium },
+      { spillDir: dir, spillBytes: 2 * 2 ** 20, checkpointEvery: 4, onWarning: (m) => warnings.push(m) },
+    );
     try {
       const url = await s.listen(0);
       for (let round = 0; round < 2; round++) await hammer(url, 7 + round);
+      // Said once, at the first batch: how many batches fit, and what would hold them all.
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(
+        /^the spill holds about \d+ of the 79 batches \(\d+ KiB each as msgpack, Arrow about as much again\): .* --spill-size \(spillBytes\) of [\d.]+ MiB would hold them all$/,
+      );
       expect(s.store.evicted).toBeGreaterThan(0);
       expect(s.store.made).toBeGreaterThan(s.store.distinct);
       // At most the budget plus the segment being written (1 MiB at this size).
       expect(s.store.cachedBytes).toBeLessThanOrEqual(3 * 2 ** 20);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('a shuffled plan over two epochs, re-made from resume points mid-window, sends the pipeline bytes', async () => {
+    const shuffled: PlanSpec = { ...base, batchSize: 512, epochs: 2, shuffle: { seed: 5, bufferRows: 4000 } };
+    const oracle: string[] = [];
+    for await (const b of pipeline(shuffled, { input: medium })) oracle.push(sha(batchToMsgpack(b)));
+    expect(oracle).toHaveLength(2 * Math.ceil(20_000 / 512));
+    const s = await createBatchServer(shuffled, { input: medium }, { spillBytes: 0, cacheBatches: 6, checkpointEvery: 3, prefetch: 1 });
+    try {
+      const url = await s.listen(0);
+      let x = 3;
+      const seqs = Array.from({ length: 48 }, () => ((x = (x * 1103515245 + 12345) & 0x7fffffff), x % oracle.length));
+      await Promise.all(
+        Array.from({ length: 6 }, async (_, c) => {
+          for (const seq of seqs.slice(c * 8, c * 8 + 8)) {
+            const r = await rawGet(url, `/v1/batches/${seq}`, { accept: 'application/msgpack' });
+            expect(r.status).toBe(200);
+            expect(sha(r.body), `batch ${seq}`).toBe(oracle[seq]);
+          }
+        }),
+      );
+      expect(s.store.made).toBeGreaterThan(s.store.distinct); // re-made, from resume points
+      expect((await rawGet(url, `/v1/batches/${oracle.length}`)).status).toBe(404);
     } finally {
       await s.close();
     }
