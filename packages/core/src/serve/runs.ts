@@ -86,7 +86,7 @@ export const SERVE_WORKERS = 4;
  */
 export class BatchMaker {
   private readonly wants = new Map<number, Want>();
-  /** Wants no run could take yet (every run busy and past them); tried again when one frees up. */
+  /** Wants no run could take (not expected: a take-over always leaves one); tried again when a run rests. */
   private readonly parked = new Set<number>();
   /** Batches made and being put on the shelf, by the run that made them. */
   private readonly delivering = new Map<number, Run>();
@@ -162,8 +162,13 @@ export class BatchMaker {
     await Promise.all(this.retired.values());
   }
 
-  /** Gives `seq` to the run that reaches it soonest: one behind it, or a new one from a resume point. */
-  private assign(seq: number, w: Want): void {
+  /**
+   * Gives `seq` to the run that reaches it soonest: one behind it, or a new one from a resume
+   * point when that is more than RESTART_BATCHES sooner. With every run busy, a request that would
+   * wait much longer than a new run would take takes over the least recently asked run ahead of
+   * it; that run's requests move to the new run, which passes them on its way.
+   */
+  private assign(seq: number, w: Want, mayTakeOver = true): void {
     const making = this.delivering.get(seq);
     if (making !== undefined) {
       // Made a moment ago and being written: the run that made it settles it.
@@ -174,16 +179,33 @@ export class BatchMaker {
     const from = this.checkpointAtOrBefore(seq);
     let best: Run | null = null;
     for (const r of this.runs) if (!r.closed && r.next <= seq && (best === null || r.next > best.next)) best = r;
-    if (best !== null && seq - best.next <= seq - from + RESTART_BATCHES) return this.give(best, seq, w);
-    if (this.runs.length >= this.o.maxRuns) {
-      // A run nobody waits on makes way (the least recently asked).
-      let idle: Run | null = null;
-      for (const r of this.runs) if (r.pending === 0 && (idle === null || r.lastUsed < idle.lastUsed)) idle = r;
-      if (idle !== null) return this.give(this.start(from, this.retire(idle)), seq, w);
-    }
+    const wait = best === null ? Infinity : seq - best.next;
+    const fresh = seq - from + RESTART_BATCHES;
+    if (best !== null && wait <= fresh) return this.give(best, seq, w);
     if (this.runs.length < this.o.maxRuns) return this.give(this.start(from, Promise.resolve()), seq, w);
+    // A run nobody waits on makes way (the least recently asked).
+    const idle = this.leastRecent((r) => r.pending === 0);
+    if (idle !== null) return this.give(this.start(from, this.retire(idle)), seq, w);
+    const victim = mayTakeOver && wait - fresh > 2 * this.every ? this.leastRecent((r) => r.next > seq) : null;
+    if (victim !== null) {
+      const moved = [...this.wants].filter(([, v]) => v.run === victim);
+      this.give(this.start(from, this.retire(victim)), seq, w);
+      // Each is past the victim's next, so past seq: the new run (from <= seq) reaches it.
+      for (const [s, v] of moved) {
+        v.run = null;
+        this.assign(s, v, false);
+      }
+      return;
+    }
     if (best !== null) return this.give(best, seq, w);
     this.parked.add(seq);
+  }
+
+  /** The least recently asked run that `ok` accepts, or null. */
+  private leastRecent(ok: (r: Run) => boolean): Run | null {
+    let found: Run | null = null;
+    for (const r of this.runs) if (ok(r) && (found === null || r.lastUsed < found.lastUsed)) found = r;
+    return found;
   }
 
   private give(run: Run, seq: number, w: Want): void {

@@ -335,6 +335,35 @@ describe('the disk spill', () => {
     }
   });
 
+  it('a request behind the only run, which is busy far ahead, takes it over instead of waiting for it', async () => {
+    // One run, a memory cache of 8 batches, a resume point every 2: after batch 20 is made, batch
+    // 10 is neither cached nor on the run's way to the last batch.
+    const s = await createBatchServer(plan256, { input: medium }, { spillBytes: 0, cacheBatches: 8, maxRuns: 1, checkpointEvery: 2, prefetch: 0 });
+    const last = want.msgpack.length - 1;
+    const bytes = async (seq: number): Promise<[string, number]> => {
+      const body = (await s.store.get(seq, 'application/msgpack'))!;
+      const made = s.store.made;
+      try {
+        return [sha(await body.read()), made];
+      } finally {
+        body.release();
+      }
+    };
+    try {
+      expect((await bytes(20))[0]).toBe(want.msgpack[20]);
+      const far = bytes(last); // the run goes on from 21 towards the end
+      const [hash10, madeAt10] = await bytes(10);
+      expect(hash10).toBe(want.msgpack[10]);
+      // 10 came from a new run started at resume point 10, long before the old run could have
+      // reached the last batch (it would have made 58 more first); the new run then made the rest.
+      expect(madeAt10).toBeLessThan(21 + 40);
+      expect((await far)[0]).toBe(want.msgpack[last]);
+      expect(s.store.runsStarted).toBe(2);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('a run left idle stops, freeing its threads', async () => {
     const s = await createBatchServer(plan256, { input: medium }, { spillDir: dir, runIdleMs: 200 });
     try {
