@@ -72,7 +72,7 @@ const MAX_CHECKPOINTS = 4096;
 /** Seqs whose first making is tracked (for the made/distinct metrics), at one bit each. */
 const MAX_TRACKED = 2 ** 26;
 
-/** Threads a cpu-backend run of the server gets unless the plan or options say (each costs ~20–35 MB; docs/serving.md). */
+/** Threads a cpu-backend run of the server gets unless the plan or options say (each costs ~20 MB; docs/serving.md). */
 export const SERVE_WORKERS = 4;
 
 /**

@@ -4,7 +4,7 @@
 // timeout, and the disk spill keeps every body byte-identical to the pipeline's batch while it
 // evicts, re-makes from resume points and leaves no file behind.
 import { createHash } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -26,6 +26,8 @@ beforeAll(async () => {
   await generateDataset({ preset: 'rm1', rows: 1000, out: small, seed: 7, rowGroupSize: 300 });
   await generateDataset({ preset: 'rm1', rows: 20_000, out: medium, seed: 11, rowGroupSize: 3000 });
 });
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 

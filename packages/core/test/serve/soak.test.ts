@@ -7,7 +7,7 @@
 // and the server's metrics say how many batches it made per distinct batch.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -84,6 +84,8 @@ beforeAll(async () => {
 afterAll(() => {
   if (rss.timer) clearInterval(rss.timer);
   if (child && child.exitCode === null) child.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(spillDir, { recursive: true, force: true });
 });
 
 /** One GET on a connection of its own; the body's hash and the time taken. */
