@@ -101,3 +101,12 @@ export function pipelineOptions(values: Values, plan: Plan): PipelineOptions {
   if (typeof values.state === 'string') o.fitState = existingFile('state file', values.state);
   return o;
 }
+
+const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 };
+
+/** Bytes in a size with a unit ("4GiB", "500MB", "1.5gb", "4096B"); undefined when it is not one. */
+export function parseSize(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)\s*([a-z]+)$/i.exec(text.trim());
+  const unit = m ? SIZE_UNITS[m[2]!.toLowerCase()] : undefined;
+  return m && unit !== undefined ? Number(m[1]) * unit : undefined;
+}

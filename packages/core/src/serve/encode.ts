@@ -1,6 +1,10 @@
 import { tableToIPC } from 'apache-arrow';
+import { unpack } from 'msgpackr';
 import { batchToArrow } from '../output/batch-arrow.js';
-import type { Batch } from '../batch/index.js';
+import type { Batch, BatchLayout } from '../batch/index.js';
+
+/** What a body carries of a batch: everything but its resume cursor and `release`. */
+export type BatchBody = Pick<Batch, 'seq' | 'epoch' | 'rows' | 'dense' | 'sparse' | 'labels'>;
 
 export const ARROW_STREAM = 'application/vnd.apache.arrow.stream';
 export const MSGPACK = 'application/msgpack';
@@ -21,7 +25,7 @@ const bin = (a: ArrayBufferView): Uint8Array => new Uint8Array(a.buffer, a.byteO
  * @example
  * res.end(batchToMsgpack(batch)); // unpack(body).dense.data: 8-aligned Uint8Array view
  */
-export function batchToMsgpack(b: Batch): Uint8Array {
+export function batchToMsgpack(b: BatchBody): Uint8Array {
   const B = b.rows;
   const w = new MsgpackWriter();
   w.map(6);
@@ -203,9 +207,63 @@ function shapeBytes(shape: readonly number[]): number {
   return n;
 }
 
-/** A batch as an Arrow IPC stream, one column per feature (what `sluice run` writes). */
-export function batchToArrowStream(b: Batch, labelName: string | null): Uint8Array {
-  return tableToIPC(batchToArrow(b, labelName), 'stream');
+/**
+ * A batch as an Arrow IPC stream, one column per feature (what `sluice run` writes).
+ *
+ * @example
+ * res.end(batchToArrowStream(batch, plan.label));
+ */
+export function batchToArrowStream(b: BatchBody, labelName: string | null): Uint8Array {
+  // batchToArrow reads the arrays and the layout only, never the cursor.
+  return tableToIPC(batchToArrow(b as Batch, labelName), 'stream');
+}
+
+/** A msgpack body as batchToMsgpack writes it. */
+interface MsgpackBody {
+  seq: number;
+  epoch: number;
+  rows: number;
+  dense: { names: string[]; shape: [number, number]; data: Uint8Array };
+  sparse: { keys: string[]; lengths: { data: Uint8Array }; values: { data: Uint8Array } };
+  labels: { data: Uint8Array } | null;
+}
+
+/**
+ * The batch a `batchToMsgpack` body holds, its arrays viewing the body where they are aligned
+ * (a body read into a buffer of its own is) and copied where not; `layout` gives the dense
+ * features, which the body does not carry. The server makes a batch's Arrow body from its msgpack one.
+ *
+ * @example
+ * batchToArrowStream(batchFromMsgpack(await body.read(), info.layout), plan.label);
+ */
+export function batchFromMsgpack(body: Uint8Array, layout: BatchLayout): BatchBody {
+  const m = unpack(Buffer.from(body.buffer, body.byteOffset, body.byteLength)) as MsgpackBody;
+  const rows = m.rows;
+  const lengths = view(m.sparse.lengths.data, Int32Array);
+  const keys = m.sparse.keys.length;
+  const offsets = new Int32Array(keys + 1);
+  for (let k = 0; k < keys; k++) {
+    let n = 0;
+    for (let r = 0; r < rows; r++) n += lengths[k * rows + r]!;
+    offsets[k + 1] = offsets[k]! + n;
+  }
+  return {
+    seq: m.seq,
+    epoch: m.epoch,
+    rows,
+    dense: { names: m.dense.names, features: layout.dense, dim: m.dense.shape[1], data: view(m.dense.data, Float32Array) },
+    sparse: { keys: m.sparse.keys, lengths, offsets, values: view(m.sparse.values.data, BigInt64Array) },
+    labels: m.labels === null ? null : view(m.labels.data, Float32Array),
+  };
+}
+
+type Typed<T> = { new (buffer: ArrayBufferLike, byteOffset: number, length: number): T; readonly BYTES_PER_ELEMENT: number };
+
+/** `bin` as a typed array: a view where it is aligned, else a copy. */
+function view<T>(bin: Uint8Array, C: Typed<T>): T {
+  const n = bin.byteLength / C.BYTES_PER_ELEMENT;
+  if (bin.byteOffset % C.BYTES_PER_ELEMENT === 0) return new C(bin.buffer, bin.byteOffset, n);
+  return new C(bin.slice().buffer, 0, n);
 }
 
 /**

@@ -8,4 +8,7 @@
  */
 export { createBatchServer, type BatchServer, type ServeOptions } from './server.js';
 export { BatchStore, type BatchStoreOptions } from './store.js';
-export { batchToMsgpack, batchToArrowStream, negotiate, ARROW_STREAM, MSGPACK, type BodyFormat } from './encode.js';
+export type { GuardOptions, ConnectionGuard } from './guard.js';
+export type { Body } from './shelf.js';
+export { TargetError, parseTarget, type Route } from './target.js';
+export { batchToMsgpack, batchToArrowStream, batchFromMsgpack, negotiate, ARROW_STREAM, MSGPACK, type BodyFormat, type BatchBody } from './encode.js';

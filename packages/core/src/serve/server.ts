@@ -1,33 +1,54 @@
 /**
  * `sluice serve`: the HTTP server over a `BatchStore` (batches by seq, as Arrow or msgpack), with
- * bearer-token auth, `/v1/info`, `/healthz` and Prometheus metrics.
+ * bearer-token auth, `/v1/info`, `/healthz` and Prometheus metrics, behind the connection guard.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { pipeline as pipeStreams } from 'node:stream/promises';
 import { PlanError, SluiceError, loadPlan, type Plan, type PlanSpec } from '@sluice/ops';
-import { pipeline, type PipelineOptions } from '../pipeline/pipeline.js';
-import { ARROW_STREAM, MSGPACK, batchToArrowStream, batchToMsgpack, negotiate, type BodyFormat } from './encode.js';
+import { pipeline, type PipelineInfo, type PipelineOptions } from '../pipeline/pipeline.js';
+import { ARROW_STREAM, MSGPACK, negotiate } from './encode.js';
+import { ConnectionGuard, guardServerOptions, type GuardOptions } from './guard.js';
+import { serveMetrics } from './metrics.js';
+import type { Body } from './shelf.js';
 import { BatchStore, type BatchStoreOptions } from './store.js';
+import { TargetError, parseTarget } from './target.js';
 
-export interface ServeOptions extends BatchStoreOptions {
+/**
+ * Options of `createBatchServer`: the token, who may read `/metrics`, the store's bounds and the
+ * connection limits.
+ *
+ * @example
+ * createBatchServer(plan, { input }, { token: process.env.SLUICE_TOKEN, metricsAuth: 'open' });
+ */
+export interface ServeOptions extends BatchStoreOptions, GuardOptions {
   /** Every /v1 request must carry `Authorization: Bearer <token>`. */
   token?: string;
-  /** Open connections at most (default 64); more are refused by the server. */
-  maxConnections?: number;
+  /**
+   * Who may read `/metrics` when there is a token: `'token'` (the default) asks for it as /v1 does;
+   * `'open'` lets anyone who reaches the port read it (a Prometheus scraper without credentials).
+   */
+  metricsAuth?: 'token' | 'open';
   /** Longest request target accepted (default 256 bytes). */
   maxUrlBytes?: number;
 }
 
+/**
+ * A running batch server.
+ *
+ * @example
+ * const s = await createBatchServer(plan, { input });
+ * const url = await s.listen(0); // ... later: await s.close();
+ */
 export interface BatchServer {
   readonly server: Server;
   readonly store: BatchStore;
+  readonly guard: ConnectionGuard;
   /** Starts listening (host 127.0.0.1 unless given; port 0 picks one); resolves to the base URL. */
   listen(port: number, host?: string): Promise<string>;
   close(): Promise<void>;
 }
-
-const SEQ = /^\/v1\/batches\/([^/]*)$/;
 
 /**
  * An HTTP server for a plan's batches: `GET /v1/batches/{seq}` (Arrow stream or msgpack by
@@ -45,88 +66,52 @@ export async function createBatchServer(
 ): Promise<BatchServer> {
   const plan = loadPlan(planSpec);
   if (options.token !== undefined && options.token === '') throw new PlanError('the token must not be empty');
+  const metricsAuth = options.metricsAuth ?? 'token';
+  if (metricsAuth !== 'token' && metricsAuth !== 'open') throw new PlanError(`metricsAuth must be "token" or "open", got ${JSON.stringify(metricsAuth)}`);
+  const serverOptions = guardServerOptions(options);
   const info = await pipeline(plan, pipelineOptions).info();
-  const store = new BatchStore(plan, pipelineOptions, info, options);
+  const store = await BatchStore.open(plan, pipelineOptions, info, options);
+  try {
+    return await serveStore(plan, info, store, options, serverOptions);
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
+}
+
+/** The server over an open store. */
+async function serveStore(plan: Plan, info: PipelineInfo, store: BatchStore, options: ServeOptions, serverOptions: ServerOptions): Promise<BatchServer> {
+  const metricsAuth = options.metricsAuth ?? 'token';
   const maxUrl = options.maxUrlBytes ?? 256;
   const token = options.token === undefined ? null : Buffer.from(`Bearer ${options.token}`);
 
-  // prom-client is loaded only by a process that serves, so no other process pays for its heap.
-  const { Counter, Gauge, Histogram, Registry } = await import('prom-client');
-  const registry = new Registry();
-  const served = new Counter({ name: 'sluice_batches_served_total', help: 'Batch responses sent', labelNames: ['format'], registers: [registry] });
-  const bytes = new Counter({ name: 'sluice_bytes_served_total', help: 'Batch body bytes sent', registers: [registry] });
-  const latency = new Histogram({
-    name: 'sluice_request_duration_seconds',
-    help: 'Time from request to response body handed to the socket',
-    labelNames: ['route', 'status'],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers: [registry],
+  const server = createServer(serverOptions, (req, res) => {
+    const t0 = performance.now();
+    handle(req, res).then(
+      (route) => metrics.latency.observe({ route, status: String(res.statusCode) }, (performance.now() - t0) / 1000),
+      (e: unknown) => {
+        if (!res.headersSent) json(res, 500, { error: (e as Error).message });
+        else res.destroy();
+        metrics.latency.observe({ route: 'error', status: '500' }, (performance.now() - t0) / 1000);
+      },
+    );
   });
-  const waiting = new Gauge({ name: 'sluice_queue_depth', help: 'Batch requests waiting for their batch to be made', registers: [registry] });
-  new Gauge({
-    name: 'sluice_cached_batches',
-    help: 'Batches held in memory',
-    registers: [registry],
-    collect() {
-      this.set(store.cached);
-    },
-  });
-  new Gauge({
-    name: 'sluice_pipeline_runs',
-    help: 'Pipeline runs alive',
-    registers: [registry],
-    collect() {
-      this.set(store.activeRuns);
-    },
-  });
-  new Gauge({
-    name: 'sluice_batches_made_total',
-    help: 'Batches the pipeline made, re-made ones included',
-    registers: [registry],
-    collect() {
-      this.set(store.produced);
-    },
-  });
-
-  // Encoded bodies of recent batches, shared by clients asking for the same one (bounded like the batch cache).
-  const bodies = new Map<string, Promise<Uint8Array>>();
-  const bodyLimit = options.cacheBatches ?? 32;
-  const body = (seq: number, format: BodyFormat): Promise<Uint8Array | null> => {
-    const key = `${seq}:${format}`;
-    let p = bodies.get(key);
-    if (p === undefined) {
-      p = store.get(seq).then((b) => {
-        if (b === null) {
-          bodies.delete(key);
-          return null as unknown as Uint8Array;
-        }
-        return format === MSGPACK ? batchToMsgpack(b) : batchToArrowStream(b, plan.label);
-      });
-      p.catch(() => bodies.delete(key));
-      bodies.set(key, p);
-      while (bodies.size > bodyLimit) bodies.delete(bodies.keys().next().value!);
-    } else {
-      bodies.delete(key);
-      bodies.set(key, p);
-    }
-    return p;
-  };
-
-  const json = (res: ServerResponse, status: number, obj: unknown): void => {
-    const text = JSON.stringify(obj);
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-    res.end(text);
-  };
+  server.maxHeadersCount = 64;
+  const guard = new ConnectionGuard(server, options);
+  const metrics = await serveMetrics(store, guard);
 
   const authorized = (req: IncomingMessage): boolean => {
     if (token === null) return true;
     const got = Buffer.from(req.headers.authorization ?? '');
     return got.length === token.length && timingSafeEqual(got, token);
   };
+  const deny = (res: ServerResponse): void => {
+    res.setHeader('www-authenticate', 'Bearer');
+    json(res, 401, { error: 'missing or wrong bearer token' });
+  };
 
   const infoBody = {
     batchSize: plan.batchSize,
-    batches: store.batches,
     rowsPerEpoch: info.rowsPerEpoch,
     epochs: plan.epochs,
     dropLast: plan.dropLast,
@@ -139,6 +124,7 @@ export async function createBatchServer(
     formats: [ARROW_STREAM, MSGPACK],
   };
 
+  /** Answers one request; resolves to its route for the latency metric. */
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<string> {
     const url = req.url ?? '/';
     if (url.length > maxUrl) {
@@ -150,85 +136,81 @@ export async function createBatchServer(
       json(res, 405, { error: `method ${req.method} not allowed` });
       return 'other';
     }
-    const path = url.split('?')[0]!;
-    if (path === '/healthz') {
-      json(res, 200, { ok: true });
-      return 'healthz';
-    }
-    if (path === '/metrics') {
-      const text = await registry.metrics();
-      res.writeHead(200, { 'content-type': registry.contentType });
-      res.end(text);
-      return 'metrics';
-    }
-    if (!path.startsWith('/v1/')) {
-      json(res, 404, { error: `no such path ${path}` });
+    let route;
+    try {
+      route = parseTarget(url);
+    } catch (e) {
+      if (!(e instanceof TargetError)) throw e;
+      json(res, 400, { error: e.message });
       return 'other';
+    }
+    switch (route.kind) {
+      case 'healthz':
+        json(res, 200, { ok: true });
+        return 'healthz';
+      case 'metrics': {
+        if (metricsAuth === 'token' && !authorized(req)) {
+          deny(res);
+          return 'metrics';
+        }
+        const text = await metrics.registry.metrics();
+        res.writeHead(200, { 'content-type': metrics.registry.contentType });
+        res.end(text);
+        return 'metrics';
+      }
+      case 'unknown':
+        json(res, 404, { error: `no such path ${route.path}` });
+        return 'other';
+      default:
     }
     if (!authorized(req)) {
-      res.setHeader('www-authenticate', 'Bearer');
-      json(res, 401, { error: 'missing or wrong bearer token' });
+      deny(res);
       return 'other';
     }
-    if (path === '/v1/info') {
-      json(res, 200, infoBody);
+    if (route.kind === 'info') {
+      json(res, 200, { ...infoBody, batches: store.batches });
       return 'info';
     }
-    const m = SEQ.exec(path);
-    if (m === null) {
-      json(res, 404, { error: `no such path ${path}` });
+    if (route.kind === 'unknown-v1') {
+      json(res, 404, { error: `no such path ${route.path}` });
       return 'other';
-    }
-    const text = m[1]!;
-    const seq = Number(text);
-    if (!/^(0|[1-9][0-9]*)$/.test(text) || !Number.isSafeInteger(seq)) {
-      json(res, 400, { error: `batch seq must be a non-negative integer, got "${decodeURIComponent(text)}"` });
-      return 'batch';
     }
     const format = negotiate(req.headers.accept);
     if (format === null) {
       json(res, 406, { error: `can send ${ARROW_STREAM} or ${MSGPACK}` });
       return 'batch';
     }
-    waiting.inc();
-    let out: Uint8Array | null;
+    metrics.waiting.inc();
+    let body: Body | null;
     try {
-      out = await body(seq, format);
+      body = await store.get(route.seq, format);
     } finally {
-      waiting.dec();
+      metrics.waiting.dec();
     }
-    if (out === null) {
+    if (body === null) {
       json(res, 404, { end: true, batches: store.batches });
       return 'batch';
     }
-    res.writeHead(200, { 'content-type': format, 'content-length': out.byteLength, 'x-sluice-seq': String(seq), 'cache-control': 'no-store' });
-    res.end(out);
-    served.inc({ format: format === MSGPACK ? 'msgpack' : 'arrow' });
-    bytes.inc(out.byteLength);
+    try {
+      res.writeHead(200, { 'content-type': format, 'content-length': body.size, 'x-sluice-seq': String(route.seq), 'cache-control': 'no-store' });
+      guard.sending(res);
+      if (body.memory !== null) res.end(body.memory);
+      // From disk as the socket drains: a slow reader holds a chunk, not the body.
+      else await pipeStreams(body.stream(), res).catch(() => undefined);
+    } finally {
+      body.release();
+    }
+    if (res.writableFinished) {
+      metrics.served.inc({ format: format === MSGPACK ? 'msgpack' : 'arrow' });
+      metrics.bytes.inc(body.size);
+    }
     return 'batch';
   }
-
-  const server = createServer((req, res) => {
-    const t0 = performance.now();
-    handle(req, res).then(
-      (route) => {
-        latency.observe({ route, status: String(res.statusCode) }, (performance.now() - t0) / 1000);
-      },
-      (e: unknown) => {
-        if (!res.headersSent) json(res, 500, { error: (e as Error).message });
-        else res.destroy();
-        latency.observe({ route: 'error', status: '500' }, (performance.now() - t0) / 1000);
-      },
-    );
-  });
-  server.maxConnections = options.maxConnections ?? 64;
-  server.requestTimeout = 60_000;
-  server.headersTimeout = 10_000;
-  server.maxHeadersCount = 64;
 
   return {
     server,
     store,
+    guard,
     listen: (port, host = '127.0.0.1') =>
       new Promise((resolve, reject) => {
         server.once('error', (e: NodeJS.ErrnoException) => {
@@ -256,4 +238,10 @@ export async function createBatchServer(
       await store.close();
     },
   };
+}
+
+function json(res: ServerResponse, status: number, obj: unknown): void {
+  const text = JSON.stringify(obj);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
 }

@@ -1,188 +1,231 @@
-import type { Plan } from '@sluice/ops';
-import { pipeline, type IteratorState, type Pipeline, type PipelineInfo, type PipelineOptions } from '../pipeline/pipeline.js';
-import type { Batch } from '../batch/index.js';
-
-export interface BatchStoreOptions {
-  /** Batches kept in memory (default 32): the prefetched ones and those recently served. */
-  cacheBatches?: number;
-  /** Batches produced ahead of the highest one asked for (default 4, at most cacheBatches / 2). */
-  prefetch?: number;
-  /** Pipeline runs alive at once (default 3): one follows the fastest client, others serve clients behind it. */
-  maxRuns?: number;
-  /** A resume point is kept every this many batches (default 16): a lagging client costs at most that many re-made batches. */
-  checkpointEvery?: number;
-}
-
-interface Run {
-  pipeline: Pipeline;
-  it: AsyncIterator<Batch>;
-  /** Seq of the batch this run yields next. */
-  next: number;
-  /** Serialises advancing the run. */
-  busy: Promise<unknown>;
-  lastUsed: number;
-  closed: boolean;
-}
+/**
+ * `BatchStore`: batch bodies by seq and format for the server, in bounded memory. Bodies wait on a
+ * shelf — the disk spill by default (serve/spill.ts), else a memory cache (serve/shelf.ts) — and
+ * missing ones are made by pipeline runs (serve/runs.ts). A msgpack body is made with the batch;
+ * an Arrow body is made from the msgpack one the first time a client asks for it.
+ */
+import { tmpdir } from 'node:os';
+import { SluiceError, type Plan } from '@sluice/ops';
+import type { Batch, BatchLayout } from '../batch/index.js';
+import type { PipelineInfo, PipelineOptions } from '../pipeline/pipeline.js';
+import { ARROW_STREAM, MSGPACK, batchFromMsgpack, batchToArrowStream, batchToMsgpack, type BodyFormat } from './encode.js';
+import { BatchMaker } from './runs.js';
+import { MemoryShelf, type Body, type Shelf } from './shelf.js';
+import { Spill } from './spill.js';
 
 /**
- * Random access to a plan's deterministic batch sequence with bounded memory. Batch `seq` comes
- * from a small cache, or from a pipeline run advanced to it; a run starts from the nearest resume
- * point (small JSON states, never data), so a client far behind re-makes its batches instead of
- * the server holding every batch since it started.
+ * Bounds of the batch store: its shelf, its pipeline runs and their resume points.
+ *
+ * @example
+ * createBatchServer(plan, { input }, { spillDir: '/scratch', spillBytes: 16 * 2 ** 30, maxRuns: 2 });
+ */
+export interface BatchStoreOptions {
+  /** Disk the spill may take, in bytes (default 4 GiB); 0 keeps bodies in memory only (`cacheBatches`, `cacheBytes`). */
+  spillBytes?: number;
+  /** Folder of the spill's files (default the OS temporary folder); they are unlinked at once, so nothing is left behind. */
+  spillDir?: string;
+  /** Without a spill: bodies kept in memory at most (default: as many as `cacheBytes` holds). */
+  cacheBatches?: number;
+  /** Without a spill: bytes of bodies kept in memory (default 256 MiB). */
+  cacheBytes?: number;
+  /** Batches made past the highest one asked for (default 4). */
+  prefetch?: number;
+  /** Pipeline runs alive at once (default 2). */
+  maxRuns?: number;
+  /** A resume point is kept every this many batches (default 16). */
+  checkpointEvery?: number;
+  /** A run nobody has asked anything of for this long is stopped, freeing its threads (default 30 000 ms; 0 never). */
+  runIdleMs?: number;
+  /** Told when the store changes course (a spill that failed): the CLI prints it. */
+  onWarning?: (message: string) => void;
+}
+
+const MiB = 2 ** 20;
+/** Takes of a body that was evicted before it could be sent, before giving up. */
+const TAKE_TRIES = 4;
+
+/**
+ * Batch bodies of a plan's deterministic sequence by seq and format, made on demand by at most
+ * `maxRuns` pipeline runs and kept on a bounded shelf, so that a batch is made about once however
+ * many clients ask for it in whatever order (docs/serving.md, "Memory and re-made batches").
+ *
+ * @example
+ * const store = await BatchStore.open(plan, { input }, await pipeline(plan, { input }).info());
+ * const body = await store.get(7, MSGPACK); // null past the end
+ * try { res.end(body!.memory ?? (await body!.read())); } finally { body!.release(); }
  */
 export class BatchStore {
-  private readonly cache = new Map<number, Batch>();
-  private readonly checkpoints = new Map<number, IteratorState>();
-  private runs: Run[] = [];
-  private total: number | null = null;
-  private highest = -1;
-  private clock = 0;
-  private readonly cacheBatches: number;
-  private readonly prefetch: number;
-  private readonly maxRuns: number;
-  private readonly every: number;
+  private shelf: Shelf;
+  private readonly maker: BatchMaker;
+  private readonly converting = new Map<number, Promise<boolean>>();
   private closed = false;
-  /** Batches made by runs (re-made ones included), for metrics. */
-  produced = 0;
+  private readonly cacheBatches: number;
+  private readonly cacheBytes: number;
+  private readonly layout: BatchLayout;
+  private readonly label: string | null;
+  private readonly warn: (message: string) => void;
+  /** Bytes the shelf holds at most. */
+  private readonly capacity: number;
+  private sized = false;
 
-  constructor(
-    private readonly plan: Plan,
-    private readonly options: PipelineOptions,
-    info: PipelineInfo,
-    o: BatchStoreOptions = {},
-  ) {
-    this.cacheBatches = o.cacheBatches ?? 32;
-    this.prefetch = Math.min(o.prefetch ?? 4, Math.floor(this.cacheBatches / 2));
-    this.maxRuns = o.maxRuns ?? 3;
-    this.every = o.checkpointEvery ?? 16;
-    for (const [k, v] of Object.entries({ cacheBatches: this.cacheBatches, maxRuns: this.maxRuns, checkpointEvery: this.every })) {
-      if (!Number.isInteger(v) || v < 1) throw new RangeError(`${k} must be a positive integer, got ${v}`);
-    }
+  private constructor(plan: Plan, options: PipelineOptions, info: PipelineInfo, o: BatchStoreOptions, shelf: Shelf) {
+    this.shelf = shelf;
+    this.layout = info.layout;
+    this.label = plan.label;
+    this.warn = o.onWarning ?? (() => undefined);
+    this.capacity = shelf instanceof Spill ? shelf.maxBytes : (o.cacheBytes ?? 256 * MiB);
+    this.cacheBatches = o.cacheBatches ?? Infinity;
+    this.cacheBytes = o.cacheBytes ?? 256 * MiB;
     // Batches per epoch: full batches, plus the epoch's partial one unless dropLast.
     const r = info.rowsPerEpoch;
     const b = plan.batchSize;
-    this.total = plan.epochs * (plan.dropLast ? Math.floor(r / b) : Math.ceil(r / b));
+    const total = plan.epochs * (plan.dropLast ? Math.floor(r / b) : Math.ceil(r / b));
+    this.maker = new BatchMaker(
+      plan,
+      options,
+      total,
+      { maxRuns: o.maxRuns ?? 2, checkpointEvery: o.checkpointEvery ?? 16, prefetch: o.prefetch ?? 4, idleMs: o.runIdleMs ?? 30_000 },
+      { have: (seq) => this.shelf.has(key(seq, MSGPACK)), deliver: (batch) => this.deliver(batch) },
+    );
+  }
+
+  /** A store for `plan` over `options.input`, whose files `info` describes; opens the spill (an unwritable folder fails here). */
+  static async open(plan: Plan, options: PipelineOptions, info: PipelineInfo, o: BatchStoreOptions = {}): Promise<BatchStore> {
+    for (const [k, v] of Object.entries({ maxRuns: o.maxRuns, checkpointEvery: o.checkpointEvery, cacheBatches: o.cacheBatches, cacheBytes: o.cacheBytes })) {
+      if (v !== undefined && (!Number.isSafeInteger(v) || v < 1)) throw new RangeError(`${k} must be a positive integer, got ${v}`);
+    }
+    for (const [k, v] of Object.entries({ prefetch: o.prefetch, spillBytes: o.spillBytes, runIdleMs: o.runIdleMs })) {
+      if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) throw new RangeError(`${k} must be a non-negative integer, got ${v}`);
+    }
+    const spillBytes = o.spillBytes ?? 4 * 1024 * MiB;
+    const shelf =
+      spillBytes > 0 ? await Spill.open(o.spillDir ?? tmpdir(), spillBytes) : new MemoryShelf(o.cacheBatches ?? Infinity, o.cacheBytes ?? 256 * MiB);
+    return new BatchStore(plan, options, info, o, shelf);
   }
 
   /** Batches in the whole sequence. */
   get batches(): number {
-    return this.total!;
+    return this.maker.total;
   }
+  /** Bodies on the shelf (both formats). */
   get cached(): number {
-    return this.cache.size;
+    return this.shelf.entries;
+  }
+  /** Bytes of bodies on the shelf. */
+  get cachedBytes(): number {
+    return this.shelf.bytes;
+  }
+  /** Bodies the shelf has evicted. */
+  get evicted(): number {
+    return this.shelf.evicted;
+  }
+  /** Whether bodies go to disk (false: memory only, or the spill failed). */
+  get spilling(): boolean {
+    return this.shelf instanceof Spill;
   }
   get activeRuns(): number {
-    return this.runs.length;
+    return this.maker.activeRuns;
+  }
+  /** Batches the pipeline runs made, re-made ones included. */
+  get made(): number {
+    return this.maker.made;
+  }
+  /** Seqs made at least once (-1 when too many to track). */
+  get distinct(): number {
+    return this.maker.distinct;
+  }
+  /** Pipeline runs started, restarts included. */
+  get runsStarted(): number {
+    return this.maker.started;
   }
 
-  /** Batch `seq`, or null past the end. */
-  async get(seq: number): Promise<Batch | null> {
-    if (this.closed) throw new Error('batch store is closed');
-    if (seq >= this.total!) return null;
-    this.highest = Math.max(this.highest, seq);
-    const hit = this.cache.get(seq);
-    if (hit) {
-      this.touch(seq, hit);
-      this.prefetchAhead();
-      return hit;
+  /** Batch `seq`'s body in `format`, pinned until its `release()`; null past the end. */
+  async get(seq: number, format: BodyFormat = MSGPACK): Promise<Body | null> {
+    if (this.closed) throw new SluiceError('the server is closing');
+    for (let i = 0; i < TAKE_TRIES; i++) {
+      if (seq >= this.maker.total) return null;
+      const body = this.shelf.take(key(seq, format));
+      if (body !== null) return body;
+      if (!(await (format === MSGPACK ? this.maker.want(seq) : this.convert(seq)))) return null;
     }
-    const run = this.runFor(seq);
-    const b = await this.advance(run, seq);
-    this.prefetchAhead();
-    return b;
+    throw new SluiceError(
+      `batch ${seq} left the cache ${TAKE_TRIES} times before it could be sent: the cache is too small for this load (raise cacheBatches and cacheBytes, or use the spill)`,
+    );
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    const runs = this.runs;
-    this.runs = [];
-    await Promise.all(runs.map((r) => this.stop(r)));
-    this.cache.clear();
+    await this.maker.close();
+    await this.shelf.close();
   }
 
-  private touch(seq: number, b: Batch): void {
-    this.cache.delete(seq);
-    this.cache.set(seq, b);
+  private async deliver(b: Batch): Promise<void> {
+    const body = batchToMsgpack(b);
+    if (!this.sized) this.checkSize(body.byteLength);
+    await this.put(key(b.seq, MSGPACK), body);
   }
 
-  private remember(b: Batch): void {
-    this.touch(b.seq, b);
-    while (this.cache.size > this.cacheBatches) this.cache.delete(this.cache.keys().next().value!);
+  /**
+   * Warns once, at the first batch made, when the shelf cannot hold every batch: clients that
+   * come back to more batches than it holds make the server re-make them (docs/serving.md).
+   */
+  private checkSize(bytes: number): void {
+    this.sized = true;
+    const total = this.maker.total;
+    const spill = this.shelf instanceof Spill;
+    const fits = Math.min(spill ? Infinity : this.cacheBatches, Math.floor(this.capacity / bytes));
+    if (fits >= total) return;
+    const mib = (n: number): string => (n < MiB ? `${Math.ceil(n / 1024)} KiB` : `${(n / MiB).toFixed(1)} MiB`);
+    this.warn(
+      `the ${spill ? 'spill' : 'memory cache'} holds about ${fits} of the ${total} batches (${mib(bytes)} each as msgpack, Arrow about as much again): ` +
+        `clients that come back to more of them make the server re-make batches; ${spill ? '--spill-size (spillBytes)' : 'cacheBytes'} of ${mib(bytes * total * 1.1)} would hold them all`,
+    );
   }
 
-  /** A run that reaches `seq` soon: one already at or a little before it, else a new one from a resume point. */
-  private runFor(seq: number): Run {
-    let best: Run | null = null;
-    for (const r of this.runs) {
-      if (r.closed || r.next > seq || seq - r.next > this.cacheBatches) continue;
-      if (best === null || r.next > best.next) best = r;
-    }
-    if (best) return best;
-    let from = 0;
-    for (const k of this.checkpoints.keys()) if (k <= seq && k > from) from = k;
-    if (this.runs.length >= this.maxRuns) {
-      const idle = [...this.runs].sort((x, y) => x.lastUsed - y.lastUsed)[0]!;
-      this.runs = this.runs.filter((r) => r !== idle);
-      void this.stop(idle);
-    }
-    const resume = from === 0 ? undefined : this.checkpoints.get(from)!;
-    const p = pipeline(this.plan, { ...this.options, ...(resume ? { resume } : {}) });
-    const run: Run = { pipeline: p, it: p[Symbol.asyncIterator](), next: from, busy: Promise.resolve(), lastUsed: ++this.clock, closed: false };
-    this.runs.push(run);
-    return run;
-  }
-
-  private async stop(r: Run): Promise<void> {
-    r.closed = true;
-    await r.busy.catch(() => undefined);
-    await r.it.return?.();
-  }
-
-  /** Moves `run` forward until it has made `seq` (caching what it makes), serialised per run. */
-  private advance(run: Run, seq: number): Promise<Batch | null> {
-    const step = run.busy.then(async (): Promise<Batch | null> => {
-      run.lastUsed = ++this.clock;
-      const have = this.cache.get(seq);
-      if (have) return have;
-      // Another request may have moved the run past seq while this one waited.
-      if (run.next > seq || run.closed) return this.get(seq);
-      while (run.next <= seq) {
-        let r: IteratorResult<Batch>;
-        try {
-          r = await run.it.next();
-        } catch (e) {
-          // A failed run is dropped: its iterator would next say "done", which is not the end of
-          // the data. The next request for this seq starts a new run and meets the error again.
-          run.closed = true;
-          this.runs = this.runs.filter((x) => x !== run);
-          throw e;
-        }
-        if (r.done) {
-          this.total = run.next;
-          this.runs = this.runs.filter((x) => x !== run);
-          run.closed = true;
-          return null;
-        }
-        const b = r.value;
-        this.produced++;
-        run.next = b.seq + 1;
-        if (run.next % this.every === 0) this.checkpoints.set(run.next, run.pipeline.state()!);
-        this.remember(b);
-        if (b.seq === seq) return b;
+  /** Puts a body on the shelf; a spill that fails (disk full) gives way to a memory shelf, with a warning. */
+  private async put(k: string, body: Uint8Array): Promise<void> {
+    const shelf = this.shelf;
+    try {
+      await shelf.put(k, body);
+    } catch (e) {
+      if (!(shelf instanceof Spill) || this.closed) throw e;
+      if (this.shelf === shelf) {
+        const why = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+        this.warn(
+          `the spill in ${shelf.dir} failed (${why}); keeping batches in memory from now on (at most ${Math.round(this.cacheBytes / MiB)} MiB of them)`,
+        );
+        this.shelf = new MemoryShelf(this.cacheBatches, this.cacheBytes);
+        void shelf.close();
       }
-      return this.cache.get(seq) ?? null;
-    });
-    run.busy = step.catch(() => undefined);
-    return step;
+      await this.shelf.put(k, body);
+    }
   }
 
-  /** Keeps the run nearest the fastest client up to `prefetch` batches ahead of it. */
-  private prefetchAhead(): void {
-    if (this.prefetch === 0) return;
-    const target = Math.min(this.highest + this.prefetch, this.total! - 1);
-    if (this.cache.has(target)) return;
-    const run = this.runs.filter((r) => !r.closed && r.next <= target).sort((x, y) => y.next - x.next)[0];
-    if (run === undefined || target - run.next > this.cacheBatches) return;
-    this.advance(run, target).catch(() => undefined);
+  /** Makes batch `seq`'s Arrow body from its msgpack one; concurrent requests share one conversion. */
+  private convert(seq: number): Promise<boolean> {
+    let p = this.converting.get(seq);
+    if (p !== undefined) return p;
+    p = (async (): Promise<boolean> => {
+      const m = await this.get(seq, MSGPACK);
+      if (m === null) return false;
+      let bytes: Uint8Array;
+      try {
+        bytes = m.memory ?? (await m.read());
+      } finally {
+        m.release();
+      }
+      await this.put(key(seq, ARROW_STREAM), batchToArrowStream(batchFromMsgpack(bytes, this.layout), this.label));
+      return true;
+    })();
+    this.converting.set(seq, p);
+    p.then(
+      () => this.converting.delete(seq),
+      () => this.converting.delete(seq),
+    );
+    return p;
   }
+}
+
+function key(seq: number, format: BodyFormat): string {
+  return `${seq}:${format === MSGPACK ? 'm' : 'a'}`;
 }

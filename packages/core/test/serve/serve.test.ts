@@ -33,8 +33,8 @@ beforeAll(async () => {
   await generateDataset({ preset: 'rm1', rows: 1000, out: data, seed: 7, rowGroupSize: 300 });
   oracle = [];
   for await (const b of pipeline(plan, { input: data })) oracle.push(b);
-  // A tiny cache and frequent resume points, so that out-of-order reads must re-make batches.
-  srv = await createBatchServer(plan, { input: data }, { token: TOKEN, cacheBatches: 2, prefetch: 1, maxRuns: 2, checkpointEvery: 2 });
+  // No spill, a tiny memory cache and frequent resume points, so that out-of-order reads must re-make batches.
+  srv = await createBatchServer(plan, { input: data }, { token: TOKEN, spillBytes: 0, cacheBatches: 2, prefetch: 1, maxRuns: 2, checkpointEvery: 2 });
   url = await srv.listen(0);
 });
 
@@ -168,7 +168,9 @@ describe('sluice serve (HTTP)', () => {
     expect([...first.toArray()]).toEqual([...b.sparse.values.subarray(b.sparse.offsets[k]!, b.sparse.offsets[k]! + b.sparse.lengths[k * b.rows]!)]);
     const info = (await (await get('/v1/info')).json()) as { batches: number; batchSize: number; sparse: { keys: string[] } };
     expect(info).toMatchObject({ batches: 8, batchSize: 128, sparse: { keys: b.sparse.keys } });
-    const metrics = await (await get('/metrics', {})).text();
+    // /metrics asks for the token like /v1 does (metricsAuth 'token', the default).
+    expect((await get('/metrics', {})).status).toBe(401);
+    const metrics = await (await get('/metrics')).text();
     expect(metrics).toMatch(/sluice_batches_served_total\{format="arrow"\} [1-9]/);
     expect(metrics).toMatch(/sluice_request_duration_seconds_bucket/);
     expect(metrics).toMatch(/sluice_queue_depth 0/);

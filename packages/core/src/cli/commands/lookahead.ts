@@ -8,7 +8,7 @@ import { batchIds } from '../../lookahead/operator.js';
 import { pipeline } from '../../pipeline/pipeline.js';
 import { checkColumns, openDataset } from '../../reader/dataset.js';
 import { DecoderPool } from '../../reader/decoder-pool.js';
-import { UsageError, type Values } from '../args.js';
+import { parseSize, UsageError, type Values } from '../args.js';
 import { Progress, formatTable } from '../progress.js';
 
 /**
@@ -25,8 +25,6 @@ const SERIES_POINTS = 8;
 /** BAGPIPE §5.3: "Oracle Cacher can almost dispatch 3.27 Million examples per second". */
 export const BAGPIPE_SAMPLES_PER_SECOND = 3.27e6;
 
-const UNITS: Record<string, number> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 };
-
 /**
  * A cache budget: a whole number of ids ("500000"), or a size in bytes with a unit ("64MiB",
  * "1.5GB", "4096B"), which needs `bytesPerId`. Returns an error message instead of throwing.
@@ -38,10 +36,8 @@ export function parseCacheBudget(text: string, bytesPerId: number | undefined): 
     if (!Number.isSafeInteger(n) || n < 1) return `--cache-budget must be at least 1 id, got "${text}"`;
     return { ids: n };
   }
-  const m = /^(\d+(?:\.\d+)?)\s*([a-z]+)$/i.exec(text);
-  const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
-  if (!m || unit === undefined) return `--cache-budget takes a number of ids or a size such as 512MiB or 2GB, got "${text}"`;
-  const bytes = Number(m[1]) * unit;
+  const bytes = parseSize(text);
+  if (bytes === undefined) return `--cache-budget takes a number of ids or a size such as 512MiB or 2GB, got "${text}"`;
   if (!(bytes >= 1)) return `--cache-budget must be at least 1 byte, got "${text}"`;
   if (bytesPerId === undefined) return `--cache-budget ${text} is in bytes: give --bytes-per-id (e.g. 4 × embedding dim for float32)`;
   return { bytes, bytesPerId };

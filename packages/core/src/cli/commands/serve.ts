@@ -1,14 +1,14 @@
 /** `sluice serve`: serve a plan's batches over HTTP until SIGINT or SIGTERM. */
 import { loadPlan } from '@sluice/ops';
-import { createBatchServer } from '../../serve/server.js';
-import { int, pipelineOptions, planArg, UsageError, type Values } from '../args.js';
+import { createBatchServer, type ServeOptions } from '../../serve/server.js';
+import { int, parseSize, pipelineOptions, planArg, UsageError, type Values } from '../args.js';
 
 export async function cmdServe(values: Values): Promise<number> {
   const plan = loadPlan(planArg(values));
   const port = int(values, 'port');
   if (port > 65535) throw new UsageError(`--port must be at most 65535, got ${port}`);
   const token = (values.token as string | undefined) ?? process.env.SLUICE_TOKEN;
-  const s = await createBatchServer(plan, pipelineOptions(values, plan), token === undefined ? {} : { token });
+  const s = await createBatchServer(plan, pipelineOptions(values, plan), { ...(token === undefined ? {} : { token }), ...serveLimits(values) });
   const host = (values.host as string | undefined) ?? '127.0.0.1';
   // Listening for the stop signals before saying "serving", which a supervisor may answer at once.
   const stopped = new Promise<void>((resolve) => {
@@ -33,4 +33,24 @@ export async function cmdServe(values: Values): Promise<number> {
   await stopped;
   await s.close();
   return 0;
+}
+
+/** The server's bounds from --metrics-auth, --spill-dir, --spill-size, --max-connections and --send-timeout. */
+function serveLimits(values: Values): ServeOptions {
+  const o: ServeOptions = { onWarning: (m) => process.stderr.write(`warning: ${m}\n`) };
+  const auth = values['metrics-auth'];
+  if (auth !== undefined) {
+    if (auth !== 'token' && auth !== 'open') throw new UsageError(`--metrics-auth must be "token" or "open", got "${String(auth)}"`);
+    o.metricsAuth = auth;
+  }
+  if (typeof values['spill-dir'] === 'string') o.spillDir = values['spill-dir'];
+  const size = values['spill-size'];
+  if (typeof size === 'string') {
+    const bytes = /^\s*\d+\s*$/.test(size) ? Number(size) : parseSize(size); // a bare number is bytes
+    if (bytes === undefined) throw new UsageError(`--spill-size takes a size such as 4GiB or 500MB (0 turns the spill off), got "${size}"`);
+    o.spillBytes = Math.floor(bytes);
+  }
+  if (values['max-connections'] !== undefined) o.maxConnections = int(values, 'max-connections');
+  if (values['send-timeout'] !== undefined) o.sendTimeoutMs = int(values, 'send-timeout') * 1000;
+  return o;
 }
