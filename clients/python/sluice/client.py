@@ -55,6 +55,7 @@ class Client:
             token = os.environ.get("SLUICE_TOKEN") or None
         self.transport = Transport(urls, token, retries, retry_delay, timeout)
         self._info: Optional[Dict[str, Any]] = None
+        self._job: Optional[str] = None
 
     @property
     def urls(self) -> List[str]:
@@ -99,7 +100,9 @@ class Client:
 
             c.job   # 'a3f1c2d4e5f60718'
         """
-        return job_id(self.info())
+        if self._job is None:
+            self._job = job_id(self.info())
+        return self._job
 
     def batch_body(self, seq: int, alloc: Alloc = _empty, primary: int = 0) -> Optional[Response]:
         """Batch ``seq``'s msgpack body read into ``alloc(content_length)``, or None past the end.
@@ -133,7 +136,7 @@ class Client:
             return None
         return _decode(r)
 
-    def batches(self, start: int = 0, step: int = 1, prefetch: int = 2) -> Iterator[Batch]:
+    def batches(self, start: int = 0, step: int = 1, prefetch: int = 1) -> Iterator[Batch]:
         """Batches ``start, start + step, ...`` until the end, ``prefetch`` requests in flight.
 
         Example::
@@ -165,8 +168,10 @@ def _decode(r: Response, offsets_out: Optional[np.ndarray] = None) -> Batch:
     return b
 
 
-def ordered(fetch: Callable[[int], Optional[T]], seqs: Iterable[int], prefetch: int) -> Iterator[T]:
+def ordered(fetch: Callable[[int], Optional[T]], seqs: Iterable[int], prefetch: int, discard: Optional[Callable[[T], None]] = None) -> Iterator[T]:
     """``fetch(seq)`` for each seq in order until one returns None, ``prefetch`` calls running ahead in threads.
+
+    Results fetched ahead but never yielded (the loop stopped early) go to ``discard``.
 
     Example::
 
@@ -198,8 +203,14 @@ def ordered(fetch: Callable[[int], Optional[T]], seqs: Iterable[int], prefetch: 
     finally:
         # Requests still in flight finish in their threads; their results and errors are dropped.
         for f in ahead:
-            f.cancel()
+            if not f.cancel() and discard is not None:
+                f.add_done_callback(lambda done: _discard(done, discard))
         pool.shutdown(wait=False)
+
+
+def _discard(f: "Future[Any]", discard: Callable[[Any], None]) -> None:
+    if f.exception() is None and f.result() is not None:
+        discard(f.result())
 
 
 def rank_world(rank: Optional[int], world: Optional[int]) -> Tuple[int, int]:
@@ -242,7 +253,7 @@ class SluiceBatches:
         world: Optional[int] = None,
         start: int = 0,
         *,
-        prefetch: int = 2,
+        prefetch: int = 1,
         retries: int = 5,
         retry_delay: float = 0.1,
         timeout: float = 60.0,

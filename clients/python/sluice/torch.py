@@ -10,6 +10,7 @@ and ``pin_memory()`` / ``.to(device)`` copy it once.
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import multiprocessing.context
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
@@ -18,24 +19,18 @@ import numpy as np
 import torch
 import torch.utils.data
 
+from . import shm
 from .client import Client, _decode, ordered, rank_world
 from .errors import SluiceError, StateError
 from .state import check_job, check_state, make_state, reader_seqs
 
 _TORCH_DTYPES = {np.dtype("<f4"): torch.float32, np.dtype("<i4"): torch.int32, np.dtype("<i8"): torch.int64}
+_ITEMSIZE = {torch.float32: 4, torch.int32: 4, torch.int64: 8}
 _FIELDS = ("dense", "labels", "values", "lengths", "offsets")
 
 
 def _round8(n: int) -> int:
     return (n + 7) & ~7
-
-
-def _shared_bytes(n: int) -> torch.Tensor:
-    """``n`` bytes of shared memory as a uint8 tensor: a worker's queue then sends it without copying it."""
-    new_shared = getattr(torch.UntypedStorage, "_new_shared", None) if hasattr(torch, "UntypedStorage") else None
-    if new_shared is not None:
-        return torch.empty(0, dtype=torch.uint8).set_(new_shared(n))
-    return torch.empty(n, dtype=torch.uint8).share_memory_()
 
 
 class TorchBatch:
@@ -52,9 +47,21 @@ class TorchBatch:
             loss = model(b.dense, b.to_kjt(), b.labels)
     """
 
-    def __init__(self, body: torch.Tensor, layout: Dict[str, Tuple[int, torch.dtype, Tuple[int, ...]]], meta: Dict[str, Any]) -> None:
-        self._body = body
+    def __init__(
+        self,
+        buffer: torch.Tensor,
+        used: int,
+        layout: Dict[str, Tuple[int, torch.dtype, Tuple[int, ...]]],
+        meta: Dict[str, Any],
+        slot: Optional[shm.Slot] = None,
+        arrived: bool = False,
+    ) -> None:
+        self._buffer = buffer  # the memory the body was read into (a worker's slot may be larger)
+        self._used = used
+        self._body = buffer[:used]
         self._layout = layout
+        self._slot = slot
+        self._arrived = arrived  # in the process it was sent to (so a copy made here owns no slot)
         self.seq: int = meta["seq"]
         self.epoch: int = meta["epoch"]
         self.rows: int = meta["rows"]
@@ -64,8 +71,8 @@ class TorchBatch:
         self._meta = meta
         self.labels: Optional[torch.Tensor] = None
         for name, (off, dtype, shape) in layout.items():
-            n = int(np.prod(shape)) * _itemsize(dtype)
-            setattr(self, name, body[off : off + n].view(dtype).view(shape))
+            n = math.prod(shape) * _ITEMSIZE[dtype]
+            setattr(self, name, buffer[off : off + n].view(dtype).view(shape))
         self.dense: torch.Tensor
         self.values: torch.Tensor
         self.lengths: torch.Tensor
@@ -75,20 +82,42 @@ class TorchBatch:
         return f"TorchBatch(seq={self.seq}, rows={self.rows}, dense={tuple(self.dense.shape)}, keys={len(self.keys)}, ids={self.values.numel()})"
 
     def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
-        # One tensor crosses the process boundary (one shared-memory segment); the views are rebuilt there.
-        return (TorchBatch, (self._body, self._layout, self._meta))
+        # From a worker: one segment crosses (its views are rebuilt there), or only a reference to
+        # it when the trainer process already holds it (see sluice.shm). Anywhere else: a plain copy.
+        slot = self._slot
+        if slot is not None and not self._arrived:
+            if slot.mapped:
+                return (_by_reference, (slot, self._used, self._layout, self._meta))
+            return (_whole, (self._buffer, slot, self._used, self._layout, self._meta))
+        return (TorchBatch, (self._body, self._used, self._layout, self._meta))
 
     def _with_body(self, body: torch.Tensor) -> "TorchBatch":
-        return TorchBatch(body, self._layout, self._meta)
+        return TorchBatch(body, self._used, self._layout, self._meta)  # other memory: no slot of its own
+
+    def release(self) -> None:
+        """Done with this batch: its worker may read a later batch into its memory, and nothing may read it after.
+
+        Optional, as ``@sluice/client``'s ``release()``: a batch never released is freed as usual,
+        and its worker makes new shared memory instead (slower: see :mod:`sluice.shm`).
+
+        Example::
+
+            loss = step(b); b.release()
+        """
+        slot, self._slot = self._slot, None
+        shm.release(slot)
 
     def pin_memory(self) -> "TorchBatch":
-        """The batch in page-locked memory, one copy (the DataLoader calls this when ``pin_memory=True``).
+        """The batch copied into page-locked memory (the DataLoader calls this with ``pin_memory=True``);
+        this batch is released, as the copy is what the loop gets.
 
         Example::
 
             b = b.pin_memory().to("cuda", non_blocking=True)
         """
-        return self._with_body(self._body.pin_memory())
+        pinned = self._with_body(self._body.pin_memory())
+        self.release()
+        return pinned
 
     def to(self, device: Union[str, torch.device], non_blocking: bool = False) -> "TorchBatch":
         """The batch on ``device``: one copy of its memory, the fields views of it there.
@@ -113,11 +142,17 @@ class TorchBatch:
         return KeyedJaggedTensor(keys=self.keys, values=self.values, lengths=self.lengths, offsets=self.offsets)
 
 
-def _itemsize(dtype: torch.dtype) -> int:
-    return torch.empty(0, dtype=dtype).element_size()
+def _whole(buffer: torch.Tensor, slot: shm.Slot, used: int, layout: Any, meta: Dict[str, Any]) -> TorchBatch:
+    shm.received(slot, buffer)
+    return TorchBatch(buffer, used, layout, meta, slot, arrived=True)
 
 
-def _to_torch(r: Any, body: torch.Tensor, offsets_at: int, state: Dict[str, Any]) -> TorchBatch:
+def _by_reference(slot: shm.Slot, used: int, layout: Any, meta: Dict[str, Any]) -> TorchBatch:
+    return TorchBatch(shm.mapped(slot), used, layout, meta, slot, arrived=True)
+
+
+
+def _to_torch(r: Any, body: torch.Tensor, offsets_at: int, state: Dict[str, Any], slot: Optional[shm.Slot]) -> TorchBatch:
     """Decodes the body read into ``body`` (offsets written at byte ``offsets_at``) as a TorchBatch of views."""
     room = (body.numel() - offsets_at) // 8
     offsets_out = body[offsets_at : offsets_at + 8 * room].numpy().view(np.int64) if room > 0 else None
@@ -133,7 +168,8 @@ def _to_torch(r: Any, body: torch.Tensor, offsets_at: int, state: Dict[str, Any]
             raise _NotInBody()
         layout[name] = (off, _TORCH_DTYPES[arr.dtype], tuple(arr.shape))
     meta = {"seq": b.seq, "epoch": b.epoch, "rows": b.rows, "dense_names": b.dense_names, "keys": b.keys, "state": state}
-    return TorchBatch(body, layout, meta)
+    end = max(off + math.prod(shape) * _ITEMSIZE[dtype] for off, dtype, shape in layout.values())
+    return TorchBatch(body, end, layout, meta, slot)
 
 
 class _NotInBody(Exception):
@@ -152,7 +188,7 @@ def _copy_to_torch(b: Any, state: Any) -> TorchBatch:
         raw[at : at + a.nbytes] = np.ascontiguousarray(a).view(np.uint8).reshape(-1)
         layout[name] = (at, _TORCH_DTYPES[a.dtype], tuple(a.shape))
         at += _round8(a.nbytes)
-    return TorchBatch(body, layout, {"seq": b.seq, "epoch": b.epoch, "rows": b.rows, "dense_names": b.dense_names, "keys": b.keys, "state": state})
+    return TorchBatch(body, total, layout, {"seq": b.seq, "epoch": b.epoch, "rows": b.rows, "dense_names": b.dense_names, "keys": b.keys, "state": state})
 
 
 class SluiceIterableDataset(torch.utils.data.IterableDataset):
@@ -164,6 +200,11 @@ class SluiceIterableDataset(torch.utils.data.IterableDataset):
     is initialised, else ``RANK``/``WORLD_SIZE``, else 0 of 1. ``token`` defaults to
     ``SLUICE_TOKEN``. ``urls`` may list several servers of the same plan (replicas, a cluster's
     entry points): each reader starts on a different one and moves on when one fails.
+    ``prefetch`` is the requests a reader keeps ahead: by default 1 in this process, 0 in a
+    DataLoader worker (the DataLoader reads ahead itself, ``prefetch_factor``).
+
+    Call ``batch.release()`` when a step is done with a batch (``pin_memory=True`` does it for
+    you): its worker then reads a later batch into the same shared memory (:mod:`sluice.shm`).
 
     ``state_dict()``/``load_state_dict()`` follow torchdata's Stateful convention; the state is
     the whole job's (``{version, job, seq, epoch, batches}``), so a restart with another number of
@@ -187,7 +228,7 @@ class SluiceIterableDataset(torch.utils.data.IterableDataset):
         world: Optional[int] = None,
         start: int = 0,
         *,
-        prefetch: int = 1,
+        prefetch: Optional[int] = None,
         retries: int = 5,
         retry_delay: float = 0.1,
         timeout: float = 60.0,
@@ -199,11 +240,13 @@ class SluiceIterableDataset(torch.utils.data.IterableDataset):
         self.rank, self.world = rank_world(rank, world)
         if not isinstance(start, int) or isinstance(start, bool) or start < 0:
             raise SluiceError(f"start must be a non-negative integer, got {start!r}")
-        if not isinstance(prefetch, int) or prefetch < 0:
+        if prefetch is not None and (not isinstance(prefetch, int) or prefetch < 0):
             raise SluiceError(f"prefetch must be a non-negative integer, got {prefetch!r}")
         self.prefetch = prefetch
         self._base = start
         self._next = start
+        # Flags of the shared memory that workers recycle (see sluice.shm).
+        self._pool_id, self._pool_flags = shm.new_flags(self)
         # Set to 1 by the worker processes of a plain DataLoader (shared memory, inherited by them):
         # this process then cannot know which batches reached the loop, and state_dict() says so.
         self._in_workers: Any = multiprocessing.RawValue("b", 0)
@@ -213,7 +256,7 @@ class SluiceIterableDataset(torch.utils.data.IterableDataset):
     def __getstate__(self) -> Dict[str, Any]:
         d = dict(self.__dict__)
         if multiprocessing.context.get_spawning_popen() is None:
-            d["_in_workers"] = None  # shared memory crosses only to a child being started
+            d["_in_workers"] = d["_pool_flags"] = None  # shared memory crosses only to a child being started
         return d
 
     def _state_at(self, seq: int) -> Dict[str, Any]:
@@ -229,31 +272,49 @@ class SluiceIterableDataset(torch.utils.data.IterableDataset):
         # Room after the body for the int64 offsets of the largest batch.
         extra = 8 * (len(info["sparse"]["keys"]) * int(info["batchSize"]) + 1)
         base, world, rank = self._base, self.world, self.rank
-        alloc = _shared_bytes if wi is not None else (lambda n: torch.empty(n, dtype=torch.uint8))
+        pool = shm.WorkerPool.of(self._pool_id, self._pool_flags, worker) if wi is not None else None
         reader = rank * workers + worker
         if wi is None:
             self._next = base
 
         def fetch(seq: int) -> Optional[TorchBatch]:
-            held: List[torch.Tensor] = []
+            held: List[Tuple[torch.Tensor, Optional[shm.Slot]]] = []
 
             def into(n: int) -> np.ndarray:
-                t = alloc(_round8(n) + extra)
-                held.append(t)
+                if pool is None:
+                    t, slot = torch.empty(_round8(n) + extra, dtype=torch.uint8), None
+                else:
+                    if held:
+                        pool.give_back(held[-1][1])  # a retry reads the body again: the first try's slot is free
+                    t, slot = pool.take(_round8(n) + extra)
+                held.append((t, slot))
                 return t.numpy()
 
-            r = self.client.batch_body(seq, into, primary=reader)
-            if r is None:
-                return None
-            # This batch is the rank's i-th: the job has taken base .. base + world * (i + 1) - 1 after it.
-            i = (seq - base - rank) // world
-            after = self._state_at(base + world * (i + 1))
             try:
-                return _to_torch(r, held[-1], _round8(r.size), after)
-            except _NotInBody:
-                return _copy_to_torch(_decode(r), after)
+                r = self.client.batch_body(seq, into, primary=reader)
+                if r is None:
+                    if held and pool is not None:
+                        pool.give_back(held[-1][1])
+                    return None
+                # This batch is the rank's i-th: the job has taken base .. base + world * (i + 1) - 1 after it.
+                i = (seq - base - rank) // world
+                after = self._state_at(base + world * (i + 1))
+                body, slot = held[-1]
+                try:
+                    return _to_torch(r, body, _round8(r.size), after, slot)
+                except _NotInBody:
+                    if pool is not None:
+                        pool.give_back(slot)
+                    return _copy_to_torch(_decode(r), after)
+            except BaseException:
+                if held and pool is not None:
+                    pool.give_back(held[-1][1])
+                raise
 
-        for b in ordered(fetch, reader_seqs(base, rank, world, worker, workers), self.prefetch):
+        # A DataLoader's workers already read ahead (prefetch_factor); a thread of their own would
+        # only contend for the GIL. Read in this process, one request ahead overlaps the network.
+        prefetch = self.prefetch if self.prefetch is not None else (0 if wi is not None else 1)
+        for b in ordered(fetch, reader_seqs(base, rank, world, worker, workers), prefetch, TorchBatch.release):
             if wi is None:
                 self._note(b)
             yield b
