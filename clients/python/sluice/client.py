@@ -6,8 +6,8 @@ from __future__ import annotations
 import itertools
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 from collections import deque
+from typing import Any, Callable, Deque, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import numpy as np
 
@@ -259,7 +259,7 @@ class SluiceBatches:
         timeout: float = 60.0,
     ) -> None:
         self.client = Client(urls, token, retries=retries, retry_delay=retry_delay, timeout=timeout)
-        self.rank, self.world = self._rank_world(rank, world)
+        self.rank, self.world = rank_world(rank, world)
         if not isinstance(start, int) or isinstance(start, bool) or start < 0:
             raise SluiceError(f"start must be a non-negative integer, got {start!r}")
         if not isinstance(prefetch, int) or prefetch < 0:
@@ -267,9 +267,6 @@ class SluiceBatches:
         self.prefetch = prefetch
         self._base = start
         self._next = start
-
-    def _rank_world(self, rank: Optional[int], world: Optional[int]) -> Tuple[int, int]:
-        return rank_world(rank, world)
 
     def _state_at(self, seq: int) -> Dict[str, Any]:
         info = self.client.info()

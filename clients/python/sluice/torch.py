@@ -164,7 +164,7 @@ def _to_torch(r: Any, body: torch.Tensor, offsets_at: int, state: Dict[str, Any]
             continue
         off = offsets_at if name == "offsets" and offsets_out is not None and np.shares_memory(arr, offsets_out) else b.layout.get(name, -1)
         if off < 0:
-            # Not in the body (an unaligned array from another sender): a tensor of its own, appended.
+            # Not a view of the body (an unaligned array from another sender, no room for offsets): copies.
             raise _NotInBody()
         layout[name] = (off, _TORCH_DTYPES[arr.dtype], tuple(arr.shape))
     meta = {"seq": b.seq, "epoch": b.epoch, "rows": b.rows, "dense_names": b.dense_names, "keys": b.keys, "state": state}
