@@ -374,6 +374,12 @@ class SluiceDataLoader(torch.utils.data.DataLoader):
 
     def __iter__(self) -> Iterator[TorchBatch]:  # type: ignore[override]
         ds: SluiceIterableDataset = self.dataset  # type: ignore[assignment]
+        started = getattr(self, "_sluice_started_at", None)
+        if self.persistent_workers and started is not None and started != ds._base:
+            # Persistent workers keep the dataset copy they were started with, and its start.
+            raise StateError(
+                "load_state_dict() after this loader's persistent workers started does not reach them: make a new SluiceDataLoader"
+            )
         ds._next = ds._base
         if ds._in_workers is not None:
             ds._in_workers.value = 0
@@ -384,6 +390,7 @@ class SluiceDataLoader(torch.utils.data.DataLoader):
             it = super().__iter__()
         finally:
             ds._via_loader = False
+        self._sluice_started_at = ds._base
         for b in it:
             ds._note(b)
             yield b

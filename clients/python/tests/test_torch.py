@@ -250,3 +250,14 @@ def test_a_body_whose_arrays_cannot_be_viewed_is_copied_once(server):
     want = c.batch(3)
     for name in ("dense", "labels", "values", "lengths", "offsets"):
         assert np.array_equal(getattr(b, name).numpy(), getattr(want, name)), name
+
+
+def test_persistent_workers_cannot_miss_a_loaded_state(server, job):
+    ds = SluiceIterableDataset(server.url, TOKEN, rank=0, world=1)
+    loader = SluiceDataLoader(ds, num_workers=2, persistent_workers=True)
+    assert len(list(loader)) == job.batches
+    assert [b.seq for b in loader][:1] == [0]  # a second pass of the same workers
+    ds.load_state_dict({**loader.state_dict(), "seq": 5})
+    with pytest.raises(StateError, match="persistent workers started does not reach them: make a new SluiceDataLoader"):
+        next(iter(loader))
+    assert [b.seq for b in SluiceDataLoader(ds, num_workers=2, persistent_workers=True)][0] == 5
