@@ -428,9 +428,19 @@ function failure(err: unknown): Omit<ErrorReply, 'kind' | 'id'> {
       ? "it uses a Parquet feature Sluice's readers do not read"
       : "its bytes do not add up (damaged or truncated in a way Sluice's own checks did not catch)";
   const cols = err.columns;
-  if (cols === null) return { error: `cannot read the footer or schema: ${what}`, detail: words, broken };
+  if (cols === null) return { error: `not a readable Parquet file: ${footerProblem(words, broken)}`, detail: words, broken };
   if (cols.length === 1) return { error: `cannot decode it: ${what}`, column: cols[0]!, detail: words, broken };
   return { error: `cannot decode one of the columns ${cols.join(', ')}: ${what}`, detail: words, broken };
+}
+
+/** What parquet-wasm found wrong with a footer Sluice's checks passed, in a sentence of Sluice's (`words` are parquet-wasm's). */
+function footerProblem(words: string, broken: boolean): string {
+  if (/ARROW:schema/.test(words)) return 'the Arrow schema its writer embedded in the footer (key ARROW:schema) is damaged';
+  if (/utf-?8/i.test(words)) return 'a string in its footer is not valid UTF-8 (damaged)';
+  const missing = /Required field (\w+) is missing/.exec(words);
+  if (missing !== null) return `its footer lacks the required field ${missing[1]} (damaged, or written by a broken writer)`;
+  if (!broken && /not (yet )?(implemented|supported)|unsupported/i.test(words)) return "its schema uses a Parquet feature Sluice's readers do not read";
+  return "its footer does not add up (damaged in a way Sluice's own checks did not catch)";
 }
 
 function describe(f: pw.ParquetFile): OpenedFile {

@@ -6,11 +6,22 @@ import { crc32 } from 'node:zlib';
 import { deserializeTCompactProtocol } from 'hyparquet/src/thrift.js';
 import { encodeThrift, type Thrift } from '../../src/reader/parquet/thrift.js';
 
-/** The bytes written so far. */
+/** The bytes written so far, as a list of pieces (files of tens of megabytes are rewritten for benchmarks). */
 class Out {
-  bytes: number[] = [];
+  pieces: Uint8Array[] = [];
+  length = 0;
   raw(b: Uint8Array): void {
-    for (const x of b) this.bytes.push(x);
+    this.pieces.push(b);
+    this.length += b.length;
+  }
+  bytes(): Uint8Array {
+    const out = new Uint8Array(this.length);
+    let at = 0;
+    for (const p of this.pieces) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
   }
 }
 
@@ -35,19 +46,19 @@ export function rewriteParquet(file: Uint8Array, edits: Edits): Uint8Array {
   const out = new Out();
   out.raw(new TextEncoder().encode('PAR1'));
   for (const rg of md.field_4 as Thrift[]) {
-    const rgStart = out.bytes.length;
+    const rgStart = out.length;
     let rgBytes = 0n;
     for (const cc of rg.field_1 as Thrift[]) {
       const m = cc.field_3 as Thrift;
       const dict = m.field_11 as bigint | undefined;
       const start = Number(dict !== undefined && dict >= 4n ? dict : (m.field_9 as bigint));
       const end = start + Number(m.field_7 as bigint);
-      const newStart = out.bytes.length;
+      const newStart = out.length;
       let dataAt: number | null = null;
       let dictAt: number | null = null;
       const reader = { view, offset: start };
       while (reader.offset < end) {
-        const at = out.bytes.length;
+        const at = out.length;
         const h = deserializeTCompactProtocol(reader) as Thrift;
         const size = h.field_3 as number;
         const body = file.subarray(reader.offset, reader.offset + size);
@@ -58,7 +69,7 @@ export function rewriteParquet(file: Uint8Array, edits: Edits): Uint8Array {
         out.raw(encodeThrift(h));
         out.raw(body);
       }
-      const size = BigInt(out.bytes.length - newStart);
+      const size = BigInt(out.length - newStart);
       m.field_7 = size;
       m.field_9 = BigInt(dataAt ?? newStart);
       m.field_11 = dictAt === null ? undefined : BigInt(dictAt);
@@ -80,5 +91,5 @@ export function rewriteParquet(file: Uint8Array, edits: Edits): Uint8Array {
   new DataView(tail.buffer).setUint32(0, footer.length, true);
   tail.set(new TextEncoder().encode('PAR1'), 4);
   out.raw(tail);
-  return Uint8Array.from(out.bytes);
+  return out.bytes();
 }

@@ -49,7 +49,8 @@ export function readFooter(size: number, readAt: ReadAt): FileMetaData {
     throw new FileRefusal(`its footer (${len} bytes) does not parse (damaged)`);
   }
   // FileMetaData field 8 is encryption_algorithm: a plaintext footer over encrypted columns.
-  if (raw.field_8 !== undefined) throw new FileRefusal(`${ENCRYPTED} (its footer is plaintext, its columns are not)`);
+  if (isAlgorithm(raw.field_8)) throw new FileRefusal(`${ENCRYPTED} (its footer is plaintext, its columns are not)`);
+  checkNames(raw);
   let md: FileMetaData;
   try {
     md = parquetMetadata(footer.buffer);
@@ -91,16 +92,60 @@ function repair(raw: Thrift): Uint8Array | null {
   return changed ? encodeThrift(raw) : null;
 }
 
+/**
+ * Whether a raw thrift value is an EncryptionAlgorithm: a union of AES_GCM_V1 (field 1) or
+ * AES_GCM_CTR_V1 (field 2), each a struct. Checked to its shape so that a damaged footer is not
+ * taken for an encrypted one.
+ */
+function isAlgorithm(x: unknown): boolean {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) return false;
+  const keys = Object.keys(x);
+  const v = (x as Thrift)[keys[0]!];
+  return keys.length === 1 && (keys[0] === 'field_1' || keys[0] === 'field_2') && typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Whether a raw ColumnCryptoMetaData: a union of ENCRYPTION_WITH_FOOTER_KEY (field 1) or ENCRYPTION_WITH_COLUMN_KEY (field 2), each a struct. */
+const isCryptoMetadata = isAlgorithm;
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Whether raw thrift binary `b` is a valid UTF-8 string. */
+function isUtf8(b: unknown): boolean {
+  if (!(b instanceof Uint8Array)) return false;
+  try {
+    utf8.decode(b);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Throws a FileRefusal when a schema element's name, or a key-value pair of the footer, is missing or not UTF-8 (raw FileMetaData: field 2 the schema, 5 the key-value metadata). */
+function checkNames(raw: Thrift): void {
+  const schema = raw.field_2;
+  if (!Array.isArray(schema)) return;
+  schema.forEach((el: Thrift, i) => {
+    if (!isUtf8(el?.field_4))
+      throw new FileRefusal(`schema element ${i} has ${el?.field_4 === undefined ? 'no name' : 'a name that is not valid UTF-8'} (damaged footer)`);
+  });
+  const kv = raw.field_5;
+  if (Array.isArray(kv))
+    kv.forEach((p: Thrift, i) => {
+      if (!isUtf8(p?.field_1) || (p.field_2 !== undefined && !isUtf8(p.field_2)))
+        throw new FileRefusal(`key-value metadata entry ${i} is not valid UTF-8 (damaged footer)`);
+    });
+}
+
 /** Throws a FileRefusal when the footer's row groups and column chunks do not add up within the `dataEnd` bytes before the footer. */
 function checkLayout(md: FileMetaData, dataEnd: number): void {
   if (!Array.isArray(md.row_groups) || !Array.isArray(md.schema) || md.schema.length === 0)
     throw new FileRefusal('its footer has no schema or no row group list (damaged)');
   md.row_groups.forEach((rg, r) => {
     const rows = Number(rg.num_rows);
-    if (!Number.isSafeInteger(rows) || rows < 0) throw new FileRefusal(`row group ${r}: the footer says it holds ${rg.num_rows} rows`);
+    if (!Number.isSafeInteger(rows) || rows < 0)
+      throw new FileRefusal(`row group ${r}: the footer gives ${rg.num_rows === undefined ? 'no' : String(rg.num_rows)} row count`);
     rg.columns.forEach((c, k) => {
-      if (c.crypto_metadata !== undefined || c.encrypted_column_metadata !== undefined)
-        throw new FileRefusal(`${ENCRYPTED} (row group ${r}, column chunk ${k})`);
+      if (isCryptoMetadata(c.crypto_metadata)) throw new FileRefusal(`${ENCRYPTED} (row group ${r}, column chunk ${k})`);
       const m = c.meta_data;
       if (m === undefined) throw new FileRefusal(`row group ${r}: column chunk ${k} has no metadata in the footer (damaged)`);
       const name = Array.isArray(m.path_in_schema) ? m.path_in_schema.join('.') : `#${k}`;
@@ -115,7 +160,8 @@ function checkLayout(md: FileMetaData, dataEnd: number): void {
           `row group ${r}, column ${name}: the footer places its pages at bytes ${start}..${start + bytes}, outside the file's ${dataEnd} bytes of data`,
         );
       }
-      if (!Number.isSafeInteger(values) || values < 0) throw new FileRefusal(`row group ${r}, column ${name}: the footer says it holds ${m.num_values} values`);
+      if (!Number.isSafeInteger(values) || values < 0)
+        throw new FileRefusal(`row group ${r}, column ${name}: the footer gives ${m.num_values === undefined ? 'no' : String(m.num_values)} value count`);
     });
   });
 }

@@ -103,24 +103,27 @@ const hex = (x: number): string => `0x${(x >>> 0).toString(16).padStart(8, '0')}
 
 const isCount = (x: unknown): x is number => Number.isSafeInteger(x) && (x as number) >= 0;
 
+/** A header field in a sentence: "no page size" when the header lacks it, else "a page size of 12". */
+const shown = (x: unknown, what: string): string => (x === undefined ? `no ${what}` : `a ${what} of ${String(x)}`);
+
 /** Throws a Refusal when header `h`, followed by `left` bytes of the chunk, does not add up. */
 function checkHeader(h: PageHeader, left: number, col: string, place: PagePlace): void {
   const bad = (what: string): Refusal => new Refusal(col, `page ${place.page} (at byte ${place.at}): ${what}`);
   if (h.type === undefined) throw bad('the page header names no known page type');
   if (!isCount(h.compressed_page_size) || h.compressed_page_size > left)
-    throw bad(`the header says the page holds ${h.compressed_page_size} bytes, ${left} are left in the column chunk`);
+    throw bad(`the header gives ${shown(h.compressed_page_size, 'page size')}, and ${left} bytes are left in the column chunk`);
   if (!isCount(h.uncompressed_page_size) || h.uncompressed_page_size > MAX_PAGE_BYTES)
-    throw bad(`the header says the page decompresses to ${h.uncompressed_page_size} bytes (at most ${MAX_PAGE_BYTES} are read)`);
+    throw bad(`the header gives ${shown(h.uncompressed_page_size, 'decompressed size')} (at most ${MAX_PAGE_BYTES} bytes are read)`);
   if (h.type === 'DATA_PAGE') {
     const d = h.data_page_header;
     if (d === undefined) throw bad('a data page without its data page header');
-    if (!isCount(d.num_values)) throw bad(`the header says the page holds ${d.num_values} values`);
+    if (!isCount(d.num_values)) throw bad(`the header gives ${shown(d.num_values, 'value count')}`);
     if (d.encoding === undefined) throw bad('the page header names no known encoding');
   } else if (h.type === 'DATA_PAGE_V2') {
     const d = h.data_page_header_v2;
     if (d === undefined) throw bad('a v2 data page without its v2 header');
     if (!isCount(d.num_values) || !isCount(d.num_rows) || !isCount(d.num_nulls) || d.num_nulls > d.num_values || d.num_rows > d.num_values)
-      throw bad(`the header's counts do not add up (${d.num_values} values, ${d.num_nulls} nulls, ${d.num_rows} rows)`);
+      throw bad(`the header's counts do not add up (${d.num_values ?? 'no'} values, ${d.num_nulls ?? 'no'} nulls, ${d.num_rows ?? 'no'} rows)`);
     if (d.encoding === undefined) throw bad('the page header names no known encoding');
     const levels = d.repetition_levels_byte_length + d.definition_levels_byte_length;
     if (
@@ -129,11 +132,13 @@ function checkHeader(h: PageHeader, left: number, col: string, place: PagePlace)
       levels > h.compressed_page_size ||
       levels > h.uncompressed_page_size
     )
-      throw bad(`the header says its levels take ${levels} bytes of a ${h.compressed_page_size}-byte page`);
+      throw bad(
+        `the header's level lengths (${d.repetition_levels_byte_length ?? 'none'} and ${d.definition_levels_byte_length ?? 'none'} bytes) do not fit its ${h.compressed_page_size}-byte page`,
+      );
   } else if (h.type === 'DICTIONARY_PAGE') {
     const d = h.dictionary_page_header;
     if (d === undefined) throw bad('a dictionary page without its dictionary page header');
-    if (!isCount(d.num_values)) throw bad(`the header says the dictionary holds ${d.num_values} entries`);
+    if (!isCount(d.num_values)) throw bad(`the header gives ${shown(d.num_values, 'dictionary size')}`);
     if (place.page !== 0) throw bad('a dictionary page after the first page of the column chunk');
   }
 }
