@@ -1,8 +1,9 @@
 /**
  * The Parquet decode worker (a DecoderPool's thread; messages in decode-protocol.ts).
- * parquet-wasm panics (`RuntimeError: unreachable`) on a corrupt data page and leaves its wasm
- * instance unusable, so decoding runs here: a panic kills this thread only, and the main thread
- * reports the file and row group and starts a fresh worker.
+ * parquet-wasm panics (`RuntimeError: unreachable`) on many damaged files and leaves its wasm
+ * instance unusable, so decoding runs here: the footer and every page parquet-wasm is given are
+ * checked in Sluice's code first (parquet/check.ts), a panic that still happens is reported in
+ * Sluice's words (`failure`), and the pool replaces this thread.
  *
  * A read goes to the direct decoder (parquet/) first, which also computes derived columns once
  * per dictionary entry (dict-ops.ts) and may lay the rows out as batch arrays; what it does not
