@@ -148,6 +148,27 @@ describe('page CRCs', () => {
     }
   });
 
+  it('columns parquet-wasm decodes are checked too: a damaged page of one is refused with its column and page', async () => {
+    // UINTEGER widens to int64, which Sluice's own decoder leaves to parquet-wasm.
+    const src = join(dir, 'duck-u32.parquet');
+    await duck.run(
+      `COPY (SELECT i::BIGINT AS a, (i * 1000 + 7)::UINTEGER AS u32 FROM range(${N}) t(i)) TO '${src}' (ROW_GROUP_SIZE 2048, COMPRESSION 'uncompressed')`,
+    );
+    const bytes = rewriteParquet(readFileSync(src), { crc: true });
+    const md = parquetMetadata(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer);
+    const m = md.row_groups[0]!.columns.find((c) => c.meta_data!.path_in_schema[0] === 'u32')!.meta_data!;
+    const bad = Buffer.from(bytes);
+    bad[Number(m.data_page_offset) + Number(m.total_compressed_size) - 3] ^= 0x08;
+    const file = join(dir, 'u32-crc-damaged.parquet');
+    writeFileSync(file, bad);
+    const p: PlanSpec = { features: [{ name: 'u', input: 'u32', kind: 'sparse', ops: [{ op: 'modulus', m: 1000003 }] }] };
+    const { error } = await attempt(pipeline(p, { input: file }));
+    expect(error?.message).toMatch(/^file \S+u32-crc-damaged\.parquet, row group 0, column u32: page \d+ \(at byte \d+\): CRC mismatch /);
+    // Unchecked, the damage reaches parquet-wasm, which reads something or refuses in Sluice's words.
+    const unchecked = await attempt(pipeline(p, { input: file, verifyCrc: false }));
+    expect(unchecked.error?.message ?? '').not.toMatch(/CRC|unreachable|RuntimeError/);
+  });
+
   it('verifyCrc in a plan must be true or false', () => {
     expect(() => loadPlan({ ...plan, verifyCrc: 'no' })).toThrow(/verifyCrc must be true or false/);
   });
