@@ -2,8 +2,8 @@
 // and arrow-rs with checksums on write them; parquet-wasm and DuckDB do not), a footer edited
 // (dictionary_page_offset = 0, an encryption_algorithm). The footer and page headers are read as
 // raw thrift by hyparquet and written back with the reader's own encoder (parquet/thrift.ts).
-import { crc32 } from 'node:zlib';
 import { deserializeTCompactProtocol } from 'hyparquet/src/thrift.js';
+import { pageCrc32 } from '../../src/reader/parquet/page.js';
 import { encodeThrift, type Thrift } from '../../src/reader/parquet/thrift.js';
 
 /** The bytes written so far, as a list of pieces (files of tens of megabytes are rewritten for benchmarks). */
@@ -63,7 +63,7 @@ export function rewriteParquet(file: Uint8Array, edits: Edits): Uint8Array {
         const size = h.field_3 as number;
         const body = file.subarray(reader.offset, reader.offset + size);
         reader.offset += size;
-        if (edits.crc === true) h.field_4 = crc32(body) | 0;
+        if (edits.crc === true) h.field_4 = pageCrc32(body) | 0;
         if (h.field_1 === 2) dictAt = at;
         else if (dataAt === null) dataAt = at;
         out.raw(encodeThrift(h));

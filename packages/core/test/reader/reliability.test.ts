@@ -11,6 +11,7 @@ import { loadPlan } from '@sluice/ops';
 import { pipeline, type Batch, type PlanSpec } from '@sluice/core';
 import { writeParquetTable } from '../../src/output/parquet-write.js';
 import { tempDir, vec } from '../helpers.js';
+import { pageCrc32, tableCrc32 } from '../../src/reader/parquet/page.js';
 import { rewriteParquet } from './parquet-edit.js';
 
 const dir = tempDir('sluice-reliability-');
@@ -167,6 +168,17 @@ describe('page CRCs', () => {
     // Unchecked, the damage reaches parquet-wasm, which reads something or refuses in Sluice's words.
     const unchecked = await attempt(pipeline(p, { input: file, verifyCrc: false }));
     expect(unchecked.error?.message ?? '').not.toMatch(/CRC|unreachable|RuntimeError/);
+  });
+
+  it("CRC-32 is the standard one (check value of '123456789'), and the fallback for Node before 20.15 agrees on random pages", () => {
+    const check = new TextEncoder().encode('123456789');
+    expect(pageCrc32(check)).toBe(0xcbf43926);
+    expect(tableCrc32(check)).toBe(0xcbf43926);
+    let s = 7;
+    for (const n of [0, 1, 15, 4096, 100_003]) {
+      const page = Uint8Array.from({ length: n }, () => (s = (s * 1103515245 + 12345) % 2147483648) & 0xff);
+      expect(tableCrc32(page), `${n} bytes`).toBe(pageCrc32(page));
+    }
   });
 
   it('verifyCrc in a plan must be true or false', () => {
