@@ -33,7 +33,7 @@ export async function fit(
   options: { input?: string | readonly string[]; onProgress?: (rows: number, total: number) => void },
 ): Promise<{ plan: TypedPlan; state: Map<string, unknown>; rows: number }> {
   const plan = loadPlan(planSource);
-  const pool = new DecoderPool(1);
+  const pool = new DecoderPool(1, { verifyCrc: plan.spec.verifyCrc ?? true });
   try {
     const { dataset, plan: typed } = await openInput(plan, options.input ?? plan.input, pool);
     const columns = new Map(typed.columns.map((c) => [c, dataset.schema.get(c)!]));

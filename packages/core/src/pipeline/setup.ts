@@ -64,6 +64,11 @@ export interface PipelineOptions {
   /** Aborting stops the run: iteration throws the abort reason and resources are released. */
   signal?: AbortSignal;
   /**
+   * Verify each Parquet page's CRC where the file has one (overrides the plan's `verifyCrc`;
+   * default true). A mismatch fails the run naming the file, row group, column and page.
+   */
+  verifyCrc?: boolean;
+  /**
    * When the reader computes every feature (pushdown), let the decode workers lay batches out too
    * (default true); false assembles them on this thread. The batches are the same either way.
    */
@@ -265,7 +270,7 @@ export function buildStages(s: RunSetup, plan: Plan, spec: BackendSpec, fitState
   // With pushdown the decoders run the pushed ops too, so they get the backend's parallelism.
   const pool = new DecoderPool(
     options.decoders ?? (pushdown === null ? Math.min(2, backend.concurrency) : allInReader(pushdown) ? workersWanted(spec) : backend.concurrency),
-    { kernels },
+    { kernels, verifyCrc: options.verifyCrc ?? typed.spec.verifyCrc ?? true },
   );
   const fp = fingerprint(plan, info.dataset);
   const { start, firstSeq } = resumeStart(options.resume, fp);

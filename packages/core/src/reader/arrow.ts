@@ -1,5 +1,5 @@
 import { Type, type Data, type DataType, type Field, type Vector } from 'apache-arrow';
-import { concatColumns, gatherColumn, type Column, type ColumnType, type PrimitiveColumn, type PrimitiveType, type ValidMask } from '@sluice/ops';
+import { concatColumns, gatherColumn, InputError, type Column, type ColumnType, type PrimitiveColumn, type PrimitiveType, type ValidMask } from '@sluice/ops';
 
 /**
  * The Sluice column type an Arrow field is read as: integers of ≤ 32 bits as int32, 64-bit and
@@ -91,13 +91,30 @@ function primitiveFromData(d: Data, as: PrimitiveType, start = 0, n = d.length -
       return { type: 'int32', values: src instanceof Int32Array ? src : Int32Array.from(src), valid };
     case 'int64':
       if (src instanceof BigInt64Array) return { type: 'int64', values: src, valid };
-      if (src instanceof BigUint64Array) return { type: 'int64', values: new BigInt64Array(src.buffer, src.byteOffset, src.length), valid };
+      if (src instanceof BigUint64Array) return { type: 'int64', values: unsigned64(src, valid), valid };
       return { type: 'int64', values: BigInt64Array.from(src as ArrayLike<number>, (x) => BigInt(x)), valid };
     case 'float32':
       return { type: 'float32', values: src instanceof Float32Array ? src : Float32Array.from(src), valid };
     case 'float64':
       return { type: 'float64', values: src instanceof Float64Array ? src : Float64Array.from(src), valid };
   }
+}
+
+/**
+ * An unsigned 64-bit column as int64, refused when a value is above int64's maximum: read as
+ * int64 it would wrap to a negative number (the direct decoder checks the same, parquet/chunk.ts).
+ */
+function unsigned64(src: BigUint64Array, valid: ValidMask): BigInt64Array {
+  const out = new BigInt64Array(src.buffer, src.byteOffset, src.length);
+  const words = new Int32Array(src.buffer, src.byteOffset, src.length * 2);
+  for (let i = 0; i < src.length; i++) {
+    if (words[2 * i + 1]! < 0 && (valid === null || valid[i] === 1)) {
+      throw new InputError(
+        `an unsigned 64-bit column holds ${src[i]} (at row ${i} of the record batch), above the largest int64 (9223372036854775807); Sluice reads ids as int64 and will not wrap it to a negative number`,
+      );
+    }
+  }
+  return out;
 }
 
 function withValid(c: PrimitiveColumn, valid: ValidMask): PrimitiveColumn {

@@ -62,6 +62,8 @@ export interface ReadShared {
   /** URL of a module whose `FAST_OPS` run the derived columns' ops (`BackendRegistration.readerKernels`). */
   readonly kernels?: string;
   readonly pack?: PackShape;
+  /** Verify page CRCs where the file has them (default true; parquet/page.ts). */
+  readonly verifyCrc?: boolean;
 }
 
 /** The row group a read decodes. */
@@ -172,7 +174,14 @@ export interface PackedReply {
 export interface ErrorReply {
   readonly kind: 'error';
   readonly id: number;
+  /** What is wrong, in Sluice's words (never a library's). */
   readonly error: string;
+  /** The column it concerns, when one does. */
+  readonly column?: string;
+  /** A library's own words about it, for --debug (the error's cause). */
+  readonly detail?: string;
+  /** parquet-wasm trapped: this worker's wasm instance is unusable, and the pool ends the worker. */
+  readonly broken?: boolean;
 }
 
 export type DecodeReply = StartedReply | OpenedReply | PagesReply | BatchReply | DoneReply | PackedReply | ErrorReply;

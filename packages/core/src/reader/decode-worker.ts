@@ -1,8 +1,9 @@
 /**
  * The Parquet decode worker (a DecoderPool's thread; messages in decode-protocol.ts).
- * parquet-wasm panics (`RuntimeError: unreachable`) on a corrupt data page and leaves its wasm
- * instance unusable, so decoding runs here: a panic kills this thread only, and the main thread
- * reports the file and row group and starts a fresh worker.
+ * parquet-wasm panics (`RuntimeError: unreachable`) on many damaged files and leaves its wasm
+ * instance unusable, so decoding runs here: the footer and every page parquet-wasm is given are
+ * checked in Sluice's code first (parquet/check.ts), a panic that still happens is reported in
+ * Sluice's words (`failure`), and the pool replaces this thread.
  *
  * A read goes to the direct decoder (parquet/) first, which also computes derived columns once
  * per dictionary entry (dict-ops.ts) and may lay the rows out as batch arrays; what it does not
@@ -10,14 +11,24 @@
  */
 import fs from 'node:fs';
 import { parentPort } from 'node:worker_threads';
-import { parquetMetadata } from 'hyparquet';
 import { readOffsetIndex } from 'hyparquet/src/indexes.js';
 import type { FileMetaData } from 'hyparquet/src/types.js';
 import * as pw from 'parquet-wasm';
 import { chainFeature, runOps, type Column, type ColumnType, type KernelOverrides, type OpChainFeature, type PlanState } from '@sluice/ops';
 import { packRows, type PackSource } from '../batch/index.js';
 import { isUrl } from '../util/url.js';
-import type { DecodeReply, DecodeRequest, DerivedRequest, OpenedFile, PackCuts, PackShape, ReadInline, ReadShared, WorkerPack } from './decode-protocol.js';
+import type {
+  DecodeReply,
+  DecodeRequest,
+  DerivedRequest,
+  ErrorReply,
+  OpenedFile,
+  PackCuts,
+  PackShape,
+  ReadInline,
+  ReadShared,
+  WorkerPack,
+} from './decode-protocol.js';
 import {
   decodeDerivedIndexed,
   decodeListDerivedIndexed,
@@ -27,7 +38,7 @@ import {
   type IndexedColumn,
   type IndexedList,
 } from './dict-ops.js';
-import { decodeFlatRowGroup, type ReadAt } from './parquet/index.js';
+import { checkChunks, decodeFlatRowGroup, FileRefusal, pageChecks, readFooter, Refusal, repairedFooter, type ReadAt } from './parquet/index.js';
 import { pageZstd } from './zstd.js';
 
 if (parentPort === null) throw new Error('the decode worker runs in a worker thread (DecoderPool)');
@@ -102,10 +113,9 @@ function footerOf(fd: number, source: string): FileMetaData {
   const key = statKey(st);
   let footer = footers.get(source);
   if (footer === undefined || footer.key !== key) {
-    // The footer is read into fresh memory: the parsed metadata is cached and may keep views of it.
-    const fresh = reader(fd);
-    const len = new DataView(fresh(st.size - 8, 8).buffer).getUint32(0, true);
-    footer = { key, md: parquetMetadata(fresh(st.size - 8 - len, len + 8)) };
+    // Checked before anything else reads the file (parquet/check.ts): magic, length, encryption,
+    // where the column chunks lie.
+    footer = { key, md: readFooter(st.size, reader(fd)) };
     footers.delete(source);
     footers.set(source, footer);
     if (footers.size > 32) footers.delete(footers.keys().next().value!);
@@ -232,9 +242,10 @@ function readDirect(msg: ReadInline, fast: KernelOverrides | null): Direct | nul
     // The packs and gathered columns are new arrays: the row indices can be reused.
     releaseIndexed(indexed.values());
     return out;
-  } catch {
-    // A page this decoder refuses (corrupt, or a shape it does not know) goes to parquet-wasm,
-    // which either reads it or fails in a way the main thread reports with the row group.
+  } catch (e) {
+    // Damaged data is reported with its column and page; a shape this decoder does not know goes
+    // to parquet-wasm, which either reads it or fails in a way the main thread reports.
+    if (e instanceof Refusal || e instanceof FileRefusal) throw e;
     return null;
   } finally {
     if (fd !== undefined) fs.closeSync(fd);
@@ -359,11 +370,78 @@ async function open(source: string): Promise<pw.ParquetFile> {
     e = undefined;
   }
   if (e === undefined) {
-    const file = isUrl(source) ? await pw.ParquetFile.fromUrl(source) : await pw.ParquetFile.fromFile(await fs.openAsBlob(source));
+    let blob: Blob | null = null;
+    if (!isUrl(source)) {
+      // The footer is checked in Sluice's code before parquet-wasm parses it, and parquet-wasm
+      // gets a repaired one where it would misread the file's (parquet/check.ts).
+      const fd = fs.openSync(source, 'r');
+      try {
+        const md = footerOf(fd, source);
+        blob = await fs.openAsBlob(source);
+        const fixed = repairedFooter(md);
+        if (fixed !== undefined) {
+          const tail = new Uint8Array(8);
+          new DataView(tail.buffer).setUint32(0, fixed.length, true);
+          tail.set([0x50, 0x41, 0x52, 0x31], 4);
+          blob = new Blob([blob.slice(0, blob.size - 8 - md.metadata_length), fixed as Uint8Array<ArrayBuffer>, tail]);
+        }
+      } finally {
+        fs.closeSync(fd);
+      }
+    }
+    let file: pw.ParquetFile;
+    try {
+      file = blob === null ? await pw.ParquetFile.fromUrl(source) : await pw.ParquetFile.fromFile(blob);
+    } catch (err) {
+      throw new WasmFailure(err, null);
+    }
     e = { key, file };
     files.set(source, e);
   }
   return e.file;
+}
+
+/** parquet-wasm failed on a file Sluice's checks passed: `columns` it was decoding, or null for the footer. */
+class WasmFailure extends Error {
+  constructor(
+    readonly original: unknown,
+    readonly columns: readonly string[] | null,
+  ) {
+    super('parquet-wasm failed');
+  }
+}
+
+const wordsOf = (e: unknown): string => (e instanceof Error && e.message ? e.message : String(e));
+
+/**
+ * An error as the main thread gets it: Sluice's own sentence, the column where known, and a
+ * library's words only as `detail`. A parquet-wasm trap (a panic: "unreachable") leaves its wasm
+ * instance unusable, so the reply says `broken` and the pool ends this worker.
+ */
+function failure(err: unknown): Omit<ErrorReply, 'kind' | 'id'> {
+  if (err instanceof Refusal) return { error: err.message, column: err.column };
+  if (err instanceof FileRefusal) return { error: `not a readable Parquet file: ${err.message}` };
+  if (!(err instanceof WasmFailure)) return { error: wordsOf(err) };
+  const words = wordsOf(err.original);
+  const broken = err.original instanceof WebAssembly.RuntimeError || /unreachable|panicked|RuntimeError/i.test(words);
+  const what =
+    !broken && /not (yet )?(implemented|supported)|unsupported/i.test(words)
+      ? "it uses a Parquet feature Sluice's readers do not read"
+      : "its bytes do not add up (damaged or truncated in a way Sluice's own checks did not catch)";
+  const cols = err.columns;
+  if (cols === null) return { error: `not a readable Parquet file: ${footerProblem(words, broken)}`, detail: words, broken };
+  if (cols.length === 1) return { error: `cannot decode it: ${what}`, column: cols[0]!, detail: words, broken };
+  return { error: `cannot decode one of the columns ${cols.join(', ')}: ${what}`, detail: words, broken };
+}
+
+/** What parquet-wasm found wrong with a footer Sluice's checks passed, in a sentence of Sluice's (`words` are parquet-wasm's). */
+function footerProblem(words: string, broken: boolean): string {
+  if (/ARROW:schema/.test(words)) return 'the Arrow schema its writer embedded in the footer (key ARROW:schema) is damaged';
+  if (/utf-?8/i.test(words)) return 'a string in its footer is not valid UTF-8 (damaged)';
+  const missing = /Required field (\w+) is missing/.exec(words);
+  if (missing !== null) return `its footer lacks the required field ${missing[1]} (damaged, or written by a broken writer)`;
+  if (!broken && /not (yet )?(implemented|supported)|unsupported/i.test(words)) return "its schema uses a Parquet feature Sluice's readers do not read";
+  return "its footer does not add up (damaged in a way Sluice's own checks did not catch)";
 }
 
 function describe(f: pw.ParquetFile): OpenedFile {
@@ -394,6 +472,7 @@ function resolveRead(msg: Extract<DecodeRequest, { kind: 'read' }>): ReadInline 
 
 async function read(msg: ReadInline): Promise<void> {
   const { id } = msg;
+  pageChecks.crc = msg.verifyCrc !== false;
   const direct = readDirect(msg, msg.kernels === undefined ? null : await kernelsFrom(msg.kernels));
   // What the direct decoder left (all of it when it does not apply) goes to parquet-wasm,
   // which returns raw columns: the derived columns' inputs as well.
@@ -407,13 +486,26 @@ async function read(msg: ReadInline): Promise<void> {
     return;
   }
   const f = await open(msg.source);
-  const stream = await f.stream({ batchSize: msg.batchSize, rowGroups: [msg.rowGroup], columns });
-  const batches = stream.getReader();
-  for (;;) {
-    const { done, value } = await batches.read();
-    if (done) break;
-    const ipc = (value as pw.RecordBatch).intoIPCStream();
-    reply({ kind: 'batch', id, ipc }, [ipc.buffer as ArrayBuffer]);
+  if (!isUrl(msg.source)) {
+    // Every page parquet-wasm is about to decode, checked in Sluice's code first (parquet/check.ts).
+    const fd = fs.openSync(msg.source, 'r');
+    try {
+      checkChunks(footerOf(fd, msg.source), msg.rowGroup, columns, reader(fd, true), zstd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+  try {
+    const stream = await f.stream({ batchSize: msg.batchSize, rowGroups: [msg.rowGroup], columns });
+    const batches = stream.getReader();
+    for (;;) {
+      const { done, value } = await batches.read();
+      if (done) break;
+      const ipc = (value as pw.RecordBatch).intoIPCStream();
+      reply({ kind: 'batch', id, ipc }, [ipc.buffer as ArrayBuffer]);
+    }
+  } catch (err) {
+    throw new WasmFailure(err, columns);
   }
   if (direct !== null) reply({ kind: 'done', id, columns: direct.columns }, buffersOf(direct.columns));
   else reply({ kind: 'done', id });
@@ -447,7 +539,7 @@ port.on('message', async (msg: DecodeRequest) => {
       else await read(r);
     }
   } catch (err) {
-    reply({ kind: 'error', id, error: String(err instanceof Error && err.message ? err.message : err) });
+    reply({ kind: 'error', id, ...failure(err) });
   }
 });
 

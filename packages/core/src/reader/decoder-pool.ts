@@ -7,7 +7,18 @@ import { isUrl } from '../util/url.js';
 import { workerExecArgv } from '../util/worker-argv.js';
 import type { RowRange } from './parquet/index.js';
 import { packBytes, packInSlot, type Pack, type PackArena } from '../batch/index.js';
-import type { DecodeReply, DecodeRequest, DerivedRequest, DoneReply, OpenedReply, PackShape, PackedReply, PagesReply, ReadShared } from './decode-protocol.js';
+import type {
+  DecodeReply,
+  DecodeRequest,
+  DerivedRequest,
+  DoneReply,
+  ErrorReply,
+  OpenedReply,
+  PackShape,
+  PackedReply,
+  PagesReply,
+  ReadShared,
+} from './decode-protocol.js';
 
 /** What the footer of a Parquet file tells us. */
 export interface FileMeta {
@@ -39,7 +50,8 @@ interface Pending {
   resolve: (v: Finished) => void;
   reject: (e: Error) => void;
   chunks: Uint8Array[];
-  what: { source: string; rowGroup?: number };
+  /** What the task reads, for errors: the file, the row group and the columns. */
+  what: { source: string; rowGroup?: number; columns?: readonly string[] };
 }
 
 interface Slot {
@@ -191,17 +203,22 @@ export class DecoderPool {
   private closed = false;
   /** URL of the kernels module the workers run derived columns' ops with (null: core's reference kernels). */
   private readonly kernels: string | null;
+  /** Whether the workers verify page CRCs where a file has them. */
+  private readonly verifyCrc: boolean;
 
   /**
    * `size` workers. `kernels`: a module whose `FAST_OPS` the workers use for the ops of derived
    * columns (see `BackendRegistration.readerKernels`); by default core's reference kernels.
+   * `verifyCrc`: check each page's CRC32 where the file has one (default true; the cost is in
+   * docs/reliability.md).
    */
   constructor(
     readonly size = 1,
-    options: { readonly kernels?: string | null } = {},
+    options: { readonly kernels?: string | null; readonly verifyCrc?: boolean } = {},
   ) {
     if (!Number.isInteger(size) || size < 1) throw new RangeError(`decoder pool size must be a positive integer, got ${size}`);
     this.kernels = options.kernels ?? null;
+    this.verifyCrc = options.verifyCrc ?? true;
   }
 
   /**
@@ -239,7 +256,8 @@ export class DecoderPool {
 
   /** Decodes one row group's projected columns into Arrow IPC stream buffers (one per record batch). */
   async readRowGroup(source: string, rowGroup: number, columns: readonly string[], batchSize = 65536): Promise<Uint8Array[]> {
-    return (await this.submit({ kind: 'read', source, rowGroup, columns: [...columns], batchSize }, { source, rowGroup })).ipc;
+    const read = { kind: 'read', source, rowGroup, columns: [...columns], batchSize, ...(this.verifyCrc ? {} : { verifyCrc: false }) } as const;
+    return (await this.submit(read, { source, rowGroup, columns })).ipc;
   }
 
   /**
@@ -287,6 +305,7 @@ export class DecoderPool {
           derived: derived.map((d) => ({ name: d.name, input: d.input, ops: d.ops })),
           ...(this.kernels !== null && derived.length > 0 ? { kernels: this.kernels } : {}),
           ...(pack !== undefined ? { pack: { layout: pack.layout, outputs: pack.outputs, label: pack.label } } : {}),
+          ...(this.verifyCrc ? {} : { verifyCrc: false }),
         },
       };
       this.specs.push(spec);
@@ -302,7 +321,7 @@ export class DecoderPool {
           ...(pack !== undefined ? { cuts: pack.cuts, slots } : {}),
           ...(range !== undefined ? { range } : {}),
         },
-        { source, rowGroup },
+        { source, rowGroup, columns: [...inputs] },
         spec,
       );
       if (reply.kind === 'done') return { columns: new Map(reply.columns), ipc, packs: null };
@@ -396,10 +415,19 @@ export class DecoderPool {
       slot.busy.delete(m.id);
       if (m.kind === 'error') {
         slot.failed = true;
-        p.reject(describeFailure(p.what, m.error));
+        p.reject(describeFailure(p.what, m));
+        // parquet-wasm trapped in it: its wasm instance is unusable. The next task gets a fresh worker.
+        if (m.broken === true) retire();
       } else p.resolve({ reply: m, ipc: p.chunks });
       if (slot.busy.size === 0) worker.unref();
       this.pump();
+    };
+    /** Takes this worker out of the pool and ends it (what it still holds is failed first by the caller). */
+    const retire = (): void => {
+      const i = this.slots.indexOf(slot);
+      if (i >= 0) this.slots.splice(i, 1);
+      slot.detach();
+      void worker.terminate();
     };
     // An uncaught error in the worker (a wasm panic on corrupt pages) ends it: fail what it was
     // doing with the file and row group, and let the next task start a fresh worker.
@@ -411,13 +439,18 @@ export class DecoderPool {
       const err = slot.started
         ? null
         : new SluiceError(`the Parquet decode worker (${fileURLToPath(WORKER_URL)}) could not start: ${reason.replace(/^Error: /, '')}`);
-      for (const p of slot.busy.values()) p.reject(err ?? describeFailure(p.what, reason, true));
+      for (const p of slot.busy.values()) p.reject(err ?? crashFailure(p.what, reason));
       slot.busy.clear();
       if (!this.closed) this.pump();
     };
     const onError = (e: unknown): void => fail(String(e instanceof Error ? e.message : e));
     const onExit = (code: number): void => {
       if (slot.busy.size > 0) fail(`decoder exited with code ${code}`);
+      else {
+        // Ended with nothing in hand: never hand it another task.
+        const i = this.slots.indexOf(slot);
+        if (i >= 0) this.slots.splice(i, 1);
+      }
     };
     worker.on('message', onMessage);
     worker.on('error', onError);
@@ -433,11 +466,24 @@ export class DecoderPool {
   }
 }
 
-function describeFailure(what: Pending['what'], reason: string, crashed = false): InputError {
+/** A worker's error reply as the user reads it: its sentence, with the file, row group and column; a library's words only as the cause. */
+function describeFailure(what: Pending['what'], m: ErrorReply): InputError {
+  const where = {
+    file: what.source,
+    ...(what.rowGroup !== undefined ? { rowGroup: what.rowGroup } : {}),
+    ...(m.column !== undefined ? { column: m.column } : {}),
+  };
+  let msg = m.error.replace(/^Error: /, '');
+  if (/No such file|ENOENT|Unable to open/i.test(msg)) msg = 'cannot open: no such file or not readable';
+  return new InputError(msg, where, m.detail !== undefined ? { cause: new Error(m.detail) } : undefined);
+}
+
+/** A worker that died mid-task (a trap parquet-wasm did not turn into an error): what it was reading, never the trap's text. */
+function crashFailure(what: Pending['what'], reason: string): InputError {
   const where = what.rowGroup === undefined ? { file: what.source } : { file: what.source, rowGroup: what.rowGroup };
-  let msg = reason.replace(/^Error: /, '');
-  if (crashed) msg = `cannot decode (corrupt or truncated data; the decoder failed with: ${msg})`;
-  else if (/Corrupt footer|Invalid Parquet|PAR1|EOF|out of range/i.test(msg)) msg = `not a readable Parquet file (${msg})`;
-  else if (/No such file|ENOENT|Unable to open/i.test(msg)) msg = 'cannot open: no such file or not readable';
-  return new InputError(msg, where);
+  const cols = what.columns ?? [];
+  const which = cols.length === 1 ? `column ${cols[0]}` : cols.length > 1 ? `one of the columns ${cols.join(', ')}` : 'the file';
+  return new InputError(`cannot decode ${which}: the decoder stopped on bytes that do not add up (damaged or truncated data)`, where, {
+    cause: new Error(reason),
+  });
 }

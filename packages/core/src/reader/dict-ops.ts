@@ -99,7 +99,8 @@ function decodeIndexedInput(
   dictSize?: number,
 ): { dict: Column | null; idx: Int32Array } | null {
   const c = readable(md, rg, input, types);
-  if (c === null) return null;
+  // An unsigned 64-bit input is read raw: each row's value is checked to fit int64 (chunk.ts).
+  if (c === null || c.unsigned64) return null;
   const { first, rows } = rowsOf(rg, range);
   const idx = takeIdx(rows);
   const { dict } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx, first, dictSize);

@@ -48,7 +48,7 @@ export const DEFAULT_BATCH_SIZE = 8192;
 export const DEFAULT_PREFETCH = 4;
 export const DEFAULT_SHUFFLE_BUFFER = 100_000;
 
-const PLAN_KEYS = new Set(['batchSize', 'dropLast', 'backend', 'label', 'features', 'input', 'shuffle', 'epochs', 'shard', 'prefetch']);
+const PLAN_KEYS = new Set(['batchSize', 'dropLast', 'backend', 'label', 'features', 'input', 'shuffle', 'epochs', 'shard', 'prefetch', 'verifyCrc']);
 const FEATURE_KEYS = new Set(['name', 'input', 'kind', 'ops']);
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -84,6 +84,7 @@ export function loadPlan(source: PlanSpec | Plan | string | unknown): Plan {
   if (typeof dropLast !== 'boolean') throw new PlanError('dropLast must be true or false');
   const prefetch = spec.prefetch ?? DEFAULT_PREFETCH;
   if (!isPosInt(prefetch)) throw new PlanError(`prefetch must be a positive integer, got ${show(spec.prefetch)}`);
+  if (spec.verifyCrc !== undefined && typeof spec.verifyCrc !== 'boolean') throw new PlanError(`verifyCrc must be true or false, got ${show(spec.verifyCrc)}`);
   const epochs = spec.epochs ?? 1;
   if (!isPosInt(epochs)) throw new PlanError(`epochs must be a positive integer, got ${show(spec.epochs)}`);
 

@@ -72,4 +72,6 @@ export interface PlanSpec {
   shard?: { rank: number; worldSize: number };
   /** Batches buffered ahead of the consumer (default 4). */
   prefetch?: number;
+  /** Verify page CRCs where the files have them (default true; docs/reliability.md gives the cost). */
+  verifyCrc?: boolean;
 }

@@ -7,6 +7,7 @@ import type { Column, ColumnType, PrimitiveType } from '@sluice/ops';
 import { keepDictPage, readDict, type Dict } from './dictionary.js';
 import { decodeListChunk } from './list.js';
 import { chunkPages, decompress, type ReadAt, type Zstd } from './page.js';
+import { located, Refusal, Unsupported, type PagePlace } from './refusal.js';
 import { levels } from './rle.js';
 import { readable, readableList } from './schema.js';
 import { count, indices, newArray, NotAllDictionary, readValues, Utf8Out } from './values.js';
@@ -61,11 +62,13 @@ export function decodeFlatRowGroup(
   for (const name of names) {
     const c = readable(md, rg, name, types);
     if (c !== null) {
-      columns.set(name, decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, null, first).column!);
+      const { column } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, null, first);
+      if (c.unsigned64) checkUnsigned64(column!, name, first);
+      columns.set(name, column!);
       continue;
     }
     const l = readableList(md, rg, name, types);
-    if (l !== null && range !== undefined) throw new Error(`column ${name}: a list column is read by whole row groups only`);
+    if (l !== null && range !== undefined) throw new Unsupported(`column ${name}: a list column is read by whole row groups only`);
     if (l !== null) columns.set(name, decodeListChunk(l, rows, readAt, zstd));
     else rest.push(name);
   }
@@ -89,10 +92,33 @@ export function decodeChunkInto(
   dictSize?: number,
 ): { column?: Column; dict?: Dict } {
   const m = chunk.meta_data!;
+  const col = m.path_in_schema[0]!;
+  /** The page being decoded, for errors. */
+  let place: PagePlace | null = null;
+  try {
+    return decodePages(chunk, el, type, rows, readAt, zstd, rowIdx, first, dictSize, (p) => (place = p));
+  } catch (e) {
+    throw located(e, col, place, (x) => x instanceof NotAllDictionary);
+  }
+}
+
+function decodePages(
+  chunk: ColumnChunk,
+  el: SchemaElement,
+  type: PrimitiveType,
+  rows: number,
+  readAt: ReadAt,
+  zstd: Zstd,
+  rowIdx: Int32Array | null,
+  first: number,
+  dictSize: number | undefined,
+  at_: (p: PagePlace) => void,
+): { column?: Column; dict?: Dict } {
+  const m = chunk.meta_data!;
   /** Rows still to pass over before the range starts: whole pages, never decompressed. */
   let skip = first;
   const skipPage = (n: number): void => {
-    if (n > skip) throw new Error(`column ${m.path_in_schema[0]}: a page spans row ${first}, where this read starts (not a page boundary)`);
+    if (n > skip) throw new Unsupported(`column ${m.path_in_schema[0]}: a page spans row ${first}, where this read starts (not a page boundary)`);
     skip -= n;
   };
   const tooMany = (): Error => new Error(`column ${m.path_in_schema[0]}: pages hold more values than the ${rows} rows read from row ${first} of the row group`);
@@ -106,7 +132,8 @@ export function decodeChunkInto(
   let at = 0;
   while (at < rows) {
     const pg = nextPage();
-    if (pg === null) throw new Error(`column ${m.path_in_schema[0]}: column chunk ended after ${at} of ${rows} rows`);
+    if (pg === null) throw new Error(`column ${m.path_in_schema[0]}: the column chunk ends after ${at} of the ${rows} rows`);
+    at_(pg);
     const { h, body } = pg;
     if (h.type === 'DICTIONARY_PAGE' && dictSize !== undefined && rowIdx !== null) {
       // Indices mode with the entries' results already computed (a shared row group): only the
@@ -180,6 +207,26 @@ export function decodeChunkInto(
     return { column: { type: 'utf8', offsets: utf8.offsets, data: utf8.data.subarray(0, utf8.end), valid: validOut } };
   }
   return { column: { type, values, valid: validOut } as Column };
+}
+
+/**
+ * Refuses an unsigned 64-bit column holding a value above int64's maximum, which Sluice's int64
+ * columns cannot hold: read as int64 it would wrap to a negative number. Rows count from `first`
+ * of the row group.
+ */
+export function checkUnsigned64(c: Column, name: string, first: number): void {
+  if (c.type !== 'int64') return;
+  const v = c.values;
+  // The high words' signs, through an int32 view: BigInt element access allocates.
+  const w = new Int32Array(v.buffer, v.byteOffset, v.length * 2);
+  for (let i = 0; i < v.length; i++) {
+    if (w[2 * i + 1]! < 0 && (c.valid === null || c.valid[i] === 1)) {
+      throw new Refusal(
+        name,
+        `row ${first + i} of the row group holds the unsigned 64-bit value ${BigInt.asUintN(64, v[i]!)}, above the largest int64 (9223372036854775807); Sluice reads ids as int64 and will not wrap it to a negative number`,
+      );
+    }
+  }
 }
 
 /** Scratch validity for indices mode (reused: chunks are decoded one at a time per thread). */

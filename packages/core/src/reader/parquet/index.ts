@@ -21,14 +21,20 @@
  * WebAssembly, ../zstd.ts); the value decoding is here because it writes typed arrays directly,
  * with no per-value objects.
  *
- * It never guesses: a page that does not add up (value counts, RLE runs past the page end,
- * dictionary indices out of range) throws, and the caller reports the file and row group.
+ * It never guesses: a page that does not add up (a header whose sizes do not fit, a CRC that does
+ * not match, value counts, RLE runs past the page end, dictionary indices out of range) throws a
+ * Refusal naming the column and page, which the caller reports with the file and row group; a
+ * shape it does not read throws Unsupported (refusal.ts), and parquet-wasm gets the column. The
+ * pages parquet-wasm is given are checked first the same way (check.ts).
  *
- * The files, bottom up: page.ts (column chunk -> pages, decompression), rle.ts (the RLE /
+ * The files, bottom up: refusal.ts (why a chunk is not read), page.ts (column chunk -> pages, decompression), rle.ts (the RLE /
  * bit-packed hybrid: indices and levels), values.ts (a page's values), dictionary.ts (dictionary
  * pages), schema.ts (which chunks it reads), list.ts (list chunks), chunk.ts (flat chunks and the
- * row group). Ops computed per dictionary entry are ../dict-ops.ts.
+ * row group), check.ts (the footer, and pages before parquet-wasm decodes them), thrift.ts (a repaired footer). Ops computed per
+ * dictionary entry are ../dict-ops.ts.
  */
+export { checkChunks, FileRefusal, readFooter, repairedFooter } from './check.js';
 export { decodeFlatRowGroup, type RowRange } from './chunk.js';
-export type { ReadAt, Zstd } from './page.js';
+export { pageChecks, type ReadAt, type Zstd } from './page.js';
+export { Refusal, Unsupported } from './refusal.js';
 export { levels, rleHybrid } from './rle.js';

@@ -5,6 +5,7 @@
 import type { ListColumn, NumericColumn, ValidMask } from '@sluice/ops';
 import { readDict, type Dict } from './dictionary.js';
 import { chunkPages, decompress, type ReadAt, type Zstd } from './page.js';
+import { located, type PagePlace } from './refusal.js';
 import { levels } from './rle.js';
 import type { ListChunk } from './schema.js';
 import { count, indices, newArray, NotAllDictionary, readValues } from './values.js';
@@ -49,6 +50,17 @@ export interface ListDecoded {
  * NotAllDictionary when a data page is not dictionary-encoded).
  */
 export function decodeListInto(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd, indexMode: boolean): ListDecoded {
+  const col = l.chunk.meta_data!.path_in_schema.join('.');
+  /** The page being decoded, for errors. */
+  let place: PagePlace | null = null;
+  try {
+    return decodeListPages(l, rows, readAt, zstd, indexMode, (p) => (place = p));
+  } catch (e) {
+    throw located(e, col, place, (x) => x instanceof NotAllDictionary);
+  }
+}
+
+function decodeListPages(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd, indexMode: boolean, at_: (p: PagePlace) => void): ListDecoded {
   const m = l.chunk.meta_data!;
   const col = m.path_in_schema.join('.');
   const nextPage = chunkPages(m, readAt);
@@ -70,7 +82,8 @@ export function decodeListInto(l: ListChunk, rows: number, readAt: ReadAt, zstd:
   let seen = 0;
   while (seen < entries) {
     const pg = nextPage();
-    if (pg === null) throw new Error(`column ${col}: column chunk ended after ${seen} of ${entries} values`);
+    if (pg === null) throw new Error(`column ${col}: the column chunk ends after ${seen} of its ${entries} values`);
+    at_(pg);
     const { h, body } = pg;
     if (h.type === 'DICTIONARY_PAGE') {
       dict = readDict(decompress(body, h.uncompressed_page_size, m.codec, zstd), l.type, h.dictionary_page_header!.num_values);

@@ -7,27 +7,36 @@ import type { ColumnType, NumericColumn, PrimitiveType } from '@sluice/ops';
 
 const PHYSICAL: Record<string, PrimitiveType> = { INT32: 'int32', INT64: 'int64', FLOAT: 'float32', DOUBLE: 'float64', BYTE_ARRAY: 'utf8' };
 
-/** Whether a top-level schema element decodes to exactly `type` the way the Arrow reader would type it. */
-function supported(el: SchemaElement | undefined, type: ColumnType): boolean {
-  if (el === undefined || el.num_children !== undefined || type.kind === 'list' || type.kind === 'fixed') return false;
-  if (el.repetition_type === 'REPEATED' || el.type === undefined || PHYSICAL[el.type] !== type.kind) return false;
-  const logical = el.logical_type?.type;
+/**
+ * How a top-level schema element decodes to exactly `type` the way the Arrow reader would type
+ * it: 'same' (the stored values as they are), 'unsigned64' (an unsigned 64-bit column: stored as
+ * int64, each value checked to be at most int64's maximum), or null (not here: parquet-wasm reads
+ * it). Unsigned 8- and 16-bit values are stored as non-negative int32s and read as they are;
+ * unsigned 32-bit ones widen to int64, which parquet-wasm and ../arrow.ts do.
+ */
+function supported(el: SchemaElement | undefined, type: ColumnType): 'same' | 'unsigned64' | null {
+  if (el === undefined || el.num_children !== undefined || type.kind === 'list' || type.kind === 'fixed') return null;
+  if (el.repetition_type === 'REPEATED' || el.type === undefined || PHYSICAL[el.type] !== type.kind) return null;
+  const logical = el.logical_type;
   const converted = el.converted_type;
-  if (type.kind === 'utf8') return logical === 'STRING' || converted === 'UTF8';
-  if (type.kind === 'int32')
-    return (
-      (logical === undefined && converted === undefined) ||
-      converted === 'INT_32' ||
-      (logical === 'INTEGER' && el.logical_type!.bitWidth === 32 && el.logical_type!.isSigned)
-    );
-  if (type.kind === 'int64')
-    return (
-      (logical === undefined && converted === undefined) ||
-      converted === 'INT_64' ||
-      (logical === 'INTEGER' && el.logical_type!.bitWidth === 64 && el.logical_type!.isSigned)
-    );
-  return logical === undefined && converted === undefined;
+  const plain = logical === undefined && converted === undefined;
+  if (type.kind === 'utf8') return logical?.type === 'STRING' || converted === 'UTF8' ? 'same' : null;
+  if (type.kind === 'int32') {
+    if (plain || (converted !== undefined && INT32_CONVERTED.has(converted))) return 'same';
+    if (logical?.type === 'INTEGER' && (logical.bitWidth < 32 || (logical.bitWidth === 32 && logical.isSigned))) return 'same';
+    return null;
+  }
+  if (type.kind === 'int64') {
+    if (plain || converted === 'INT_64') return 'same';
+    if (converted === 'UINT_64') return 'unsigned64';
+    if (logical?.type === 'INTEGER' && logical.bitWidth === 64) return logical.isSigned ? 'same' : 'unsigned64';
+    return null;
+  }
+  return plain ? 'same' : null;
 }
+
+/** Converted types an INT32 column may carry and still hold its values as they are (the unsigned ones are below 2^16). */
+const INT32_CONVERTED = new Set(['INT_8', 'INT_16', 'INT_32', 'UINT_8', 'UINT_16']);
 
 const topLevel = new WeakMap<FileMetaData, Map<string, SchemaElement>>();
 
@@ -56,18 +65,19 @@ export function readable(
   rg: FileMetaData['row_groups'][number],
   name: string,
   types: ReadonlyMap<string, ColumnType>,
-): { chunk: ColumnChunk; el: SchemaElement; type: PrimitiveType } | null {
+): { chunk: ColumnChunk; el: SchemaElement; type: PrimitiveType; unsigned64: boolean } | null {
   const type = types.get(name);
   const el = topLevelColumns(md).get(name);
   const chunk = rg.columns.find((c) => c.meta_data?.path_in_schema.length === 1 && c.meta_data.path_in_schema[0] === name);
+  const how = type === undefined ? null : supported(el, type);
   const ok =
     type !== undefined &&
-    supported(el, type) &&
+    how !== null &&
     chunk?.meta_data !== undefined &&
     !chunk.file_path &&
     CODECS.includes(chunk.meta_data.codec) &&
     chunk.meta_data.encodings.every((e) => ENCODINGS.includes(e));
-  return ok ? { chunk: chunk!, el: el!, type: type.kind as PrimitiveType } : null;
+  return ok ? { chunk: chunk!, el: el!, type: type.kind as PrimitiveType, unsigned64: how === 'unsigned64' } : null;
 }
 
 const CODECS = ['UNCOMPRESSED', 'SNAPPY', 'ZSTD', 'GZIP'];
@@ -106,7 +116,7 @@ export function readableList(md: FileMetaData, rg: FileMetaData['row_groups'][nu
   const mid = md.schema[i + 1];
   const leaf = md.schema[i + 2];
   if (mid === undefined || mid.repetition_type !== 'REPEATED' || mid.num_children !== 1 || mid.type !== undefined) return null;
-  if (leaf === undefined || leaf.repetition_type === 'REPEATED' || !supported(leaf, { kind: type.child })) return null;
+  if (leaf === undefined || leaf.repetition_type === 'REPEATED' || supported(leaf, { kind: type.child }) !== 'same') return null;
   const chunk = rg.columns.find((c) => {
     const path = c.meta_data?.path_in_schema;
     return path?.length === 3 && path[0] === name && path[1] === mid.name && path[2] === leaf.name;
