@@ -1,5 +1,5 @@
-/** Whether an input names an http(s) URL rather than a local path. */
-export const isUrl = (s: string): boolean => /^https?:\/\//i.test(s);
+/** Whether an input names a URL (http(s)://, or s3:// for object storage) rather than a local path. */
+export const isUrl = (s: string): boolean => /^(https?|s3):\/\//i.test(s);
 
 /**
  * Checks, with one small request, that `url` can be read the way the Parquet reader reads it:
