@@ -1,6 +1,9 @@
 /** Whether an input names a URL (http(s)://, or s3:// for object storage) rather than a local path. */
 export const isUrl = (s: string): boolean => /^(https?|s3):\/\//i.test(s);
 
+/** Whether an input names an object store location (`s3://bucket/key`): read by Sluice's own decoder, like a local file. */
+export const isS3Url = (s: string): boolean => /^s3:\/\//i.test(s);
+
 /**
  * Checks, with one small request, that `url` can be read the way the Parquet reader reads it:
  * reachable, found, answering range requests with 206 Partial Content, and starting with

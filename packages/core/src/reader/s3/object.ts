@@ -105,21 +105,34 @@ async function bytesOf(o: S3Object, start: number, end: number): Promise<Uint8Ar
 }
 
 /**
- * The column chunks of `rowGroup` whose top-level column is in `columns`, fetched as coalesced
- * ranges with `s3Concurrency()` requests in flight, as a positional reader for the direct decoder.
+ * The ranged GETs a read of `rowGroup` sends: the column chunks whose top-level column is in
+ * `columns`, coalesced (gaps under 256 KiB read through, parts of at most 8 MiB).
+ *
+ * @example
+ * rowGroupRanges(md, 0, new Set(['I1', 'C1'])); // [{ start: 4, end: 1048580 }]
  */
-export async function fetchRowGroup(o: S3Object, rowGroup: number, columns: ReadonlySet<string>): Promise<(offset: number, length: number) => Uint8Array> {
-  const rg = o.md.row_groups[rowGroup];
+export function rowGroupRanges(md: FileMetaData, rowGroup: number, columns: ReadonlySet<string>): ByteRange[] {
+  const rg = md.row_groups[rowGroup];
   if (rg === undefined) throw new S3Error(`has no row group ${rowGroup} (the object changed since it was listed?)`, 'Changed', 0);
   const ranges: ByteRange[] = [];
   for (const c of rg.columns) {
     const m = c.meta_data;
     if (m === undefined || !columns.has(m.path_in_schema[0]!)) continue;
+    // Where the direct decoder starts a chunk (parquet/page.ts): its dictionary page, if any.
     const dictAt = m.dictionary_page_offset !== undefined && m.dictionary_page_offset > 0n ? Number(m.dictionary_page_offset) : Infinity;
     const start = Math.min(dictAt, Number(m.data_page_offset));
     ranges.push({ start, end: start + Number(m.total_compressed_size) });
   }
-  const parts = coalesce(ranges, GAP, PART);
+  return coalesce(ranges, GAP, PART);
+}
+
+/**
+ * The column chunks of `rowGroup` whose top-level column is in `columns`, fetched as coalesced
+ * ranges (`rowGroupRanges`) with `s3Concurrency()` requests in flight, as a positional reader for
+ * the direct decoder.
+ */
+export async function fetchRowGroup(o: S3Object, rowGroup: number, columns: ReadonlySet<string>): Promise<(offset: number, length: number) => Uint8Array> {
+  const parts = rowGroupRanges(o.md, rowGroup, columns);
   const pieces = await inFlight(parts, s3Concurrency(), async (r) => ({ start: r.start, bytes: await bytesOf(o, r.start, r.end) }));
   return piecesReader(pieces);
 }

@@ -5,13 +5,8 @@ export interface S3Location {
   readonly key: string;
 }
 
-/**
- * Whether an input names an object store location (`s3://bucket/key`) rather than a local path.
- *
- * @example
- * isS3Url('s3://data/train/part-0.parquet'); // true
- */
-export const isS3Url = (s: string): boolean => /^s3:\/\//i.test(s);
+// The test lives in util/ so that plan/ can tell s3:// objects apart without importing the reader.
+export { isS3Url } from '../../util/url.js';
 
 /**
  * Splits `s3://bucket/key` into bucket and key; throws a RangeError naming the input when it has
