@@ -93,6 +93,8 @@ describe.skipIf(skip !== null)(`s3:// inputs against OpenStack Swift on loopback
     await store.createBucket('empty');
     for (const [i, f] of localFiles.entries()) await store.put('data', `train/part-${i}.parquet`, readFileSync(f));
     await store.put('data', 'notes/readme.txt', new TextEncoder().encode('not parquet'));
+    // A key that needs percent-encoding in the signed path: space, plus, parentheses.
+    await store.put('data', 'odd keys/part 1+(x).parquet', readFileSync(localFiles[1]!));
     setEnv(store.env);
   }, 120_000);
 
@@ -110,7 +112,10 @@ describe.skipIf(skip !== null)(`s3:// inputs against OpenStack Swift on loopback
     expect(await batchesOf('s3://data/train/')).toEqual(want);
     expect(await batchesOf('s3://data/train/part-*.parquet')).toEqual(want);
     expect(await batchesOf('s3://data/train')).toEqual(want);
-    expect(await batchesOf('s3://data/train/part-1.parquet')).toEqual(await batchesOf(localTrain[1]!));
+    const one = await batchesOf(localTrain[1]!);
+    expect(await batchesOf('s3://data/train/part-1.parquet')).toEqual(one);
+    expect(await batchesOf('s3://data/odd keys/part 1+(x).parquet')).toEqual(one);
+    expect(await batchesOf('s3://data/odd keys/*.parquet')).toEqual(one);
   });
 
   it('sluice run on an s3:// prefix writes the same bytes as on the local copies', async () => {
