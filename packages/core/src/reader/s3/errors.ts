@@ -26,7 +26,12 @@ export class S3Error extends InputError {
 
 const ENTITIES: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
 
-/** Undoes XML's escapes in element text: the five named entities and numeric references. */
+/**
+ * Undoes XML's escapes in element text: the five named entities and numeric references.
+ *
+ * @example
+ * xmlText('a&amp;b&#x20;c'); // 'a&b c'
+ */
 export function xmlText(s: string): string {
   return s.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (m, e: string) => {
     if (e[0] === '#') return String.fromCodePoint(e[1] === 'x' || e[1] === 'X' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10));
@@ -34,7 +39,12 @@ export function xmlText(s: string): string {
   });
 }
 
-/** Text of every `<tag>…</tag>` in an S3 XML answer (the answers are flat and never nest a tag in itself). */
+/**
+ * Text of every `<tag>…</tag>` in an S3 XML answer (the answers are flat and never nest a tag in itself).
+ *
+ * @example
+ * xmlAll('<Contents><Key>a</Key></Contents><Contents><Key>b</Key></Contents>', 'Key'); // ['a', 'b']
+ */
 export function xmlAll(xml: string, tag: string): string[] {
   const out: string[] = [];
   const re = new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`, 'g');
@@ -42,7 +52,12 @@ export function xmlAll(xml: string, tag: string): string[] {
   return out;
 }
 
-/** Text of the first `<tag>…</tag>`, or undefined. */
+/**
+ * Text of the first `<tag>…</tag>`, or undefined.
+ *
+ * @example
+ * xmlOne('<Error><Code>NoSuchKey</Code></Error>', 'Code'); // 'NoSuchKey'
+ */
 export const xmlOne = (xml: string, tag: string): string | undefined => xmlAll(xml, tag)[0];
 
 /** What to tell the user for an error code: the likely cause, in words. */
@@ -65,6 +80,9 @@ const HINTS: Readonly<Record<string, string>> = {
  * The error for a refused request: `no such object (404 NoSuchKey: The specified key does not
  * exist.)`, naming the object or bucket in `file` and, for a refused signature, where the
  * credentials came from.
+ *
+ * @example
+ * refusal(404, '<Error><Code>NoSuchKey</Code></Error>', 'Not Found', 's3://b/k', 'the environment').message; // 'file s3://b/k: no such object (404 NoSuchKey)'
  */
 export function refusal(status: number, body: string, statusText: string, file: string, credentialsFrom: string): S3Error {
   const code = xmlOne(body, 'Code') ?? (status === 404 ? 'NotFound' : status === 403 ? 'Forbidden' : statusText.replace(/\s+/g, '') || 'Error');

@@ -33,7 +33,12 @@ const GAP = 256 << 10;
 /** Largest single range request; longer ranges go as parts in parallel. */
 const PART = 8 << 20;
 
-/** Requests in flight per row group read (`SLUICE_S3_CONCURRENCY`, default 8). */
+/**
+ * Requests in flight per row group read (`SLUICE_S3_CONCURRENCY`, default 8).
+ *
+ * @example
+ * s3Concurrency({ SLUICE_S3_CONCURRENCY: '16' }); // 16
+ */
 export function s3Concurrency(env: Readonly<Record<string, string | undefined>> = process.env): number {
   const n = Number(env.SLUICE_S3_CONCURRENCY ?? 8);
   return Number.isInteger(n) && n >= 1 ? n : 8;
@@ -59,6 +64,10 @@ const OBJECTS_KEPT = 32;
  * The object's footer, parsed. `fresh` asks the store again (one request for the tail) and keeps
  * the cached footer only while the ETag is the same; otherwise the cached one is used, and the
  * ETag check on every range read catches a change.
+ *
+ * @example
+ * const o = await openS3Object('s3://data/train/part-0.parquet', await resolveS3Access(), true);
+ * o.md.row_groups.length; // row groups in its footer
  */
 export async function openS3Object(source: string, access: S3Access, fresh: boolean): Promise<S3Object> {
   const known = objects.get(source);
@@ -92,7 +101,12 @@ export async function openS3Object(source: string, access: S3Access, fresh: bool
   return o;
 }
 
-/** Forgets every object (a parked worker: the objects may change before it reads them again). */
+/**
+ * Forgets every object (a parked worker: the objects may change before it reads them again).
+ *
+ * @example
+ * forgetS3Objects(); // the next openS3Object asks the store
+ */
 export function forgetS3Objects(): void {
   objects.clear();
 }
@@ -130,6 +144,9 @@ export function rowGroupRanges(md: FileMetaData, rowGroup: number, columns: Read
  * The column chunks of `rowGroup` whose top-level column is in `columns`, fetched as coalesced
  * ranges (`rowGroupRanges`) with `s3Concurrency()` requests in flight, as a positional reader for
  * the direct decoder.
+ *
+ * @example
+ * const readAt = await fetchRowGroup(o, 0, new Set(['I1', 'C1']));
  */
 export async function fetchRowGroup(o: S3Object, rowGroup: number, columns: ReadonlySet<string>): Promise<(offset: number, length: number) => Uint8Array> {
   const parts = rowGroupRanges(o.md, rowGroup, columns);
@@ -141,6 +158,9 @@ export async function fetchRowGroup(o: S3Object, rowGroup: number, columns: Read
  * The object as a Blob for parquet-wasm (columns the direct decoder does not read): a slice is
  * fetched only when parquet-wasm asks for its bytes, as one checked range request. parquet-wasm
  * calls `size`, `slice` and `arrayBuffer` through JavaScript, so these overrides are what it uses.
+ *
+ * @example
+ * const file = await pw.ParquetFile.fromFile(new S3Blob(await openS3Object(url, access, false)));
  */
 export class S3Blob extends Blob {
   constructor(
