@@ -24,7 +24,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { loadPlan, typeCheckPlan, type ColumnType, type FeatureSpec, type TypedFeature, type TypedPlan } from '@sluice/ops';
-import { isUrl } from '../util/url.js';
+import { isS3Url, isUrl } from '../util/url.js';
 
 /** Ops whose output for a row depends only on that row's input value (and that keep no state). */
 export const PER_VALUE_OPS: ReadonlySet<string> = new Set([
@@ -63,11 +63,11 @@ export interface Pushdown {
 
 /**
  * Whether the reader can compute op chains for a read of `dataset` (pushdown): unshuffled, and
- * local files only. Takes any object with the files' sources (a reader `Dataset`), so that plan/
+ * local files or s3:// objects only (both go through the direct decoder; http(s) URLs do not). Takes any object with the files' sources (a reader `Dataset`), so that plan/
  * does not depend on the reader.
  */
 export const readerCanCompute = (dataset: { readonly files: ReadonlyArray<{ readonly source: string }> }, plan: TypedPlan): boolean =>
-  plan.shuffle === null && !dataset.files.some((f) => isUrl(f.source));
+  plan.shuffle === null && !dataset.files.some((f) => isUrl(f.source) && !isS3Url(f.source));
 
 /** True when the reader computes every feature, so no backend work is left (the plan runs in the decoders). */
 export const allInReader = (pd: Pushdown | null): pd is Pushdown & { readonly plan: null } => pd !== null && pd.plan === null;

@@ -4,6 +4,8 @@ import { InputError, typeName, type ColumnType } from '@sluice/ops';
 import { arrowColumnType } from './arrow.js';
 import { DecoderPool, type FileMeta } from './decoder-pool.js';
 import { isUrl, urlProblem } from '../util/url.js';
+import { resolveS3Input } from './s3/list.js';
+import { isS3Url } from './s3/url.js';
 
 /** One row group of one file: the unit of reading, sharding and shuffling. */
 export interface Unit {
@@ -28,13 +30,17 @@ export interface Dataset {
 export { isUrl } from '../util/url.js';
 
 /**
- * Expands paths, globs and URLs into a sorted, de-duplicated list of sources. A pattern that
+ * Expands paths, globs and URLs (s3:// ones listed: s3/list.ts) into a sorted, de-duplicated list of sources. A pattern that
  * matches nothing, or a path that does not exist, is an error naming it. One string is one
  * pattern (not a list of one-character patterns, the first of which, "/", is the whole disk).
  */
 export async function resolveInputs(patterns: string | readonly string[]): Promise<string[]> {
   const out: string[] = [];
   for (const p of typeof patterns === 'string' ? [patterns] : patterns) {
+    if (isS3Url(p)) {
+      out.push(...(await resolveS3Input(p)));
+      continue;
+    }
     if (isUrl(p)) {
       const problem = await urlProblem(p);
       if (problem !== null) throw new InputError(`cannot read: ${problem}`, { file: p });

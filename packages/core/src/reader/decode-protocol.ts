@@ -8,12 +8,15 @@ import type { Column, ColumnType, OpChain } from '@sluice/ops';
 import type { BatchLayout, Pack } from '../batch/index.js';
 import type { DerivedSpec } from './dict-ops.js';
 import type { RowRange } from './parquet/index.js';
+import type { S3Access } from './s3/access.js';
 
 /** Opens a file with parquet-wasm: replied with `opened`. */
 export interface OpenRequest {
   readonly kind: 'open';
   readonly id: number;
   readonly source: string;
+  /** How to reach and sign for an `s3://` source (resolved once, in the main thread). */
+  readonly s3?: S3Access;
 }
 
 /**
@@ -77,6 +80,8 @@ interface ReadTarget {
    * parquet-wasm's record batches always hold the whole row group.
    */
   readonly range?: RowRange;
+  /** How to reach and sign for an `s3://` source. */
+  readonly s3?: S3Access;
 }
 
 /** A read that carries all it needs. */

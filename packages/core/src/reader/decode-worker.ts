@@ -40,6 +40,10 @@ import {
 } from './dict-ops.js';
 import { checkChunks, decodeFlatRowGroup, FileRefusal, pageChecks, readFooter, Refusal, repairedFooter, type ReadAt } from './parquet/index.js';
 import { pageZstd } from './zstd.js';
+import type { S3Access } from './s3/access.js';
+import { S3Error } from './s3/errors.js';
+import { S3Blob, fetchRowGroup, forgetS3Objects, openS3Object } from './s3/object.js';
+import { isS3Url } from './s3/url.js';
 
 if (parentPort === null) throw new Error('the decode worker runs in a worker thread (DecoderPool)');
 const port = parentPort;
@@ -193,14 +197,14 @@ type Direct =
  * Decodes with the direct decoder, or returns null when it does not apply or fails (parquet-wasm
  * then decides). `fast`: kernels for derived columns' ops (kernelsFrom), or null.
  */
-function readDirect(msg: ReadInline, fast: KernelOverrides | null): Direct | null {
-  if (!msg.types || isUrl(msg.source) || process.env.SLUICE_DIRECT_DECODE === '0') return null;
+function readDirect(msg: ReadInline, fast: KernelOverrides | null, remote?: { md: FileMetaData; readAt: ReadAt }): Direct | null {
+  if (!msg.types || (remote === undefined && isUrl(msg.source)) || process.env.SLUICE_DIRECT_DECODE === '0') return null;
   // The descriptor lives for this call only: a worker thread's open files would outlive it.
   let fd: number | undefined;
   try {
-    fd = fs.openSync(msg.source, 'r');
-    const readAt = reader(fd, true);
-    const md = footerOf(fd, msg.source);
+    if (remote === undefined) fd = fs.openSync(msg.source, 'r');
+    const readAt = remote?.readAt ?? reader(fd!, true);
+    const md = remote?.md ?? footerOf(fd!, msg.source);
     const range = msg.range;
     const types = new Map(msg.types);
     const derived = msg.derived ?? [];
@@ -360,8 +364,24 @@ function buffersOf(columns: ReadonlyArray<readonly [string, Column]>): ArrayBuff
 /** A local file as it is now (size, modification time, inode), or '' for a URL. */
 const fileKey = (source: string): string => (isUrl(source) ? '' : statKey(fs.statSync(source)));
 
-async function open(source: string): Promise<pw.ParquetFile> {
-  const key = fileKey(source);
+/**
+ * An s3:// object's footer and its row group's projected column chunks, fetched (s3/object.ts),
+ * for the direct decoder; undefined when the direct decoder will not run.
+ */
+async function remoteRowGroup(msg: ReadInline): Promise<{ md: FileMetaData; readAt: ReadAt } | undefined> {
+  if (!isS3Url(msg.source) || !msg.types || process.env.SLUICE_DIRECT_DECODE === '0') return undefined;
+  const o = await openS3Object(msg.source, s3Of(msg), false);
+  return { md: o.md, readAt: await fetchRowGroup(o, msg.rowGroup, new Set([...msg.columns, ...(msg.derived ?? []).map((d) => d.input)])) };
+}
+
+const s3Of = (msg: { readonly source: string; readonly s3?: S3Access }): S3Access => {
+  if (msg.s3 === undefined) throw new Error(`no S3 credentials were sent with ${msg.source}`);
+  return msg.s3;
+};
+
+async function open(source: string, s3?: S3Access, fresh = false): Promise<pw.ParquetFile> {
+  // An s3:// object is keyed by its ETag: `fresh` (an open request) asks the store for it again.
+  const key = isS3Url(source) ? (await openS3Object(source, s3Of({ source, ...(s3 !== undefined ? { s3 } : {}) }), fresh)).etag : fileKey(source);
   let e = files.get(source);
   if (e !== undefined && e.key !== key) {
     // Rewritten since it was opened here: open it afresh.
@@ -371,7 +391,10 @@ async function open(source: string): Promise<pw.ParquetFile> {
   }
   if (e === undefined) {
     let blob: Blob | null = null;
-    if (!isUrl(source)) {
+    if (isS3Url(source)) {
+      // Remote: the footer comes through signed range reads; parquet-wasm checks it as it parses.
+      blob = new S3Blob(await openS3Object(source, s3!, false));
+    } else if (!isUrl(source)) {
       // The footer is checked in Sluice's code before parquet-wasm parses it, and parquet-wasm
       // gets a repaired one where it would misread the file's (parquet/check.ts).
       const fd = fs.openSync(source, 'r');
@@ -457,7 +480,7 @@ function resolveRead(msg: Extract<DecodeRequest, { kind: 'read' }>): ReadInline 
   if (msg.spec === undefined) return msg;
   const body = specs.get(msg.spec);
   if (body === undefined) return `read spec ${msg.spec} was never sent to this decoder`;
-  const { kind, id, source, rowGroup, range, cuts, slots } = msg;
+  const { kind, id, source, rowGroup, range, cuts, slots, s3 } = msg;
   const { pack, ...shared } = body;
   return {
     kind,
@@ -465,6 +488,7 @@ function resolveRead(msg: Extract<DecodeRequest, { kind: 'read' }>): ReadInline 
     source,
     rowGroup,
     ...(range !== undefined ? { range } : {}),
+    ...(s3 !== undefined ? { s3 } : {}),
     ...shared,
     ...(pack !== undefined ? { pack: { ...pack, cuts: cuts!, ...(slots !== undefined ? { slots } : {}) } } : {}),
   };
@@ -473,7 +497,7 @@ function resolveRead(msg: Extract<DecodeRequest, { kind: 'read' }>): ReadInline 
 async function read(msg: ReadInline): Promise<void> {
   const { id } = msg;
   pageChecks.crc = msg.verifyCrc !== false;
-  const direct = readDirect(msg, msg.kernels === undefined ? null : await kernelsFrom(msg.kernels));
+  const direct = readDirect(msg, msg.kernels === undefined ? null : await kernelsFrom(msg.kernels), await remoteRowGroup(msg));
   // What the direct decoder left (all of it when it does not apply) goes to parquet-wasm,
   // which returns raw columns: the derived columns' inputs as well.
   const columns = direct !== null ? direct.rest : [...new Set([...msg.columns, ...(msg.derived ?? []).map((d) => d.input)])];
@@ -485,7 +509,7 @@ async function read(msg: ReadInline): Promise<void> {
     reply({ kind: 'done', id, columns: direct!.columns }, buffersOf(direct!.columns));
     return;
   }
-  const f = await open(msg.source);
+  const f = await open(msg.source, msg.s3);
   if (!isUrl(msg.source)) {
     // Every page parquet-wasm is about to decode, checked in Sluice's code first (parquet/check.ts).
     const fd = fs.openSync(msg.source, 'r');
@@ -524,12 +548,13 @@ port.on('message', async (msg: DecodeRequest) => {
     for (const e of files.values()) e.file.free();
     files.clear();
     specs.clear();
+    forgetS3Objects();
     return;
   }
   const { id } = msg;
   try {
     if (msg.kind === 'open') {
-      const meta = describe(await open(msg.source));
+      const meta = describe(await open(msg.source, msg.s3, true));
       reply({ kind: 'opened', id, meta }, [meta.schemaIpc.buffer as ArrayBuffer]);
     } else if (msg.kind === 'pages') {
       reply({ kind: 'pages', id, rows: pageStarts(msg.source, msg.rowGroup) });
@@ -539,7 +564,8 @@ port.on('message', async (msg: DecodeRequest) => {
       else await read(r);
     }
   } catch (err) {
-    reply({ kind: 'error', id, ...failure(err) });
+    // An S3Error's detail leaves out the object's name: the pool puts it in front with the row group.
+    reply({ kind: 'error', id, ...(err instanceof S3Error ? { error: err.detail } : failure(err)) });
   }
 });
 

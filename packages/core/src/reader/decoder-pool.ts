@@ -4,6 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { tableFromIPC, type Schema } from 'apache-arrow';
 import { InputError, SluiceError, type Column, type ColumnType } from '@sluice/ops';
 import { isUrl } from '../util/url.js';
+import { resolveS3Access, type S3Access } from './s3/access.js';
+import { isS3Url } from './s3/url.js';
 import { workerExecArgv } from '../util/worker-argv.js';
 import type { RowRange } from './parquet/index.js';
 import { packBytes, packInSlot, type Pack, type PackArena } from '../batch/index.js';
@@ -205,6 +207,8 @@ export class DecoderPool {
   private readonly kernels: string | null;
   /** Whether the workers verify page CRCs where a file has them. */
   private readonly verifyCrc: boolean;
+  /** Credentials and endpoint for s3:// sources, found once per pool (workers may outlive the environment they started in). */
+  private s3: Promise<S3Access> | null = null;
 
   /**
    * `size` workers. `kernels`: a module whose `FAST_OPS` the workers use for the ops of derived
@@ -234,7 +238,7 @@ export class DecoderPool {
       footerCache.set(key!, known);
       return known;
     }
-    const { meta } = (await this.submit({ kind: 'open', source }, { source })).reply;
+    const { meta } = (await this.submit({ kind: 'open', source, ...(await this.s3Of(source)) }, { source })).reply;
     const out: FileMeta = { source, rowGroups: meta.rowGroups, numRows: meta.numRows, createdBy: meta.createdBy, schema: tableFromIPC(meta.schemaIpc).schema };
     if (key !== null) {
       footerCache.set(key, out);
@@ -256,7 +260,15 @@ export class DecoderPool {
 
   /** Decodes one row group's projected columns into Arrow IPC stream buffers (one per record batch). */
   async readRowGroup(source: string, rowGroup: number, columns: readonly string[], batchSize = 65536): Promise<Uint8Array[]> {
-    const read = { kind: 'read', source, rowGroup, columns: [...columns], batchSize, ...(this.verifyCrc ? {} : { verifyCrc: false }) } as const;
+    const read = {
+      kind: 'read',
+      source,
+      rowGroup,
+      columns: [...columns],
+      batchSize,
+      ...(this.verifyCrc ? {} : { verifyCrc: false }),
+      ...(await this.s3Of(source)),
+    } as const;
     return (await this.submit(read, { source, rowGroup, columns })).ipc;
   }
 
@@ -312,12 +324,14 @@ export class DecoderPool {
       if (this.specs.length > SPECS_KEPT) this.specs.shift();
     }
     try {
+      const s3 = isS3Url(source) ? await this.s3Of(source) : {};
       const { reply, ipc } = await this.submit(
         {
           kind: 'read',
           source,
           rowGroup,
           spec: spec.id,
+          ...s3,
           ...(pack !== undefined ? { cuts: pack.cuts, slots } : {}),
           ...(range !== undefined ? { range } : {}),
         },
@@ -347,6 +361,13 @@ export class DecoderPool {
     } finally {
       for (const [id] of slots) if (!used.has(id)) arena!.give(id);
     }
+  }
+
+  /** `{ s3 }` for an s3:// source (its credentials and endpoint), else nothing. */
+  private async s3Of(source: string): Promise<{ s3?: S3Access }> {
+    if (!isS3Url(source)) return {};
+    this.s3 ??= resolveS3Access();
+    return { s3: await this.s3 };
   }
 
   /** Stops every worker; pending work is rejected. */

@@ -1,5 +1,13 @@
-/** Whether an input names an http(s) URL rather than a local path. */
-export const isUrl = (s: string): boolean => /^https?:\/\//i.test(s);
+/** Whether an input names a URL (http(s)://, or s3:// for object storage) rather than a local path. */
+export const isUrl = (s: string): boolean => /^(https?|s3):\/\//i.test(s);
+
+/**
+ * Whether an input names an object store location (`s3://bucket/key`): read by Sluice's own decoder, like a local file.
+ *
+ * @example
+ * isS3Url('s3://data/train/'); // true
+ */
+export const isS3Url = (s: string): boolean => /^s3:\/\//i.test(s);
 
 /**
  * Checks, with one small request, that `url` can be read the way the Parquet reader reads it:
