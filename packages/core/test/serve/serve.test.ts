@@ -146,7 +146,7 @@ describe('sluice serve (HTTP)', () => {
       for (const seq of [2, 2, 3, 7]) {
         const [code, error] = await status(seq);
         expect(code, `batch ${seq}`).toBe(500);
-        expect(error, `batch ${seq}`).toMatch(/damaged\.parquet, row group 1: /);
+        expect(error, `batch ${seq}`).toMatch(/damaged\.parquet, row group 1, column I1: page 0 /);
       }
       expect(await status(1)).toEqual([200, '']);
       expect(await status(8)).toEqual([404, '']);
