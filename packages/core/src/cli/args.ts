@@ -99,6 +99,8 @@ export function pipelineOptions(values: Values, plan: Plan): PipelineOptions {
   const b = backendOverride(values, plan);
   if (b) o.backend = b;
   if (typeof values.state === 'string') o.fitState = existingFile('state file', values.state);
+  // commander gives a lone --no-X option the value true when absent and false when given.
+  if (values['no-verify-crc'] === false) o.verifyCrc = false;
   return o;
 }
 

@@ -43,6 +43,7 @@ const BACKEND: OptionRow = ['-b, --backend B', "run on backend B instead of the 
 const WORKERS: OptionRow = ['-w, --workers N', 'worker threads of the backend (at least 1)'];
 const STATE: OptionRow = ['--state STATE', "vocabularies from `sluice fit`, for the plan's stateful ops"];
 const QUIET: OptionRow = ['-q, --quiet', 'no progress on stderr'];
+const NO_CRC: OptionRow = ['--no-verify-crc', 'skip checking page CRCs where the file has them (the plan\'s "verifyCrc": false; docs/reliability.md)'];
 const JSON_OUT: OptionRow = ['--json', 'print the result as JSON'];
 const PRESET_NAMES = 'rm1..rm5, piper-d1, rap-plan0..3';
 const OLD_OUT = '(--out, its older spelling, also works)';
@@ -103,13 +104,14 @@ export const COMMAND_HELP = {
       BACKEND,
       WORKERS,
       STATE,
+      NO_CRC,
       QUIET,
     ],
   },
   bench: {
     args: '--plan P --input F [--backend B] [--workers N] [--state STATE] [--json]',
     summary: 'run to ready batches and report rows/s, stage times and peak RSS',
-    options: [PLAN, INPUT, BACKEND, WORKERS, STATE, JSON_OUT, QUIET],
+    options: [PLAN, INPUT, BACKEND, WORKERS, STATE, NO_CRC, JSON_OUT, QUIET],
   },
   reproduce: {
     args: 'piper-table4|presto [--rows N] [--json]',
@@ -141,6 +143,7 @@ export const COMMAND_HELP = {
       BACKEND,
       WORKERS,
       STATE,
+      NO_CRC,
     ],
   },
   lookahead: {

@@ -1,8 +1,10 @@
 // Files nobody on the project wrote, and damaged copies: page CRCs (verified, and what happens
 // without them), unsigned integers written by DuckDB against DuckDB's own SQL, a
 // dictionary_page_offset of 0, and encrypted files named as such.
+import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { Float64, Int32, Int64, Table, Utf8 } from 'apache-arrow';
 import { parquetMetadata } from 'hyparquet';
@@ -147,6 +149,20 @@ describe('page CRCs', () => {
       expect(wrong.length, 'rows with a wrong id').toBeGreaterThan(0);
       expect(wrong.every((r) => r >= 1000 && r < 2000)).toBe(true);
     }
+  });
+
+  it('the CLI refuses the damaged page too, and --no-verify-crc reads it as the plan option does (built bin)', () => {
+    const planFile = join(dir, 'crc-plan.json');
+    writeFileSync(planFile, JSON.stringify(plan));
+    const bin = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
+    const bench = (...extra: string[]) =>
+      spawnSync(process.execPath, [bin, 'bench', '--plan', planFile, '--input', damaged, '--quiet', '--json', ...extra], { encoding: 'utf8', timeout: 60_000 });
+    const on = bench();
+    expect(on.status, on.stderr).toBe(1);
+    expect(on.stderr).toMatch(/crc-damaged\.parquet, row group 1, column v: page \d+ \(at byte \d+\): CRC mismatch/);
+    const off = bench('--no-verify-crc');
+    expect(off.status, off.stderr).toBe(0);
+    expect(JSON.parse(off.stdout).rows).toBe(N);
   });
 
   it('columns parquet-wasm decodes are checked too: a damaged page of one is refused with its column and page', async () => {
