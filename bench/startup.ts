@@ -13,10 +13,11 @@
  *   npm run bench:startup [-- --runs 20 --json]
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { importRecorder } from './module-recorder.js';
 import { parseArgs } from 'node:util';
 import { emitJson, fmtRatio, intArg, log, machine, median, printTable } from './lib.js';
 
@@ -62,36 +63,9 @@ function wallMs(c: Case): number {
 
 const p90 = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(0.9 * xs.length) - 1)]!;
 
-/** The recorder: hooks that append each loaded module's URL to a file, and a preload that registers them. */
-function importRecorder(dir: string): { preload: string; out: string } {
-  const out = join(dir, 'loaded.txt');
-  writeFileSync(
-    join(dir, 'hooks.mjs'),
-    `import { appendFileSync } from 'node:fs';
-let out = '';
-export function initialize(data) { out = data.out; }
-export async function load(url, context, next) { appendFileSync(out, url + '\\n'); return next(url, context); }
-`,
-  );
-  // CommonJS modules required by other CommonJS modules bypass the ESM hooks: list require.cache at exit.
-  writeFileSync(
-    join(dir, 'preload.mjs'),
-    `import { appendFileSync } from 'node:fs';
-import { createRequire, register } from 'node:module';
-import { pathToFileURL } from 'node:url';
-const out = ${JSON.stringify(out)};
-register(new URL('./hooks.mjs', import.meta.url), { data: { out } });
-const cache = createRequire(import.meta.url).cache;
-process.on('exit', () => appendFileSync(out, Object.keys(cache).map((f) => pathToFileURL(f).href + '\\n').join('')));
-`,
-  );
-  return { preload: pathToFileURL(join(dir, 'preload.mjs')).href, out };
-}
-
 /** The modules one run of `c` loads (node: built-ins left out) and the heavy ones among them. */
 function loaded(c: Case, dir: string): { modules: number; heavy: string[] } {
   const { preload, out } = importRecorder(dir);
-  writeFileSync(out, '');
   wallMs({ name: c.name, args: ['--import', preload, ...c.args] });
   const urls = [
     ...new Set(

@@ -5,11 +5,12 @@
  * same recorder over the built @sluice/core shows it does see those modules (the control).
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { importRecorder } from '../bench/module-recorder.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLIENT = pathToFileURL(join(ROOT, 'packages', 'client', 'dist', 'index.js')).href;
@@ -28,15 +29,6 @@ const FORBIDDEN: ReadonlyArray<readonly [string, RegExp]> = [
   ['@sluice/core', /\/(packages\/core|node_modules\/@sluice\/core)\//],
 ];
 
-writeFileSync(
-  join(dir, 'hooks.mjs'),
-  `import { appendFileSync } from 'node:fs';
-let out = '';
-export function initialize(data) { out = data.out; }
-export async function load(url, context, next) { appendFileSync(out, url + '\\n'); return next(url, context); }
-`,
-);
-
 let runs = 0;
 
 /**
@@ -44,24 +36,15 @@ let runs = 0;
  * the built client; resolves to the URLs of every module it loaded.
  */
 function loadedBy(modules: readonly string[]): Promise<string[]> {
-  const out = join(dir, `loaded-${runs++}.txt`);
-  writeFileSync(out, '');
+  const { preload, out } = importRecorder(dir, `loaded-${runs++}`);
   const script = `
-import { createRequire, register } from 'node:module';
-import { appendFileSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
-const out = ${JSON.stringify(out)};
-register(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)}, { data: { out } });
-// CommonJS modules required by other CommonJS modules bypass the ESM hooks: list require.cache too.
-const cache = createRequire(import.meta.url).cache;
-process.on('exit', () => appendFileSync(out, Object.keys(cache).map((f) => pathToFileURL(f).href + '\\n').join('')));
 for (const m of ${JSON.stringify(modules)}) await import(m);
 const { createClient } = await import(${JSON.stringify(CLIENT)});
 const client = createClient('http://127.0.0.1:9', { token: 't' });
 if (typeof client.batches !== 'function') throw new Error('createClient returned no client');
 `;
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' }, (err, _stdout, stderr) => {
+    execFile(process.execPath, ['--import', preload, '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' }, (err, _stdout, stderr) => {
       if (err) reject(new Error(`child failed: ${stderr || err.message}`));
       else
         resolve([
