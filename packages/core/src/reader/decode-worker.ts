@@ -42,7 +42,6 @@ import { checkChunks, decodeFlatRowGroup, FileRefusal, pageChecks, readFooter, R
 import { pageZstd } from './zstd.js';
 import type { S3Access } from './s3/access.js';
 import { S3Error } from './s3/errors.js';
-import { S3Blob, fetchRowGroup, forgetS3Objects, openS3Object } from './s3/object.js';
 import { isS3Url } from './s3/url.js';
 
 if (parentPort === null) throw new Error('the decode worker runs in a worker thread (DecoderPool)');
@@ -370,9 +369,17 @@ const fileKey = (source: string): string => (isUrl(source) ? '' : statKey(fs.sta
  */
 async function remoteRowGroup(msg: ReadInline): Promise<{ md: FileMetaData; readAt: ReadAt } | undefined> {
   if (!isS3Url(msg.source) || !msg.types || process.env.SLUICE_DIRECT_DECODE === '0') return undefined;
+  const { openS3Object, fetchRowGroup } = await s3Object();
   const o = await openS3Object(msg.source, s3Of(msg), false);
   return { md: o.md, readAt: await fetchRowGroup(o, msg.rowGroup, new Set([...msg.columns, ...(msg.derived ?? []).map((d) => d.input)])) };
 }
+
+/**
+ * The S3 object reader (and its signing library), loaded on the first s3:// source: a worker that
+ * reads local files starts without it.
+ */
+let s3Objects: Promise<typeof import('./s3/object.js')> | null = null;
+const s3Object = (): Promise<typeof import('./s3/object.js')> => (s3Objects ??= import('./s3/object.js'));
 
 const s3Of = (msg: { readonly source: string; readonly s3?: S3Access }): S3Access => {
   if (msg.s3 === undefined) throw new Error(`no S3 credentials were sent with ${msg.source}`);
@@ -381,7 +388,9 @@ const s3Of = (msg: { readonly source: string; readonly s3?: S3Access }): S3Acces
 
 async function open(source: string, s3?: S3Access, fresh = false): Promise<pw.ParquetFile> {
   // An s3:// object is keyed by its ETag: `fresh` (an open request) asks the store for it again.
-  const key = isS3Url(source) ? (await openS3Object(source, s3Of({ source, ...(s3 !== undefined ? { s3 } : {}) }), fresh)).etag : fileKey(source);
+  const key = isS3Url(source)
+    ? (await (await s3Object()).openS3Object(source, s3Of({ source, ...(s3 !== undefined ? { s3 } : {}) }), fresh)).etag
+    : fileKey(source);
   let e = files.get(source);
   if (e !== undefined && e.key !== key) {
     // Rewritten since it was opened here: open it afresh.
@@ -393,6 +402,7 @@ async function open(source: string, s3?: S3Access, fresh = false): Promise<pw.Pa
     let blob: Blob | null = null;
     if (isS3Url(source)) {
       // Remote: the footer comes through signed range reads; parquet-wasm checks it as it parses.
+      const { S3Blob, openS3Object } = await s3Object();
       blob = new S3Blob(await openS3Object(source, s3!, false));
     } else if (!isUrl(source)) {
       // The footer is checked in Sluice's code before parquet-wasm parses it, and parquet-wasm
@@ -548,7 +558,7 @@ port.on('message', async (msg: DecodeRequest) => {
     for (const e of files.values()) e.file.free();
     files.clear();
     specs.clear();
-    forgetS3Objects();
+    if (s3Objects !== null) (await s3Objects).forgetS3Objects();
     return;
   }
   const { id } = msg;
