@@ -13,6 +13,7 @@ import { batchToArrowStream, batchToMsgpack, createBatchServer, parseTarget, typ
 import { generateDataset, getPreset } from '@sluice/core/gen';
 import { pipeline, type PlanSpec } from '@sluice/core';
 import { tempDir } from '../helpers.js';
+import { silent } from './sockets.js';
 
 const dir = tempDir('sluice-serve-limits-');
 const small = join(dir, 'rm1-1k.parquet');
@@ -50,18 +51,6 @@ function rawGet(
     req.on('error', reject);
     req.end();
   });
-}
-
-/** A connection that sends nothing; `closed` resolves when the server closes it, with what it was sent. */
-function silent(url: string): { socket: Socket; closed: Promise<{ ms: number; got: string }> } {
-  const u = new URL(url);
-  const t0 = performance.now();
-  const socket = connect(Number(u.port), u.hostname);
-  let got = '';
-  socket.on('data', (d: Buffer) => (got += d.toString('latin1')));
-  socket.on('error', () => undefined);
-  const closed = new Promise<{ ms: number; got: string }>((resolve) => socket.on('close', () => resolve({ ms: performance.now() - t0, got })));
-  return { socket, closed };
 }
 
 const connected = (s: Socket): Promise<void> => new Promise((r) => (s.readyState === 'open' ? r() : s.once('connect', () => r())));

@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +17,7 @@ import { batchToArrowStream, batchToMsgpack } from '@sluice/core/serve';
 import { generateDataset, getPreset } from '@sluice/core/gen';
 import { pipeline, type PlanSpec } from '@sluice/core';
 import { tempDir } from '../helpers.js';
+import { silent } from './sockets.js';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const BIN = join(ROOT, 'packages/core/bin/sluice.js');
@@ -104,21 +105,6 @@ function get(target: string, accept = MSGPACK): Promise<{ status: number; hash: 
   });
 }
 
-/** A connection that never sends a byte; `closed` resolves with what the server sent before closing it. */
-function silent(): { socket: Socket; open: Promise<void>; closed: Promise<{ ms: number; got: string }> } {
-  const u = new URL(url);
-  const t0 = performance.now();
-  const socket = connect(Number(u.port), u.hostname);
-  let got = '';
-  socket.on('data', (d: Buffer) => (got += d.toString('latin1')));
-  socket.on('error', () => undefined);
-  return {
-    socket,
-    open: new Promise((r) => socket.once('connect', () => r())),
-    closed: new Promise((r) => socket.once('close', () => r({ ms: performance.now() - t0, got }))),
-  };
-}
-
 /** Fetches batch `seq` reading 16 KiB every 50 ms (~320 KB/s); resolves to the status and the body's hash. */
 function slowRead(seq: number): Promise<{ status: number; hash: string; ms: number }> {
   const u = new URL(url);
@@ -156,7 +142,7 @@ describe.skipIf(noProc !== null)('sluice serve soak (child process, loopback)', 
     const mismatches: string[] = [];
 
     // 64 connections that send nothing, all open before anyone else asks.
-    const idle = Array.from({ length: IDLE }, silent);
+    const idle = Array.from({ length: IDLE }, () => silent(url));
     await Promise.all(idle.map((c) => c.open));
     const fresh = await get('/v1/batches/0');
     expect(idle.every((c) => !c.socket.destroyed)).toBe(true);
