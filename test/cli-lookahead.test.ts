@@ -2,37 +2,15 @@
  * `sluice lookahead` end to end: spawns the built CLI (`npm run build` first) on small Parquet files
  * and checks its figures against LookaheadCache run in-process over ids parsed here independently.
  */
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Float32, Int64 } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { LookaheadCache, LookaheadSummary, type CacheBudget } from '../packages/core/src/lookahead/cache.js';
-import { i32, str, tempDir, vec, writeParquet } from '../packages/core/test/helpers.js';
+import { i32, runSluice, str, tempDir, vec, writeParquet, type SluiceRun } from '../packages/core/test/helpers.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BIN = join(ROOT, 'packages', 'core', 'bin', 'sluice.js');
 const dir = tempDir('sluice-lookahead-cli-');
 
-interface Result {
-  status: number;
-  stdout: string;
-  stderr: string;
-}
-
-function sluice(args: readonly string[]): Promise<Result> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, ...args],
-      { cwd: ROOT, encoding: 'utf8', env: { ...process.env, SLUICE_CACHE_DIR: join(dir, 'cache') } },
-      (err, stdout, stderr) => {
-        const code = err === null ? 0 : (err as { code?: unknown }).code;
-        resolve({ status: typeof code === 'number' ? code : -1, stdout, stderr });
-      },
-    );
-  });
-}
+const sluice = (args: readonly string[]): Promise<SluiceRun> => runSluice(args, { SLUICE_CACHE_DIR: join(dir, 'cache') });
 
 /** Seeded small-range ids so that batches share ids; every 7th hex value is null. */
 const N = 203;
@@ -151,7 +129,7 @@ describe('sluice lookahead', () => {
   });
 
   /** A data error: exit 1, one line, no stack. */
-  function expectDataError(res: Result, ...parts: Array<string | RegExp>): void {
+  function expectDataError(res: SluiceRun, ...parts: Array<string | RegExp>): void {
     expect(res.status, res.stderr).toBe(1);
     expect(res.stdout).toBe('');
     const ls = lines(res.stderr);
@@ -170,7 +148,7 @@ describe('sluice lookahead', () => {
   });
 
   it('rejects bad numbers and missing options as usage errors (exit 2)', async () => {
-    const run = (...extra: string[]): Promise<Result> => sluice(['lookahead', '--input', file, '--columns', 'C1', ...extra]);
+    const run = (...extra: string[]): Promise<SluiceRun> => sluice(['lookahead', '--input', file, '--columns', 'C1', ...extra]);
     const cases: Array<[string[], RegExp]> = [
       [['--batch-size', '0', '--window', '2'], /--batch-size must be an integer >= 1, got "0"/],
       [['--batch-size', '8k', '--window', '2'], /--batch-size must be an integer >= 1, got "8k"/],

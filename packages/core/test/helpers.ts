@@ -1,8 +1,37 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Field, Int32, Int64, List, Table, Utf8, makeBuilder, tableToIPC, type DataType, type Vector } from 'apache-arrow';
 import * as pw from 'parquet-wasm';
+
+/** What a `sluice` child process did. */
+export interface SluiceRun {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+
+/**
+ * Runs the built `sluice ...args` from the repository root with `env` over the process's own
+ * environment (give it a SLUICE_CACHE_DIR of the test's); never rejects: a failure is its status.
+ */
+export function runSluice(args: readonly string[], env: Record<string, string> = {}): Promise<SluiceRun> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [join(ROOT, 'packages', 'core', 'bin', 'sluice.js'), ...args],
+      { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8', maxBuffer: 256 << 20 },
+      (err, stdout, stderr) => {
+        const code = err === null ? 0 : (err as { code?: unknown }).code;
+        resolve({ status: typeof code === 'number' ? code : -1, stdout, stderr });
+      },
+    );
+  });
+}
 
 /** A fresh temporary directory. */
 export function tempDir(prefix = 'sluice-test-'): string {

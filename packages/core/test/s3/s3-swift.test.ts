@@ -5,7 +5,7 @@
  * connection that fails part way; and a changed object never read with a stale footer. Skips with
  * the reason where Swift cannot start, except under CI=true.
  */
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +15,7 @@ import { pipeline } from '@sluice/core';
 import { generateDataset, getPreset } from '@sluice/core/gen';
 import { DecoderPool } from '@sluice/core/internal';
 import { schemaOf } from '../../src/reader/dataset.js';
-import { tempDir } from '../helpers.js';
+import { runSluice, tempDir, type SluiceRun } from '../helpers.js';
 import { faultyProxy } from './faulty-proxy.js';
 import { startSwift, type Swift } from './swift.js';
 
@@ -30,26 +30,9 @@ const skip = typeof swift === 'string' ? swift : null;
 if (skip !== null) console.warn(`s3 tests skipped: ${skip}`);
 const store = swift as Swift;
 
-interface Result {
-  status: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs `sluice ...args` with the store's environment plus `env`; never rejects. */
-function sluice(args: readonly string[], env: Record<string, string> = {}): Promise<Result> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [BIN, ...args],
-      { cwd: ROOT, env: { ...process.env, ...store.env, ...env, SLUICE_CACHE_DIR: join(dir, 'cache') }, encoding: 'utf8', maxBuffer: 64 << 20 },
-      (err, stdout, stderr) => {
-        const code = err === null ? 0 : (err as { code?: unknown }).code;
-        resolve({ status: typeof code === 'number' ? code : -1, stdout, stderr });
-      },
-    );
-  });
-}
+const sluice = (args: readonly string[], env: Record<string, string> = {}): Promise<SluiceRun> =>
+  runSluice(args, { ...store.env, ...env, SLUICE_CACHE_DIR: join(dir, 'cache') });
 
 /** What a batch holds, as plain arrays to compare. */
 const content = (b: { rows: number; dense: { data: Float32Array }; sparse: { lengths: Int32Array; values: BigInt64Array }; labels: Float32Array | null }) => ({
