@@ -4,7 +4,6 @@ import { InputError, typeName, type ColumnType } from '@sluice/ops';
 import { arrowColumnType } from './arrow.js';
 import { DecoderPool, type FileMeta } from './decoder-pool.js';
 import { isUrl, urlProblem } from '../util/url.js';
-import { resolveS3Input } from './s3/list.js';
 import { isS3Url } from './s3/url.js';
 
 /** One row group of one file: the unit of reading, sharding and shuffling. */
@@ -38,6 +37,8 @@ export async function resolveInputs(patterns: string | readonly string[]): Promi
   const out: string[] = [];
   for (const p of typeof patterns === 'string' ? [patterns] : patterns) {
     if (isS3Url(p)) {
+      // Loaded on the first s3:// input: local-only runs never load the S3 client and its libraries.
+      const { resolveS3Input } = await import('./s3/list.js');
       out.push(...(await resolveS3Input(p)));
       continue;
     }

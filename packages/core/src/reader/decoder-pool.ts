@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { tableFromIPC, type Schema } from 'apache-arrow';
 import { InputError, SluiceError, type Column, type ColumnType } from '@sluice/ops';
 import { isUrl } from '../util/url.js';
-import { resolveS3Access, type S3Access } from './s3/access.js';
+import type { S3Access } from './s3/access.js';
 import { isS3Url } from './s3/url.js';
 import { workerExecArgv } from '../util/worker-argv.js';
 import type { RowRange } from './parquet/index.js';
@@ -366,7 +366,8 @@ export class DecoderPool {
   /** `{ s3 }` for an s3:// source (its credentials and endpoint), else nothing. */
   private async s3Of(source: string): Promise<{ s3?: S3Access }> {
     if (!isS3Url(source)) return {};
-    this.s3 ??= resolveS3Access();
+    // Loaded on the first s3:// source, as the decode worker loads its S3 reader.
+    this.s3 ??= import('./s3/access.js').then((m) => m.resolveS3Access());
     return { s3: await this.s3 };
   }
 
