@@ -36,6 +36,10 @@ export class Flow {
   private waiters: Array<() => void> = [];
   /** Most batches ever waiting at once (tests assert it never exceeds `limit`). */
   maxQueued = 0;
+  /** Time the source has spent paused because the consumer had not taken enough batches, ms (finished pauses). */
+  private blocked = 0;
+  /** When the pause in progress began, or null. */
+  private blockedSince: number | null = null;
 
   constructor(readonly limit: number) {
     if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`prefetch limit must be a positive integer, got ${limit}`);
@@ -51,15 +55,22 @@ export class Flow {
     return this.queued;
   }
 
+  /** Time the source has waited for the consumer to take batches so far (a pause in progress included), ms. */
+  get blockedMs(): number {
+    return this.blocked + (this.blockedSince === null ? 0 : performance.now() - this.blockedSince);
+  }
+
   /** Calls `cb` once the flow is open (at once if it is); returns a cancel function. */
   whenOpen(cb: () => void): () => void {
     if (this.open) {
       cb();
       return () => undefined;
     }
+    this.blockedSince ??= performance.now();
     this.waiters.push(cb);
     return () => {
       this.waiters = this.waiters.filter((w) => w !== cb);
+      if (this.waiters.length === 0) this.unblock();
     };
   }
 
@@ -83,7 +94,14 @@ export class Flow {
   }
 
   private wake(): void {
+    if (this.open) this.unblock();
     while (this.open && this.waiters.length > 0) this.waiters.shift()!();
+  }
+
+  private unblock(): void {
+    if (this.blockedSince === null) return;
+    this.blocked += performance.now() - this.blockedSince;
+    this.blockedSince = null;
   }
 }
 
