@@ -24,20 +24,24 @@ export async function cmdBench(values: Values): Promise<number> {
   // rows/s between samples, for the report's plot of the run.
   const timeline = { seconds: [] as number[], rowsPerSecond: [] as number[] };
   let last = { t: t0, rows: 0 };
+  const sample = (now: number): void => {
+    timeline.seconds.push(+((now - t0) / 1000).toFixed(3));
+    timeline.rowsPerSecond.push(((rows - last.rows) * 1000) / (now - last.t));
+    last = { t: now, rows };
+  };
   for await (const b of p) {
     rows += b.rows;
     const now = performance.now();
-    if (now - last.t >= SAMPLE_MS) {
-      timeline.seconds.push(+((now - t0) / 1000).toFixed(3));
-      timeline.rowsPerSecond.push(((rows - last.rows) * 1000) / (now - last.t));
-      last = { t: now, rows };
-    }
+    if (now - last.t >= SAMPLE_MS) sample(now);
     bytes += b.dense.data.byteLength + b.sparse.values.byteLength + b.sparse.lengths.byteLength + (b.labels?.byteLength ?? 0);
     progress.update(rows);
     // Done with it: its memory may hold a later batch (Batch.release), as in a training loop.
     b.release?.();
   }
-  const seconds = (performance.now() - t0) / 1000;
+  const end = performance.now();
+  // The last stretch too, so a run shorter than SAMPLE_MS still has a point.
+  if (rows > last.rows && end > last.t) sample(end);
+  const seconds = (end - t0) / 1000;
   progress.done();
   const m = p.metrics();
   const result = {
