@@ -64,12 +64,15 @@ export async function registerPipelineMetrics(source: MetricsSource, registry: R
   if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(prefix))
     throw new RangeError(`metric prefix must be letters, digits, "_" or ":" (not starting with a digit), got ${JSON.stringify(prefix)}`);
   const names: string[] = [];
-  // One reading per scrape, shared by every metric's collect (they run one after another).
-  let cached: { at: number; m: PipelineMetrics } | null = null;
+  // One reading per scrape, shared by every metric's collect: a scrape collects them all within
+  // one turn of the event loop, so the reading is dropped at the next turn.
+  let cached: PipelineMetrics | null = null;
   const read = (): PipelineMetrics => {
-    const now = performance.now();
-    if (cached === null || now - cached.at > 50) cached = { at: now, m: source.metrics() };
-    return cached.m;
+    if (cached === null) {
+      cached = source.metrics();
+      setImmediate(() => (cached = null));
+    }
+    return cached;
   };
   const add = (name: string): string => {
     const full = prefix + name;
