@@ -2,7 +2,7 @@
  * `npm run bench [-- ARGS] [--report FILE.html] [--benches kernels,e2e,rss]`: the benchmarks one
  * after another, each given ARGS (as before). With `--report`, each runs with `--json`, its tables
  * are not printed, and their results become one self-contained HTML report with plots
- * (packages/core/src/cli/report.ts): the machine, the date and the raw numbers are in it.
+ * (packages/core/src/report/report.ts): the machine, the date and the raw numbers are in it.
  * `--benches` picks which run (also: transport, or any bench/NAME.ts that takes --json).
  */
 import { spawnSync } from 'node:child_process';

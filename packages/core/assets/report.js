@@ -1,4 +1,4 @@
-// The bench report's script (inlined by packages/core/src/cli/report.ts; plain browser
+// The bench report's script (inlined by packages/core/src/report/report.ts; plain browser
 // JavaScript). It reads the embedded results and chart specs (#bench-data) and draws each chart
 // with uPlot. Grouped bars: category i, series j sits at x = i * (series + 1) + j, so each bar has
 // an x of its own and the gap between groups is one empty slot.

@@ -71,4 +71,4 @@ export { registerPipelineMetrics, type MetricsSource, type PipelineMetricsOption
 export { sumMetrics } from './pipeline/metrics.js';
 export { batchToArrow } from './output/batch-arrow.js';
 export { ParquetFileWriter, writeParquetTable, type ParquetWriteOptions } from './output/parquet-write.js';
-export { chartsFor, parseBenchOutput, renderReport, reportMachine, type BenchDoc, type ChartSpec } from './cli/report.js';
+export { chartsFor, parseBenchOutput, renderReport, reportMachine, type BenchDoc, type ChartSpec } from './report/report.js';

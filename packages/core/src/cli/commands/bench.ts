@@ -5,7 +5,7 @@ import { pipeline } from '../../pipeline/pipeline.js';
 import { inputs, pipelineOptions, planArg, UsageError, type Values } from '../args.js';
 import { Progress, formatTable, peakRssMB } from '../progress.js';
 import { refuseOverwritingInputs } from '../overwrite.js';
-import { renderReport } from '../report.js';
+import { renderReport } from '../../report/report.js';
 
 /** The timeline's sampling interval: a point per quarter second keeps a long run's JSON small. */
 const SAMPLE_MS = 250;
