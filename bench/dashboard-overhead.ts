@@ -2,7 +2,9 @@
  * What an open dashboard costs the server: `sluice serve` in a child process, a client pulling
  * every batch of the run (two requests in flight, as `@sluice/client` does), with and without a
  * headless Chromium page on /dashboard polling it, alternating, a fresh server per run so every
- * run makes its batches. Prints rows/s of each run and the medians; then, on an idle server, the
+ * run makes its batches. Prints rows/s of each run, the server process's CPU seconds per million
+ * rows (all its threads, from /proc: what the page costs the server, less disturbed than wall time
+ * by other load on a shared host), and the medians; then, on an idle server, the
  * server's own time per `/v1/metrics.json` request (its request-duration histogram) times the
  * page's requests per second: the cost without the noise of a shared host (on which the browser's
  * own drawing also competes for the cores; a real viewer's browser runs elsewhere).
@@ -10,7 +12,7 @@
  *   npx tsx bench/dashboard-overhead.ts [--rows 200000] [--batch-size 1024] [--epochs 2] [--runs 5] [--interval 1000] [--json]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -67,6 +69,14 @@ async function stopServer(child: ChildProcess): Promise<void> {
   await exited;
 }
 
+/** CPU seconds a process has used, all threads, user and system (Linux /proc; clock ticks of 10 ms). */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces, so split after its closing parenthesis): utime and stime are the 12th and 13th.
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
 const headers = { authorization: `Bearer ${TOKEN}`, accept: 'application/msgpack' };
 
 /** Pulls every batch, two requests in flight; resolves to rows/s from the first request to the last body. */
@@ -118,6 +128,8 @@ async function idleSnapshotMs(n: number): Promise<number> {
 const { browser, close } = await launchBrowser();
 const without: number[] = [];
 const withPage: number[] = [];
+const cpuWithout: number[] = [];
+const cpuWith: number[] = [];
 const pollsPerSecond: number[] = [];
 try {
   for (let i = 0; i < RUNS * 2; i++) {
@@ -133,15 +145,20 @@ try {
         await page.waitForFunction(() => (window as unknown as { sluiceDashboard: { polls: number } }).sluiceDashboard.polls > 0);
       }
       const t0 = performance.now();
+      const cpu0 = cpuSeconds(child.pid!);
       const rate = await pullAll(url);
+      const cpu = ((cpuSeconds(child.pid!) - cpu0) * 1e6) / (ROWS * EPOCHS);
       const seconds = (performance.now() - t0) / 1000;
       (open ? withPage : without).push(rate);
+      (open ? cpuWith : cpuWithout).push(cpu);
       if (page !== null) {
         pollsPerSecond.push((await dashboardTime(url)).requests / seconds);
         await page.close();
         if (errors.length > 0) throw new Error(`the page logged errors: ${errors.join('; ')}`);
       }
-      log(`run ${i + 1}/${RUNS * 2}: ${open ? 'page open  ' : 'page closed'} ${Math.round(rate).toLocaleString('en-US')} rows/s`);
+      log(
+        `run ${i + 1}/${RUNS * 2}: ${open ? 'page open  ' : 'page closed'} ${Math.round(rate).toLocaleString('en-US')} rows/s, server ${cpu.toFixed(2)} CPU s per million rows`,
+      );
     } finally {
       await stopServer(child);
     }
@@ -162,10 +179,11 @@ const result = {
   runs: RUNS,
   intervalMs: INTERVAL,
   results: [
-    { page: 'closed', rowsPerSecond: mWithout, runs: without },
-    { page: 'open', rowsPerSecond: mWith, runs: withPage },
+    { page: 'closed', rowsPerSecond: mWithout, runs: without, serverCpuSecondsPerMillionRows: cpuWithout },
+    { page: 'open', rowsPerSecond: mWith, runs: withPage, serverCpuSecondsPerMillionRows: cpuWith },
   ],
   throughputChange: mWith / mWithout - 1,
+  serverCpuChange: median(cpuWith) / median(cpuWithout) - 1,
   serverMsPerDashboardRequest: costMs,
   dashboardRequestsPerSecond: polls,
   // The server's busy time the page's polling causes, as a share of one core's second.
@@ -175,14 +193,26 @@ if (args.json) emitJson(result);
 else {
   printTable(
     `Dashboard overhead: ${(ROWS * EPOCHS).toLocaleString('en-US')} RM1 rows in batches of ${BATCH} from sluice serve, ${RUNS} runs each, alternating`,
-    ['page', 'median rows/s', 'runs (rows/s)'],
+    ['page', 'median rows/s', 'runs (rows/s)', 'median server CPU s / M rows', 'runs'],
     [
-      ['closed', Math.round(mWithout).toLocaleString('en-US'), without.map((r) => Math.round(r).toLocaleString('en-US')).join(', ')],
-      ['open', Math.round(mWith).toLocaleString('en-US'), withPage.map((r) => Math.round(r).toLocaleString('en-US')).join(', ')],
+      [
+        'closed',
+        Math.round(mWithout).toLocaleString('en-US'),
+        without.map((r) => Math.round(r).toLocaleString('en-US')).join(', '),
+        median(cpuWithout).toFixed(2),
+        cpuWithout.map((c) => c.toFixed(2)).join(', '),
+      ],
+      [
+        'open',
+        Math.round(mWith).toLocaleString('en-US'),
+        withPage.map((r) => Math.round(r).toLocaleString('en-US')).join(', '),
+        median(cpuWith).toFixed(2),
+        cpuWith.map((c) => c.toFixed(2)).join(', '),
+      ],
     ],
   );
   log(
-    `\nmedian change with the page open: ${(result.throughputChange * 100).toFixed(1)}%\n` +
+    `\nmedian change with the page open: throughput ${(result.throughputChange * 100).toFixed(1)}%, server CPU per row ${(result.serverCpuChange * 100).toFixed(1)}%\n` +
       `server time per /v1/metrics.json request (idle server, 500 requests): ${costMs.toFixed(3)} ms; the page made ${polls.toFixed(2)} dashboard requests/s (page load included) → ${(result.serverShareOfOneCore * 100).toFixed(3)}% of one core\n` +
       `machine: ${JSON.stringify(machine())}`,
   );

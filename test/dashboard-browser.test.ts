@@ -135,7 +135,7 @@ describe.skipIf(noBrowser !== null && !CI)('the dashboard in Chromium', () => {
       const r = await page.goto(`http://127.0.0.1:${(host.address() as AddressInfo).port}/dashboard?token=${TOKEN}&interval=300`);
       expect(r?.status()).toBe(200);
       await page.waitForFunction(() => !(document.getElementById('cluster') as HTMLElement).hidden, { timeout: 10_000 });
-      const rows = await page.$$eval('#cluster-workers tr', (trs) => trs.slice(1).map((tr) => [...tr.children].map((c) => c.textContent)));
+      const rows = await page.$$eval('#cluster-workers tr', (trs) => trs.slice(1).map((tr) => Array.from(tr.children, (c) => c.textContent)));
       expect(rows.map((r) => r[0])).toEqual(['w1', 'w2']);
       expect(rows.map((r) => r[2])).toEqual(['active', 'draining']);
       expect(rows.map((r) => r[4])).toEqual(['120', '90']);

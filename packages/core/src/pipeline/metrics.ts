@@ -26,8 +26,8 @@ export interface PipelineMetrics {
   bytesIn: number;
   bytesOut: number;
   /**
-   * Time the source spent paused because the consumer had not taken the batches already made
-   * (the prefetch buffer was full), ms: the run was faster than its consumer.
+   * Time the source spent paused while batches it made waited for the consumer to take them (the
+   * prefetch buffer was full), ms: the run was faster than its consumer.
    */
   consumerWaitMs: number;
   /** Most batches waiting at once in the prefetch buffer. */

@@ -61,7 +61,7 @@ export class Pipeline implements AsyncIterable<Batch> {
     const m = copyMetrics(this._metrics);
     if (this.flow !== null) {
       m.buffered = this.flow.waiting;
-      m.consumerWaitMs = this.flow.blockedMs;
+      m.consumerWaitMs = this.flow.consumerWaitMs;
     }
     return m;
   }

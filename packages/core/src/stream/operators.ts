@@ -36,10 +36,16 @@ export class Flow {
   private waiters: Array<() => void> = [];
   /** Most batches ever waiting at once (tests assert it never exceeds `limit`). */
   maxQueued = 0;
-  /** Time the source has spent paused because the consumer had not taken enough batches, ms (finished pauses). */
-  private blocked = 0;
-  /** When the pause in progress began, or null. */
-  private blockedSince: number | null = null;
+  /** Whether the source is paused, waiting for the flow to open. */
+  private paused = false;
+  /**
+   * Time the source has spent paused while made batches waited for the consumer, ms (finished
+   * stretches). A pause with no batch waiting is the preprocess stage's chunks in flight, not the
+   * consumer, and does not count.
+   */
+  private consumerWait = 0;
+  /** When the stretch in progress began, or null. */
+  private consumerSince: number | null = null;
 
   constructor(readonly limit: number) {
     if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`prefetch limit must be a positive integer, got ${limit}`);
@@ -55,9 +61,9 @@ export class Flow {
     return this.queued;
   }
 
-  /** Time the source has waited for the consumer to take batches so far (a pause in progress included), ms. */
-  get blockedMs(): number {
-    return this.blocked + (this.blockedSince === null ? 0 : performance.now() - this.blockedSince);
+  /** Time the source has waited for the consumer to take batches so far (a wait in progress included), ms. */
+  get consumerWaitMs(): number {
+    return this.consumerWait + (this.consumerSince === null ? 0 : performance.now() - this.consumerSince);
   }
 
   /** Calls `cb` once the flow is open (at once if it is); returns a cancel function. */
@@ -66,11 +72,15 @@ export class Flow {
       cb();
       return () => undefined;
     }
-    this.blockedSince ??= performance.now();
+    this.paused = true;
+    this.track();
     this.waiters.push(cb);
     return () => {
       this.waiters = this.waiters.filter((w) => w !== cb);
-      if (this.waiters.length === 0) this.unblock();
+      if (this.waiters.length === 0) {
+        this.paused = false;
+        this.track();
+      }
     };
   }
 
@@ -94,14 +104,19 @@ export class Flow {
   }
 
   private wake(): void {
-    if (this.open) this.unblock();
+    if (this.open) this.paused = false;
+    this.track();
     while (this.open && this.waiters.length > 0) this.waiters.shift()!();
   }
 
-  private unblock(): void {
-    if (this.blockedSince === null) return;
-    this.blocked += performance.now() - this.blockedSince;
-    this.blockedSince = null;
+  /** Starts or ends a stretch of consumer wait: the source paused while batches wait to be taken. */
+  private track(): void {
+    const waiting = this.paused && this.queued > 0;
+    if (waiting && this.consumerSince === null) this.consumerSince = performance.now();
+    else if (!waiting && this.consumerSince !== null) {
+      this.consumerWait += performance.now() - this.consumerSince;
+      this.consumerSince = null;
+    }
   }
 }
 
