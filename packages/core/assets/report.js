@@ -36,15 +36,17 @@
     const x = Array.from({ length: slots }, (_, i) => i);
     const ys = spec.series.map((s, j) => x.map((xi) => (xi % (k + 1) === j ? s.values[Math.floor(xi / (k + 1))] : null)));
     const centers = spec.categories.map((_, i) => i * (k + 1) + (k - 1) / 2);
-    const width = Math.max(600, box.clientWidth || 600);
+    const width = Math.max(400, box.clientWidth || 600);
     const all = spec.series.flatMap((s) => s.values).filter((v) => v != null && v > 0);
     // Values spanning orders of magnitude (in-process vs HTTP transports) get a log scale, so the small bars stay visible.
     const log = all.length > 1 && Math.max(...all) / Math.min(...all) > 50;
     const floor = log ? 10 ** Math.floor(Math.log10(Math.min(...all))) : 0;
     const short = (c) => (c.length > 28 ? `${c.slice(0, 27)}…` : c);
+    // Slanted labels when they would not fit side by side.
+    const slant = n * Math.max(...spec.categories.map((c) => short(c).length)) * 7 > width * 0.8;
     const opts = {
       width,
-      height: 300 + (n > 6 ? 90 : 0),
+      height: 300 + (slant ? 90 : 0),
       scales: {
         x: { time: false, range: [-1, slots + 1] },
         y: log ? { distr: 3, range: (u, min, max) => [floor, max * 1.5] } : { range: (u, min, max) => [0, max > 0 ? max * 1.08 : 1] },
@@ -63,7 +65,7 @@
         })),
       ],
       axes: [
-        { splits: () => centers, values: () => spec.categories.map(short), rotate: n > 6 ? -35 : 0, size: n > 6 ? 150 : 40, grid: { show: false }, gap: 4 },
+        { splits: () => centers, values: () => spec.categories.map(short), rotate: slant ? -35 : 0, size: slant ? 150 : 40, grid: { show: false }, gap: 4 },
         { label: log ? `${spec.unit} (log scale)` : spec.unit, values: (u, t) => t.map(fmt), size: 70 },
       ],
       legend: { live: false },
@@ -73,7 +75,7 @@
 
   function lineChart(spec, box) {
     const opts = {
-      width: Math.max(600, box.clientWidth || 600),
+      width: Math.max(400, box.clientWidth || 600),
       height: 280,
       scales: { x: { time: false } },
       legend: { live: false },
@@ -100,15 +102,19 @@
     const charts = el('div', { className: 'charts' });
     const section = el('section', { className: 'result' }, el('h2', { textContent: r.name }), charts);
     root.append(section);
-    for (const spec of r.charts) {
+    // Every chart's box first, then the charts: a box's width depends on how many share the grid row.
+    const boxes = r.charts.map((spec) => {
       const box = el('div');
       const src = `from ${spec.source}${spec.derived ? ` (${spec.derived})` : ''}`;
       charts.append(
         el('div', { className: 'chart' }, el('h3', { textContent: spec.title }), box, el('div', { className: 'src', textContent: src }), valuesTable(spec)),
       );
-      const u = spec.kind === 'lines' ? lineChart(spec, box) : barChart(spec, box);
+      return box;
+    });
+    r.charts.forEach((spec, i) => {
+      const u = spec.kind === 'lines' ? lineChart(spec, boxes[i]) : barChart(spec, boxes[i]);
       drawn.push({ result: r.name, spec, u });
-    }
+    });
     section.append(el('details', {}, el('summary', { textContent: 'raw results (JSON)' }), el('pre', { textContent: JSON.stringify(r.doc, null, 2) })));
   }
 })();
