@@ -5,7 +5,7 @@
  * and @sluice/core ← the backends. Inside core, folders are layers, bottom up:
  *
  *   util → batch → reader → output, plan, backend → stream → placement → pipeline
- *        → edges: lookahead, serve, transport, gen, cli
+ *        → edges: lookahead, serve, transport, gen, report, cli
  *
  * A folder imports only folders at or below its own level; of the edges, only cli imports the
  * others; nothing imports in a cycle. Type-only imports count: a reader follows them just the same.
@@ -20,7 +20,7 @@ const CORE_LEVELS = [
   ['stream'],
   ['placement'],
   ['pipeline'],
-  ['lookahead', 'serve', 'transport', 'gen', 'cli'],
+  ['lookahead', 'serve', 'transport', 'gen', 'report', 'cli'],
 ];
 
 const CORE = '^packages/core/src/';
@@ -74,10 +74,10 @@ module.exports = {
     ...layerRules,
     {
       name: 'core-edges-apart',
-      comment: 'lookahead, serve, transport and gen build on the layers below, not on each other (only cli uses them all)',
+      comment: 'lookahead, serve, transport, gen and report build on the layers below, not on each other (only cli uses them all)',
       severity: 'error',
-      from: { path: `${CORE}(lookahead|serve|transport|gen)/` },
-      to: { path: folders(['lookahead', 'serve', 'transport', 'gen', 'cli']), pathNot: `${CORE}$1/` },
+      from: { path: `${CORE}(lookahead|serve|transport|gen|report)/` },
+      to: { path: folders(['lookahead', 'serve', 'transport', 'gen', 'report', 'cli']), pathNot: `${CORE}$1/` },
     },
     {
       name: 'core-cli-on-top',

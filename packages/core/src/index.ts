@@ -18,3 +18,4 @@ export type { BackendSpec, FeatureSpec, OpSpec, PlanSpec, ShuffleSpec, Plan, Typ
 export { registerBackend, backendNames, type BackendRegistration } from './backend/registry.js';
 export type { Backend, BackendFactory, Capabilities, CostReport } from './backend/types.js';
 export { fit } from './pipeline/fit.js';
+export { registerPipelineMetrics, type MetricsSource, type PipelineMetricsOptions } from './pipeline/prometheus.js';

@@ -67,5 +67,8 @@ export { assembleBatch, batchLayout, mergePacks, packRows, type Batch, type Batc
 export { Flow, source, preprocess, batch, prefetch, cursorAfter, type BatchOptions } from './stream/operators.js';
 export { fit, openInput } from './pipeline/fit.js';
 export { pipeline, Pipeline, type IteratorState, type PipelineInfo, type PipelineMetrics, type PipelineOptions } from './pipeline/pipeline.js';
+export { registerPipelineMetrics, type MetricsSource, type PipelineMetricsOptions } from './pipeline/prometheus.js';
+export { sumMetrics } from './pipeline/metrics.js';
 export { batchToArrow } from './output/batch-arrow.js';
 export { ParquetFileWriter, writeParquetTable, type ParquetWriteOptions } from './output/parquet-write.js';
+export { chartsFor, parseBenchOutput, renderReport, reportMachine, type BenchDoc, type ChartSpec } from './report/report.js';

@@ -109,9 +109,19 @@ export const COMMAND_HELP = {
     ],
   },
   bench: {
-    args: '--plan P --input F [--backend B] [--workers N] [--state STATE] [--json]',
+    args: '--plan P --input F [--backend B] [--workers N] [--state STATE] [--json] [--report R.html]',
     summary: 'run to ready batches and report rows/s, stage times and peak RSS',
-    options: [PLAN, INPUT, BACKEND, WORKERS, STATE, NO_CRC, JSON_OUT, QUIET],
+    options: [
+      PLAN,
+      INPUT,
+      BACKEND,
+      WORKERS,
+      STATE,
+      NO_CRC,
+      JSON_OUT,
+      ['--report R.html', 'also write the result as a self-contained HTML report with plots (docs/dashboard.md)'],
+      QUIET,
+    ],
   },
   reproduce: {
     args: 'piper-table4|presto [--rows N] [--json]',

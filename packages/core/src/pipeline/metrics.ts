@@ -25,8 +25,15 @@ export interface PipelineMetrics {
   batchMs: number;
   bytesIn: number;
   bytesOut: number;
+  /**
+   * Time the source spent paused while batches it made waited for the consumer to take them (the
+   * prefetch buffer was full), ms: the run was faster than its consumer.
+   */
+  consumerWaitMs: number;
   /** Most batches waiting at once in the prefetch buffer. */
   maxBuffered: number;
+  /** Batches waiting in the prefetch buffer now. */
+  buffered: number;
   /** Last backend report (simulators put their modelled costs here). */
   lastReport: CostReport | null;
   /**
@@ -83,7 +90,9 @@ export const emptyMetrics = (): PipelineMetrics => ({
   batchMs: 0,
   bytesIn: 0,
   bytesOut: 0,
+  consumerWaitMs: 0,
   maxBuffered: 0,
+  buffered: 0,
   lastReport: null,
   reportTotals: {},
   backendSummary: null,
@@ -129,3 +138,41 @@ export function timedSource(it: AsyncGenerator<Chunk>, m: PipelineMetrics): Asyn
     return: async () => it.return(undefined),
   };
 }
+
+/**
+ * The counters of several runs as one (the server's pipeline runs): sums of the counts and times,
+ * the largest `maxBuffered`, the sum of what is `buffered` now, and the latest report and summary.
+ * Per-run descriptions (pushdown, optimizer, placement) are those of the last run that has them.
+ */
+export function sumMetrics(runs: readonly PipelineMetrics[]): PipelineMetrics {
+  const sum = emptyMetrics();
+  for (const m of runs) {
+    for (const k of SUMMED) sum[k] += m[k];
+    sum.maxBuffered = Math.max(sum.maxBuffered, m.maxBuffered);
+    for (const [k, v] of Object.entries(m.reportTotals)) sum.reportTotals[k] = (sum.reportTotals[k] ?? 0) + v;
+    sum.lastReport = m.lastReport ?? sum.lastReport;
+    sum.backendSummary = m.backendSummary ?? sum.backendSummary;
+    sum.pushdown = m.pushdown ?? sum.pushdown;
+    sum.optimizer = m.optimizer ?? sum.optimizer;
+    sum.placement = m.placement ?? sum.placement;
+  }
+  return copyMetrics(sum);
+}
+
+/** The fields `sumMetrics` adds up. */
+const SUMMED = [
+  'rows',
+  'batches',
+  'preprocessMs',
+  'setupMs',
+  'sourceWaitMs',
+  'batchMs',
+  'bytesIn',
+  'bytesOut',
+  'consumerWaitMs',
+  'buffered',
+  'packedChunks',
+  'sharedChunks',
+  'splitChunks',
+  'recycledPacks',
+] as const satisfies readonly (keyof PipelineMetrics)[];

@@ -31,6 +31,8 @@ export class Pipeline implements AsyncIterable<Batch> {
   private info_: Promise<PipelineInfo> | null = null;
   private fit: PlanState | null = null;
   private _metrics = emptyMetrics();
+  /** The latest run's flow: what waits in its prefetch buffer, and how long the source waited on the consumer. */
+  private flow: Flow | null = null;
 
   constructor(
     plan: PlanSpec | Plan | string,
@@ -56,7 +58,12 @@ export class Pipeline implements AsyncIterable<Batch> {
 
   /** Counters of the latest run. */
   metrics(): PipelineMetrics {
-    return copyMetrics(this._metrics);
+    const m = copyMetrics(this._metrics);
+    if (this.flow !== null) {
+      m.buffered = this.flow.waiting;
+      m.consumerWaitMs = this.flow.consumerWaitMs;
+    }
+    return m;
   }
 
   private async open(): Promise<PipelineInfo> {
@@ -128,6 +135,7 @@ export class Pipeline implements AsyncIterable<Batch> {
         this._metrics = stages.metrics;
         this.current = stages.state;
         const { flow } = stages;
+        this.flow = flow;
         const m = stages.metrics;
         const taken = onTaken?.(flow);
         return new Observable<Batch>((sub) => {

@@ -12,3 +12,12 @@ export type { GuardOptions, ConnectionGuard } from './guard.js';
 export type { Body } from './shelf.js';
 export { TargetError, parseTarget, type Route } from './target.js';
 export { batchToMsgpack, batchToArrowStream, batchFromMsgpack, negotiate, ARROW_STREAM, MSGPACK, type BodyFormat, type BatchBody } from './encode.js';
+export {
+  createDashboard,
+  DASHBOARD_PATH,
+  METRICS_JSON_PATH,
+  CLUSTER_PATH,
+  type Dashboard,
+  type DashboardOptions,
+  type DashboardSnapshot,
+} from './dashboard.js';

@@ -11,6 +11,7 @@ import { SluiceError, type Plan } from '@sluice/ops';
 import type { Batch } from '../batch/index.js';
 import { pipeline, type IteratorState, type Pipeline, type PipelineOptions } from '../pipeline/pipeline.js';
 import { backendSpecOf } from '../pipeline/setup.js';
+import { emptyMetrics, sumMetrics, type PipelineMetrics } from '../pipeline/metrics.js';
 
 /** How the maker schedules its runs. */
 export interface MakerOptions {
@@ -99,6 +100,8 @@ export class BatchMaker {
   /** Pipelines stopped but not yet finished, and the batches finished ones made. */
   private readonly retired = new Map<Pipeline, Promise<void>>();
   private madeByFinished = 0;
+  /** The counters of finished pipelines, summed (their buffered batches are gone with them). */
+  private finishedMetrics: PipelineMetrics = emptyMetrics();
   /** One bit per seq made at least once; null past MAX_TRACKED seqs (8 MiB of bits). */
   private readonly seen: Uint8Array | null;
   /** Seqs made at least once; -1 when there are too many seqs to track. */
@@ -126,6 +129,12 @@ export class BatchMaker {
     for (const r of this.runs) n += r.pipeline.metrics().batches;
     for (const p of this.retired.keys()) n += p.metrics().batches;
     return n;
+  }
+
+  /** The counters of every run so far, finished ones included, as one (pipeline/metrics.ts `sumMetrics`). */
+  metrics(): PipelineMetrics {
+    const alive = [...this.runs.map((r) => r.pipeline), ...this.retired.keys()].map((p) => p.metrics());
+    return sumMetrics([this.finishedMetrics, ...alive]);
   }
 
   /** Runs alive. */
@@ -253,7 +262,9 @@ export class BatchMaker {
       .then(() => it?.return?.())
       .catch(() => undefined)
       .then(() => {
-        this.madeByFinished += p.metrics().batches;
+        const m = p.metrics();
+        this.madeByFinished += m.batches;
+        this.finishedMetrics = sumMetrics([this.finishedMetrics, { ...m, buffered: 0 }]);
         this.retired.delete(p);
       });
     this.retired.set(p, done);

@@ -2,13 +2,15 @@
  * `sluice serve`: the HTTP server over a `BatchStore` (batches by seq, as Arrow or msgpack), with
  * bearer-token auth, `/v1/info`, `/healthz` and Prometheus metrics, behind the connection guard.
  */
-import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pipeline as pipeStreams } from 'node:stream/promises';
 import { PlanError, SluiceError, loadPlan, type Plan, type PlanSpec } from '@sluice/ops';
 import { pipeline, type PipelineInfo, type PipelineOptions } from '../pipeline/pipeline.js';
 import { ARROW_STREAM, MSGPACK, negotiate } from './encode.js';
+import { tokenCheck } from './auth.js';
+import { createDashboard } from './dashboard.js';
+import { registerPipelineMetrics } from '../pipeline/prometheus.js';
 import { ConnectionGuard, guardServerOptions, type GuardOptions } from './guard.js';
 import { serveMetrics } from './metrics.js';
 import type { Body } from './shelf.js';
@@ -52,7 +54,7 @@ export interface BatchServer {
 
 /**
  * An HTTP server for a plan's batches: `GET /v1/batches/{seq}` (Arrow stream or msgpack by
- * Accept), `/v1/info`, `/healthz` and Prometheus `/metrics`. Batch `seq` is the same whatever the
+ * Accept), `/v1/info`, `/healthz`, Prometheus `/metrics` and the live `/dashboard`. Batch `seq` is the same whatever the
  * order clients ask in, so clients resume from any cursor and split the stream by seq.
  *
  * @example
@@ -83,7 +85,6 @@ export async function createBatchServer(
 async function serveStore(plan: Plan, info: PipelineInfo, store: BatchStore, options: ServeOptions, serverOptions: ServerOptions): Promise<BatchServer> {
   const metricsAuth = options.metricsAuth ?? 'token';
   const maxUrl = options.maxUrlBytes ?? 256;
-  const token = options.token === undefined ? null : Buffer.from(`Bearer ${options.token}`);
 
   const server = createServer(serverOptions, (req, res) => {
     const t0 = performance.now();
@@ -99,12 +100,31 @@ async function serveStore(plan: Plan, info: PipelineInfo, store: BatchStore, opt
   server.maxHeadersCount = 64;
   const guard = new ConnectionGuard(server, options);
   const metrics = await serveMetrics(store, guard);
+  const pipelineRuns = { metrics: () => store.pipelineMetrics() };
+  await registerPipelineMetrics(pipelineRuns, metrics.registry);
+  let servedBatches = 0;
+  let servedBytes = 0;
+  const dashboard = createDashboard({
+    ...(options.token === undefined ? {} : { token: options.token }),
+    title: 'sluice serve',
+    backend: info.backend,
+    batchSize: plan.batchSize,
+    metrics: pipelineRuns.metrics,
+    counters: () => ({
+      'batches served': servedBatches,
+      'bytes served': servedBytes,
+      'batches in the run': store.batches,
+      'batches made (re-made included)': store.made,
+      'distinct batches made': store.distinct,
+      'bodies held': store.cached,
+      'bytes held': store.cachedBytes,
+      'pipeline runs alive': store.activeRuns,
+      'connections open': guard.connections,
+    }),
+  });
 
-  const authorized = (req: IncomingMessage): boolean => {
-    if (token === null) return true;
-    const got = Buffer.from(req.headers.authorization ?? '');
-    return got.length === token.length && timingSafeEqual(got, token);
-  };
+  const auth = tokenCheck(options.token);
+  const authorized = (req: IncomingMessage): boolean => auth.header(req.headers.authorization);
   const deny = (res: ServerResponse): void => {
     res.setHeader('www-authenticate', 'Bearer');
     json(res, 401, { error: 'missing or wrong bearer token' });
@@ -131,6 +151,7 @@ async function serveStore(plan: Plan, info: PipelineInfo, store: BatchStore, opt
       json(res, 414, { error: `request target longer than ${maxUrl} bytes` });
       return 'other';
     }
+    if (await dashboard.handle(req, res)) return 'dashboard';
     if (req.method !== 'GET') {
       res.setHeader('allow', 'GET');
       json(res, 405, { error: `method ${req.method} not allowed` });
@@ -203,6 +224,8 @@ async function serveStore(plan: Plan, info: PipelineInfo, store: BatchStore, opt
     if (res.writableFinished) {
       metrics.served.inc({ format: format === MSGPACK ? 'msgpack' : 'arrow' });
       metrics.bytes.inc(body.size);
+      servedBatches++;
+      servedBytes += body.size;
     }
     return 'batch';
   }

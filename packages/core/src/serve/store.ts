@@ -7,7 +7,7 @@
 import { tmpdir } from 'node:os';
 import { SluiceError, type Plan } from '@sluice/ops';
 import type { Batch, BatchLayout } from '../batch/index.js';
-import type { PipelineInfo, PipelineOptions } from '../pipeline/pipeline.js';
+import type { PipelineInfo, PipelineMetrics, PipelineOptions } from '../pipeline/pipeline.js';
 import { ARROW_STREAM, MSGPACK, batchFromMsgpack, batchToArrowStream, batchToMsgpack, type BodyFormat } from './encode.js';
 import { BatchMaker } from './runs.js';
 import { MemoryShelf, type Body, type Shelf } from './shelf.js';
@@ -125,6 +125,10 @@ export class BatchStore {
   }
   get activeRuns(): number {
     return this.maker.activeRuns;
+  }
+  /** The pipeline runs' counters summed (rows, stage times, backend reports), finished runs included. */
+  pipelineMetrics(): PipelineMetrics {
+    return this.maker.metrics();
   }
   /** Batches the pipeline runs made, re-made ones included. */
   get made(): number {

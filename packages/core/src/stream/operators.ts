@@ -36,6 +36,16 @@ export class Flow {
   private waiters: Array<() => void> = [];
   /** Most batches ever waiting at once (tests assert it never exceeds `limit`). */
   maxQueued = 0;
+  /** Whether the source is paused, waiting for the flow to open. */
+  private paused = false;
+  /**
+   * Time the source has spent paused while made batches waited for the consumer, ms (finished
+   * stretches). A pause with no batch waiting is the preprocess stage's chunks in flight, not the
+   * consumer, and does not count.
+   */
+  private consumerWait = 0;
+  /** When the stretch in progress began, or null. */
+  private consumerSince: number | null = null;
 
   constructor(readonly limit: number) {
     if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`prefetch limit must be a positive integer, got ${limit}`);
@@ -51,15 +61,26 @@ export class Flow {
     return this.queued;
   }
 
+  /** Time the source has waited for the consumer to take batches so far (a wait in progress included), ms. */
+  get consumerWaitMs(): number {
+    return this.consumerWait + (this.consumerSince === null ? 0 : performance.now() - this.consumerSince);
+  }
+
   /** Calls `cb` once the flow is open (at once if it is); returns a cancel function. */
   whenOpen(cb: () => void): () => void {
     if (this.open) {
       cb();
       return () => undefined;
     }
+    this.paused = true;
+    this.track();
     this.waiters.push(cb);
     return () => {
       this.waiters = this.waiters.filter((w) => w !== cb);
+      if (this.waiters.length === 0) {
+        this.paused = false;
+        this.track();
+      }
     };
   }
 
@@ -83,7 +104,19 @@ export class Flow {
   }
 
   private wake(): void {
+    if (this.open) this.paused = false;
+    this.track();
     while (this.open && this.waiters.length > 0) this.waiters.shift()!();
+  }
+
+  /** Starts or ends a stretch of consumer wait: the source paused while batches wait to be taken. */
+  private track(): void {
+    const waiting = this.paused && this.queued > 0;
+    if (waiting && this.consumerSince === null) this.consumerSince = performance.now();
+    else if (!waiting && this.consumerSince !== null) {
+      this.consumerWait += performance.now() - this.consumerSince;
+      this.consumerSince = null;
+    }
   }
 }
 

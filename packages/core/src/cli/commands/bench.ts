@@ -1,28 +1,51 @@
 /** `sluice bench`: run the pipeline to ready batches and report throughput, stage times and peak RSS. */
+import { writeFileSync } from 'node:fs';
 import { loadPlan } from '@sluice/ops';
 import { pipeline } from '../../pipeline/pipeline.js';
-import { pipelineOptions, planArg, type Values } from '../args.js';
+import { inputs, pipelineOptions, planArg, UsageError, type Values } from '../args.js';
 import { Progress, formatTable, peakRssMB } from '../progress.js';
+import { refuseOverwritingInputs } from '../overwrite.js';
+import { renderReport } from '../../report/report.js';
+
+/** The timeline's sampling interval: a point per quarter second keeps a long run's JSON small. */
+const SAMPLE_MS = 250;
 
 export async function cmdBench(values: Values): Promise<number> {
   const plan = loadPlan(planArg(values));
+  const report = values.report;
+  if (report !== undefined && (typeof report !== 'string' || report === '')) throw new UsageError('--report takes the HTML file to write');
+  if (typeof report === 'string') await refuseOverwritingInputs(report, { inputs: inputs(values), plan: planArg(values) });
   const p = pipeline(plan, pipelineOptions(values, plan));
   const info = await p.info();
   const progress = new Progress('bench', info.rowsPerEpoch * plan.epochs, 'rows', !!values.quiet || !!values.json);
   const t0 = performance.now();
   let rows = 0;
   let bytes = 0;
+  // rows/s between samples, for the report's plot of the run.
+  const timeline = { seconds: [] as number[], rowsPerSecond: [] as number[] };
+  let last = { t: t0, rows: 0 };
+  const sample = (now: number): void => {
+    timeline.seconds.push(+((now - t0) / 1000).toFixed(3));
+    timeline.rowsPerSecond.push(((rows - last.rows) * 1000) / (now - last.t));
+    last = { t: now, rows };
+  };
   for await (const b of p) {
     rows += b.rows;
+    const now = performance.now();
+    if (now - last.t >= SAMPLE_MS) sample(now);
     bytes += b.dense.data.byteLength + b.sparse.values.byteLength + b.sparse.lengths.byteLength + (b.labels?.byteLength ?? 0);
     progress.update(rows);
     // Done with it: its memory may hold a later batch (Batch.release), as in a training loop.
     b.release?.();
   }
-  const seconds = (performance.now() - t0) / 1000;
+  const end = performance.now();
+  // The last stretch too, so a run shorter than SAMPLE_MS still has a point.
+  if (rows > last.rows && end > last.t) sample(end);
+  const seconds = (end - t0) / 1000;
   progress.done();
   const m = p.metrics();
   const result = {
+    bench: 'sluice',
     backend: info.backend,
     rows,
     batches: m.batches,
@@ -30,12 +53,17 @@ export async function cmdBench(values: Values): Promise<number> {
     rowsPerSecond: rows / seconds,
     batchesPerSecond: m.batches / seconds,
     mbPerSecond: bytes / 1e6 / seconds,
-    stages: { sourceWaitMs: m.sourceWaitMs, preprocessMs: m.preprocessMs, batchMs: m.batchMs },
+    stages: { sourceWaitMs: m.sourceWaitMs, preprocessMs: m.preprocessMs, batchMs: m.batchMs, consumerWaitMs: m.consumerWaitMs },
     peakRssMB: peakRssMB(),
     lastReport: m.lastReport,
     reportTotals: m.reportTotals,
     backendSummary: m.backendSummary,
+    timeline,
   };
+  if (typeof report === 'string') {
+    writeFileSync(report, renderReport([result], { title: `sluice bench: ${plan.batchSize}-row batches on ${info.backend}` }));
+    if (!values.json) process.stderr.write(`report: ${report}\n`);
+  }
   if (values.json) {
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');
     return 0;

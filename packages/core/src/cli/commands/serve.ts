@@ -28,7 +28,8 @@ export async function cmdServe(values: Values): Promise<number> {
     process.stderr.write(`warning: serving on ${host} without --token (or SLUICE_TOKEN): anyone who can reach port ${new URL(url).port} can read the data\n`);
   }
   process.stderr.write(
-    `serving ${s.store.batches} batches of ${plan.batchSize} rows at ${url}/v1/batches/{seq}${token === undefined ? '' : ' (bearer token required)'}\n`,
+    `serving ${s.store.batches} batches of ${plan.batchSize} rows at ${url}/v1/batches/{seq}${token === undefined ? '' : ' (bearer token required)'}\n` +
+      `dashboard: ${url}/dashboard${token === undefined ? '' : '?token=TOKEN'}\n`,
   );
   await stopped;
   await s.close();
