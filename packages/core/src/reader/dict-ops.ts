@@ -97,14 +97,14 @@ function decodeIndexedInput(
   rg: FileMetaData['row_groups'][number],
   _rows: number,
   dictSize?: number,
-): { dict: Column | null; idx: Int32Array } | null {
+): { dict: Column | null; idx: Int32Array; plain: Column | null } | null {
   const c = readable(md, rg, input, types);
   // An unsigned 64-bit input is read raw: each row's value is checked to fit int64 (chunk.ts).
   if (c === null || c.unsigned64) return null;
   const { first, rows } = rowsOf(rg, range);
   const idx = takeIdx(rows);
-  const { dict } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx, first, dictSize);
-  return { dict: dictSize === undefined ? dictColumn(dict!) : null, idx };
+  const { dict, plain } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx, first, dictSize, true);
+  return { dict: dictSize === undefined ? dictColumn(dict!) : null, idx, plain: plain ?? null };
 }
 
 /** decodeDerivedIndexed's `use`. */
@@ -144,11 +144,11 @@ function decodeIndexedList(
   input: string,
   rg: FileMetaData['row_groups'][number],
   rows: number,
-): { offsets: Int32Array; valid: Uint8Array | null; idx: Int32Array; dict: Column } | null {
+): { offsets: Int32Array; valid: Uint8Array | null; idx: Int32Array; dict: Column; plain: Column | null } | null {
   const l = readableList(md, rg, input, types);
   if (l === null) return null;
-  const r = decodeListInto(l, rows, readAt, zstd, true);
-  return { offsets: r.offsets, valid: r.valid, idx: r.idx!, dict: dictColumn(r.dict!) };
+  const r = decodeListInto(l, rows, readAt, zstd, true, true);
+  return { offsets: r.offsets, valid: r.valid, idx: r.idx!, dict: dictColumn(r.dict!), plain: r.plain ?? null };
 }
 
 /** decodeListDerivedIndexed's `use`. */
@@ -173,7 +173,7 @@ function setIndexedList(
  * as they are, and an input whose results are all published is decoded for its indices only
  * (`decode` gets the dictionary's size); results this part computes first are published.
  */
-function eachOnDictionary<S extends { readonly dict: Column | null }>(
+function eachOnDictionary<S extends { readonly dict: Column | null; readonly plain: Column | null }>(
   md: FileMetaData,
   rowGroup: number,
   derived: readonly DerivedSpec[],
@@ -211,7 +211,13 @@ function eachOnDictionary<S extends { readonly dict: Column | null }>(
       // Every op chain on this input fails on its dictionary: the caller reads it raw.
       if (anyResult === null) continue;
       const src = tryDecode(decode, input, rg, rows, anyResult.values.length - 1);
-      if (src !== null) for (let k = 0; k < members.length; k++) if (known[k] !== 'failed') use(derived[members[k]!]!, src, known[k] as NumericColumn);
+      if (src === null) continue;
+      for (let k = 0; k < members.length; k++) {
+        if (known[k] === 'failed') continue;
+        const d = derived[members[k]!]!;
+        const res = withPlain(apply, d.name, known[k] as NumericColumn, src.plain);
+        if (res !== null) use(d, src, res);
+      }
       continue;
     }
     // Results no part has published: this part computes them, and publishes those it claims.
@@ -234,24 +240,61 @@ function eachOnDictionary<S extends { readonly dict: Column | null }>(
       const d = derived[i]!;
       const shared = known[k]!;
       if (shared === 'failed') continue;
-      if (shared !== null) {
-        use(d, src, shared);
-        continue;
+      let onDict: NumericColumn | null = shared;
+      if (onDict === null) {
+        onDict = tryApply(apply, d.name, src.dict!);
+        // Only the dictionary's results are shared: each part has its own PLAIN pages.
+        if (mine.has(i)) {
+          if (onDict !== null) view!.publish(i, onDict);
+          else view!.fail(i);
+        }
+        if (onDict === null) continue;
       }
-      let res: Column | null;
-      try {
-        res = apply(d.name, src.dict!);
-      } catch {
-        res = null;
-      }
-      const numeric = res !== null && (res.type === 'int32' || res.type === 'int64' || res.type === 'float32' || res.type === 'float64');
-      if (mine.has(i)) {
-        if (numeric) view!.publish(i, res as NumericColumn);
-        else view!.fail(i);
-      }
-      if (numeric) use(d, src, res as NumericColumn);
+      const res = withPlain(apply, d.name, onDict, src.plain);
+      if (res !== null) use(d, src, res);
     }
   }
+}
+
+/** `apply(name, input)` when it succeeds with a numeric column, else null (the caller reads the input raw). */
+function tryApply(apply: (name: string, input: Column) => Column, name: string, input: Column): NumericColumn | null {
+  let res: Column;
+  try {
+    res = apply(name, input);
+  } catch {
+    return null;
+  }
+  return res.type === 'int32' || res.type === 'int64' || res.type === 'float32' || res.type === 'float64' ? res : null;
+}
+
+/**
+ * A derived column's results for the dictionary (`onDict`, its null slot last) followed by its
+ * results for the chunk's PLAIN values, what the rows' indices point into (parquet/plain.ts); null
+ * when the ops fail on a PLAIN value (the caller reads the input raw, and the pipeline reports it).
+ */
+function withPlain(apply: (name: string, input: Column) => Column, name: string, onDict: NumericColumn, plain: Column | null): NumericColumn | null {
+  if (plain === null) return onDict;
+  const onPlain = tryApply(apply, name, plain);
+  if (onPlain === null || onPlain.type !== onDict.type) return null;
+  return concatNumeric(onDict, onPlain);
+}
+
+/** `a`'s rows then `b`'s, of one numeric type. */
+function concatNumeric(a: NumericColumn, b: NumericColumn): NumericColumn {
+  const na = a.values.length;
+  const nb = b.values.length;
+  const values = newArray(a.type, na + nb);
+  (values as Int32Array).set(a.values as Int32Array);
+  (values as Int32Array).set(b.values as Int32Array, na);
+  let valid: Uint8Array | null = null;
+  if (a.valid !== null || b.valid !== null) {
+    valid = new Uint8Array(na + nb);
+    if (a.valid !== null) valid.set(a.valid);
+    else valid.fill(1, 0, na);
+    if (b.valid !== null) valid.set(b.valid, na);
+    else valid.fill(1, na);
+  }
+  return { type: a.type, values, valid } as NumericColumn;
 }
 
 /** `decode(input, rg, rows, dictSize)`, or null when a page of the input is not dictionary-encoded. */

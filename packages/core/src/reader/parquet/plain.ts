@@ -1,0 +1,108 @@
+/**
+ * PLAIN pages in indices mode. A derived column's input is read as each row's dictionary index
+ * (values.ts, `indices`) so that its ops run once per dictionary entry; a PLAIN page has no
+ * indices, so its values are appended here instead (present values only, in row order) and its
+ * rows get indices past the dictionary's null slot: with D dictionary entries, row r holding the
+ * k-th PLAIN value of the chunk gets D + 1 + k. The ops then run on the dictionary (plus the null
+ * slot) and on these values, and the two results, one after the other, are what the indices point
+ * into (../dict-ops.ts). A chunk written wholly PLAIN (DuckDB's high-cardinality strings) has
+ * D = 0: its null rows take slot 0 and its values follow.
+ */
+import type { Column, PrimitiveType } from '@sluice/ops';
+import { copyBytes, newArray, plainFixed } from './values.js';
+
+/** The PLAIN values of one column chunk, appended page by page. */
+export class PlainValues {
+  /** Values appended so far. */
+  count = 0;
+  private values: Int32Array | BigInt64Array | Float32Array | Float64Array | null = null;
+  private offsets: Int32Array | null = null;
+  private data: Uint8Array | null = null;
+  private end = 0;
+
+  /** `capacity`: the most values the chunk can hold (its rows, or a list chunk's level entries). */
+  constructor(
+    readonly type: PrimitiveType,
+    private readonly capacity: number,
+  ) {}
+
+  /** Appends a PLAIN page's `present` values, from byte `p` of the decompressed page. */
+  append(page: Uint8Array, p: number, present: number, col: string): void {
+    if (this.count + present > this.capacity) throw new Error(`column ${col}: PLAIN pages hold more values than the chunk's ${this.capacity}`);
+    if (this.type === 'utf8') return this.appendUtf8(page, p, present, col);
+    // Allocated at the first PLAIN page: a chunk that is all dictionary pages allocates nothing.
+    this.values ??= newArray(this.type, this.capacity);
+    const src = plainFixed(page, p, this.type, present);
+    (this.values as Int32Array).set(src as Int32Array, this.count);
+    this.count += present;
+  }
+
+  private appendUtf8(page: Uint8Array, p: number, present: number, col: string): void {
+    this.offsets ??= new Int32Array(this.capacity + 1);
+    const bytes = page.length - p;
+    if (this.data === null || this.end + bytes > this.data.length) {
+      const next = new Uint8Array(Math.max(this.end + bytes, 2 * (this.data?.length ?? 0), 64));
+      if (this.data !== null) next.set(this.data.subarray(0, this.end));
+      this.data = next;
+    }
+    const o = this.offsets;
+    const data = this.data;
+    let end = this.end;
+    let k = this.count;
+    for (let i = 0; i < present; i++) {
+      if (p + 4 > page.length) throw new Error(`column ${col}: PLAIN strings run past the page`);
+      const len = (page[p]! | (page[p + 1]! << 8) | (page[p + 2]! << 16) | (page[p + 3]! << 24)) >>> 0;
+      if (p + 4 + len > page.length) throw new Error(`column ${col}: PLAIN string runs past the page`);
+      o[k++] = end;
+      copyBytes(page, p + 4, len, data, end);
+      end += len;
+      p += 4 + len;
+    }
+    o[k] = end;
+    this.end = end;
+    this.count = k;
+  }
+
+  /** The values as a column of `count` rows without nulls (its arrays are this object's: read before the next chunk). */
+  column(): Column {
+    const n = this.count;
+    if (this.type === 'utf8') {
+      const offsets = this.offsets ?? new Int32Array(1);
+      return { type: 'utf8', offsets: offsets.subarray(0, n + 1), data: (this.data ?? new Uint8Array(0)).subarray(0, this.end), valid: null };
+    }
+    const values = this.values ?? newArray(this.type, 0);
+    return { type: this.type, values: values.subarray(0, n), valid: null } as Column;
+  }
+}
+
+/**
+ * Indices mode of a PLAIN data page: its `present` values appended to `plain`, and rows
+ * [at, at + n) given their slots (module comment); a null row gets `nul`, the dictionary's size.
+ */
+export function plainIndices(
+  page: Uint8Array,
+  p: number,
+  n: number,
+  present: number,
+  at: number,
+  valid: Uint8Array | null,
+  rowIdx: Int32Array,
+  nul: number,
+  plain: PlainValues,
+  col: string,
+): void {
+  const base = nul + 1 + plain.count;
+  plain.append(page, p, present, col);
+  if (valid === null) {
+    for (let i = 0; i < n; i++) rowIdx[at + i] = base + i;
+    return;
+  }
+  let k = 0;
+  for (let i = 0; i < n; i++) {
+    const v = valid[at + i]!;
+    // valid ? base + k++ : nul, without a branch (nulls are scattered: a branch mispredicts).
+    rowIdx[at + i] = nul ^ (((base + k) ^ nul) & -v);
+    k += v;
+  }
+  if (k !== present) throw new Error(`column ${col}: ${k} rows marked present for ${present} values`);
+}
