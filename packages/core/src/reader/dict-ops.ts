@@ -11,6 +11,7 @@ import { DictShare, type Shared } from './dict-share.js';
 import { decodeChunkInto, rowsOf, type RowRange } from './parquet/chunk.js';
 import { dictColumn } from './parquet/dictionary.js';
 import { decodeListInto } from './parquet/list.js';
+import type { PlainColumn } from './parquet/plain.js';
 import type { ReadAt, Zstd } from './parquet/page.js';
 import { readable, readableList } from './parquet/schema.js';
 import { gather, newArray, NotAllDictionary } from './parquet/values.js';
@@ -19,7 +20,15 @@ import { gather, newArray, NotAllDictionary } from './parquet/values.js';
 export interface DerivedSpec {
   readonly name: string;
   readonly input: string;
+  /** Its ops, by name: when every chain on a string input starts with hex2int, PLAIN strings are parsed as they are decoded (parquet/plain-hex.ts). */
+  readonly ops?: ReadonlyArray<{ readonly op: string }>;
 }
+
+/**
+ * Runs derived column `name`'s op chain, from op `from` on (0: all of it), on `input`; throws
+ * when an op rejects a value.
+ */
+export type Apply = (name: string, input: Column, from: number) => Column;
 
 /**
  * A derived column before the gather: the ops' results per dictionary entry (plus the null slot
@@ -59,7 +68,7 @@ export function decodeDerived(
   types: ReadonlyMap<string, ColumnType>,
   readAt: ReadAt,
   zstd: Zstd,
-  apply: (name: string, input: Column) => Column,
+  apply: Apply,
 ): Map<string, Column> {
   const out = new Map<string, Column>();
   const indexed = decodeDerivedIndexed(md, rowGroup, derived, types, readAt, zstd, apply);
@@ -76,7 +85,7 @@ export function decodeDerivedIndexed(
   types: ReadonlyMap<string, ColumnType>,
   readAt: ReadAt,
   zstd: Zstd,
-  apply: (name: string, input: Column) => Column,
+  apply: Apply,
   range?: RowRange,
 ): Map<string, IndexedColumn> {
   const out = new Map<string, IndexedColumn>();
@@ -96,14 +105,15 @@ function decodeIndexedInput(
   input: string,
   rg: FileMetaData['row_groups'][number],
   _rows: number,
+  hex: boolean,
   dictSize?: number,
-): { dict: Column | null; idx: Int32Array; plain: Column | null } | null {
+): { dict: Column | null; idx: Int32Array; plain: PlainColumn | null } | null {
   const c = readable(md, rg, input, types);
   // An unsigned 64-bit input is read raw: each row's value is checked to fit int64 (chunk.ts).
   if (c === null || c.unsigned64) return null;
   const { first, rows } = rowsOf(rg, range);
   const idx = takeIdx(rows);
-  const { dict, plain } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx, first, dictSize, true);
+  const { dict, plain } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx, first, dictSize, hex ? 'hex' : 'values');
   return { dict: dictSize === undefined ? dictColumn(dict!) : null, idx, plain: plain ?? null };
 }
 
@@ -127,7 +137,7 @@ export function decodeListDerivedIndexed(
   types: ReadonlyMap<string, ColumnType>,
   readAt: ReadAt,
   zstd: Zstd,
-  apply: (name: string, input: Column) => Column,
+  apply: Apply,
   keep: (name: string) => number,
 ): Map<string, IndexedList> {
   const out = new Map<string, IndexedList>();
@@ -144,7 +154,7 @@ function decodeIndexedList(
   input: string,
   rg: FileMetaData['row_groups'][number],
   rows: number,
-): { offsets: Int32Array; valid: Uint8Array | null; idx: Int32Array; dict: Column; plain: Column | null } | null {
+): { offsets: Int32Array; valid: Uint8Array | null; idx: Int32Array; dict: Column; plain: PlainColumn | null } | null {
   const l = readableList(md, rg, input, types);
   if (l === null) return null;
   const r = decodeListInto(l, rows, readAt, zstd, true, true);
@@ -173,12 +183,12 @@ function setIndexedList(
  * as they are, and an input whose results are all published is decoded for its indices only
  * (`decode` gets the dictionary's size); results this part computes first are published.
  */
-function eachOnDictionary<S extends { readonly dict: Column | null; readonly plain: Column | null }>(
+function eachOnDictionary<S extends { readonly dict: Column | null; readonly plain: PlainColumn | null }>(
   md: FileMetaData,
   rowGroup: number,
   derived: readonly DerivedSpec[],
-  decode: (input: string, rg: FileMetaData['row_groups'][number], rows: number, dictSize?: number) => S | null,
-  apply: (name: string, input: Column) => Column,
+  decode: Decode<S>,
+  apply: Apply,
   use: (d: DerivedSpec, src: S, res: NumericColumn) => void,
   share?: { readonly view: DictShare; readonly reverse: boolean },
 ): void {
@@ -197,6 +207,8 @@ function eachOnDictionary<S extends { readonly dict: Column | null; readonly pla
   if (share?.reverse === true) inputs.reverse();
   const view = share?.view;
   for (const [input, members] of inputs) {
+    let hex = true;
+    for (let k = 0; k < members.length; k++) if (derived[members[k]!]!.ops?.[0]?.op !== 'hex2int') hex = false;
     // What other parts published for each member (all null without a share).
     const known: Shared[] = [];
     let allKnown = view !== undefined;
@@ -210,7 +222,7 @@ function eachOnDictionary<S extends { readonly dict: Column | null; readonly pla
     if (allKnown) {
       // Every op chain on this input fails on its dictionary: the caller reads it raw.
       if (anyResult === null) continue;
-      const src = tryDecode(decode, input, rg, rows, anyResult.values.length - 1);
+      const src = tryDecode(decode, input, rg, rows, hex, anyResult.values.length - 1);
       if (src === null) continue;
       for (let k = 0; k < members.length; k++) {
         if (known[k] === 'failed') continue;
@@ -225,7 +237,7 @@ function eachOnDictionary<S extends { readonly dict: Column | null; readonly pla
     if (view !== undefined) for (let k = 0; k < members.length; k++) if (known[k] === null && view.claim(members[k]!)) mine.add(members[k]!);
     let src: S | null;
     try {
-      src = tryDecode(decode, input, rg, rows);
+      src = tryDecode(decode, input, rg, rows, hex);
     } catch (e) {
       for (const i of mine) view!.unclaim(i);
       throw e;
@@ -257,10 +269,10 @@ function eachOnDictionary<S extends { readonly dict: Column | null; readonly pla
 }
 
 /** `apply(name, input)` when it succeeds with a numeric column, else null (the caller reads the input raw). */
-function tryApply(apply: (name: string, input: Column) => Column, name: string, input: Column): NumericColumn | null {
+function tryApply(apply: Apply, name: string, input: Column, from = 0): NumericColumn | null {
   let res: Column;
   try {
-    res = apply(name, input);
+    res = apply(name, input, from);
   } catch {
     return null;
   }
@@ -272,9 +284,10 @@ function tryApply(apply: (name: string, input: Column) => Column, name: string, 
  * results for the chunk's PLAIN values, what the rows' indices point into (parquet/plain.ts); null
  * when the ops fail on a PLAIN value (the caller reads the input raw, and the pipeline reports it).
  */
-function withPlain(apply: (name: string, input: Column) => Column, name: string, onDict: NumericColumn, plain: Column | null): NumericColumn | null {
+function withPlain(apply: Apply, name: string, onDict: NumericColumn, plain: PlainColumn | null): NumericColumn | null {
   if (plain === null) return onDict;
-  const onPlain = tryApply(apply, name, plain);
+  if (plain.column === null) return null;
+  const onPlain = tryApply(apply, name, plain.column, plain.from);
   if (onPlain === null || onPlain.type !== onDict.type) return null;
   return concatNumeric(onDict, onPlain);
 }
@@ -297,16 +310,16 @@ function concatNumeric(a: NumericColumn, b: NumericColumn): NumericColumn {
   return { type: a.type, values, valid } as NumericColumn;
 }
 
-/** `decode(input, rg, rows, dictSize)`, or null when a page of the input is not dictionary-encoded. */
-function tryDecode<S>(
-  decode: (input: string, rg: FileMetaData['row_groups'][number], rows: number, dictSize?: number) => S | null,
-  input: string,
-  rg: FileMetaData['row_groups'][number],
-  rows: number,
-  dictSize?: number,
-): S | null {
+/**
+ * Decodes an input in indices mode (null when this decoder does not read it): `hex` when every
+ * chain on it starts with hex2int; `dictSize` when the dictionary's results are known (a share).
+ */
+type Decode<S> = (input: string, rg: FileMetaData['row_groups'][number], rows: number, hex: boolean, dictSize?: number) => S | null;
+
+/** `decode(input, rg, rows, hex, dictSize)`, or null when a page of the input is neither dictionary-encoded nor PLAIN. */
+function tryDecode<S>(decode: Decode<S>, input: string, rg: FileMetaData['row_groups'][number], rows: number, hex: boolean, dictSize?: number): S | null {
   try {
-    return decode(input, rg, rows, dictSize);
+    return decode(input, rg, rows, hex, dictSize);
   } catch (e) {
     if (!(e instanceof NotAllDictionary)) throw e;
     return null;

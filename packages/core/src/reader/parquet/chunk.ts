@@ -8,7 +8,7 @@ import { keepDictPage, readDict, type Dict } from './dictionary.js';
 import { decodeListChunk } from './list.js';
 import { chunkPages, decompress, type ReadAt, type Zstd } from './page.js';
 import { located, Refusal, Unsupported, type PagePlace } from './refusal.js';
-import { PlainValues, plainIndices } from './plain.js';
+import { PlainValues, plainIndices, type PlainColumn } from './plain.js';
 import { levels } from './rle.js';
 import { readable, readableList } from './schema.js';
 import { count, indices, newArray, NotAllDictionary, readValues, Utf8Out } from './values.js';
@@ -81,7 +81,8 @@ export function decodeFlatRowGroup(
  * `rowIdx`, dictionary pages are not expanded: rowIdx[i] gets row i's dictionary index (the
  * dictionary's size for null) and the dictionary comes back instead of the column. PLAIN pages
  * then throw NotAllDictionary, unless `withPlain`: their values come back as `plain` and their
- * rows' indices point past the dictionary's null slot (plain.ts).
+ * rows' indices point past the dictionary's null slot (plain.ts); with 'hex', strings come back
+ * parsed by hex2int (plain-hex.ts).
  */
 export function decodeChunkInto(
   chunk: ColumnChunk,
@@ -93,8 +94,8 @@ export function decodeChunkInto(
   rowIdx: Int32Array | null,
   first = 0,
   dictSize?: number,
-  withPlain = false,
-): { column?: Column; dict?: Dict; plain?: Column | null } {
+  withPlain: false | 'values' | 'hex' = false,
+): { column?: Column; dict?: Dict; plain?: PlainColumn | null } {
   const m = chunk.meta_data!;
   const col = m.path_in_schema[0]!;
   /** The page being decoded, for errors. */
@@ -116,9 +117,9 @@ function decodePages(
   rowIdx: Int32Array | null,
   first: number,
   dictSize: number | undefined,
-  withPlain: boolean,
+  withPlain: false | 'values' | 'hex',
   at_: (p: PagePlace) => void,
-): { column?: Column; dict?: Dict; plain?: Column | null } {
+): { column?: Column; dict?: Dict; plain?: PlainColumn | null } {
   const m = chunk.meta_data!;
   /** Rows still to pass over before the range starts: whole pages, never decompressed. */
   let skip = first;
@@ -134,7 +135,7 @@ function decodePages(
   const utf8 = type === 'utf8' && rowIdx === null ? new Utf8Out(rows, Number(m.total_uncompressed_size)) : null;
   const values = type === 'utf8' || rowIdx !== null ? null : newArray(type, rows);
   let dict: Dict | null = null;
-  const plain = rowIdx !== null && withPlain ? new PlainValues(type, rows) : null;
+  const plain = rowIdx !== null && withPlain !== false ? new PlainValues(type, rows, withPlain === 'hex') : null;
   let at = 0;
   while (at < rows) {
     const pg = nextPage();

@@ -6,7 +6,7 @@ import type { ListColumn, NumericColumn, ValidMask } from '@sluice/ops';
 import { readDict, type Dict } from './dictionary.js';
 import { chunkPages, decompress, type ReadAt, type Zstd } from './page.js';
 import { located, type PagePlace } from './refusal.js';
-import { PlainValues, plainIndices } from './plain.js';
+import { PlainValues, plainIndices, type PlainColumn } from './plain.js';
 import { levels } from './rle.js';
 import type { ListChunk } from './schema.js';
 import { count, indices, newArray, NotAllDictionary, readValues } from './values.js';
@@ -48,7 +48,7 @@ export interface ListDecoded {
   readonly child: NumericColumn | null;
   readonly idx: Int32Array | null;
   readonly dict: Dict | null;
-  readonly plain?: NumericColumn | null;
+  readonly plain?: PlainColumn | null;
 }
 
 /**
@@ -193,7 +193,7 @@ function decodeListPages(
   if (indexMode) {
     // No element at all (every list null or empty) needs no dictionary, nor does a chunk of PLAIN pages.
     if (dict === null && slot > 0 && (plain === null || plain.count === 0)) throw new NotAllDictionary();
-    const plainValues = plain !== null && plain.count > 0 ? (plain.column() as NumericColumn) : null;
+    const plainValues = plain !== null && plain.count > 0 ? plain.column() : null;
     return {
       offsets,
       valid,

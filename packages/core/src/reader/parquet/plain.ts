@@ -9,7 +9,18 @@
  * D = 0: its null rows take slot 0 and its values follow.
  */
 import type { Column, PrimitiveType } from '@sluice/ops';
+import { parsePlainHex } from './plain-hex.js';
 import { copyBytes, newArray, plainFixed } from './values.js';
+
+/**
+ * A chunk's PLAIN values as the derived columns' ops take them: `column`, on which ops from index
+ * `from` are still to run (1 when hex2int ran as the strings were decoded, plain-hex.ts), or
+ * `column` null when a string is not what hex2int takes (the pipeline then reports it).
+ */
+export interface PlainColumn {
+  readonly column: Column | null;
+  readonly from: number;
+}
 
 /** The PLAIN values of one column chunk, appended page by page. */
 export class PlainValues {
@@ -19,21 +30,43 @@ export class PlainValues {
   private offsets: Int32Array | null = null;
   private data: Uint8Array | null = null;
   private end = 0;
+  /** hex2int's results (`hex` mode): int64 words and validity (an empty string is null). */
+  private words: Int32Array | null = null;
+  private valid: Uint8Array | null = null;
+  private invalid = false;
 
-  /** `capacity`: the most values the chunk can hold (its rows, or a list chunk's level entries). */
+  /**
+   * `capacity`: the most values the chunk can hold (its rows, or a list chunk's level entries).
+   * `hex`: every op chain on these strings starts with hex2int, which then runs as they are
+   * decoded, without copying them out (plain-hex.ts).
+   */
   constructor(
     readonly type: PrimitiveType,
     private readonly capacity: number,
+    private readonly hex = false,
   ) {}
 
   /** Appends a PLAIN page's `present` values, from byte `p` of the decompressed page. */
   append(page: Uint8Array, p: number, present: number, col: string): void {
     if (this.count + present > this.capacity) throw new Error(`column ${col}: PLAIN pages hold more values than the chunk's ${this.capacity}`);
+    if (this.type === 'utf8' && this.hex) return this.appendHex(page, p, present, col);
     if (this.type === 'utf8') return this.appendUtf8(page, p, present, col);
     // Allocated at the first PLAIN page: a chunk that is all dictionary pages allocates nothing.
     this.values ??= newArray(this.type, this.capacity);
     const src = plainFixed(page, p, this.type, present);
     (this.values as Int32Array).set(src as Int32Array, this.count);
+    this.count += present;
+  }
+
+  private appendHex(page: Uint8Array, p: number, present: number, col: string): void {
+    this.words ??= new Int32Array(2 * this.capacity);
+    this.valid ??= new Uint8Array(this.capacity);
+    // After a value hex2int rejects the rest is not parsed: the column goes to the pipeline.
+    if (!this.invalid) {
+      const r = parsePlainHex(page, p, present, this.words, this.valid, this.count);
+      if (r === 'damaged') throw new Error(`column ${col}: PLAIN strings run past the page`);
+      this.invalid = r === 'invalid';
+    }
     this.count += present;
   }
 
@@ -63,8 +96,20 @@ export class PlainValues {
     this.count = k;
   }
 
-  /** The values as a column of `count` rows without nulls (its arrays are this object's: read before the next chunk). */
-  column(): Column {
+  /** The values (its arrays are this object's: read them before the next chunk). */
+  column(): PlainColumn {
+    const n = this.count;
+    if (this.hex && this.type === 'utf8') {
+      if (this.invalid) return { column: null, from: 1 };
+      const words = this.words ?? new Int32Array(0);
+      const v = (this.valid ?? new Uint8Array(0)).subarray(0, n);
+      return { column: { type: 'int64', values: new BigInt64Array(words.buffer, 0, n), valid: v.includes(0) ? v : null }, from: 1 };
+    }
+    return { column: this.raw(), from: 0 };
+  }
+
+  /** The values as they are in the file: a column of `count` rows without nulls. */
+  private raw(): Column {
     const n = this.count;
     if (this.type === 'utf8') {
       const offsets = this.offsets ?? new Int32Array(1);
