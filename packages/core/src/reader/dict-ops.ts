@@ -3,6 +3,11 @@
  * derived column's input is decoded in indices mode (each row's dictionary index), its ops run on
  * the dictionary, and the results are gathered by index, or laid out straight into a batch
  * (batch/index.ts, `packRows`). See plan/pushdown.ts for which features the reader computes.
+ *
+ * PLAIN pages (DuckDB's high-cardinality strings, or the pages a writer falls back to once its
+ * dictionary is full) have no indices: their values are computed as they are, after the
+ * dictionary, and their rows index those results (parquet/plain.ts), so one derived column covers
+ * a chunk whatever mix of pages it has.
  */
 import type { FileMetaData } from 'hyparquet/src/types.js';
 import type { Column, ColumnType, ListColumn, NumericColumn } from '@sluice/ops';
@@ -57,9 +62,9 @@ export interface IndexedList extends IndexedListSource {
  * never expanded. `apply` runs a derived column's ops on a column (the dictionary, with one extra
  * null slot last, so that ops defined on null, like fillNull, give the null rows' value).
  *
- * Returns the derived columns it could compute. One whose input has non-dictionary pages, or
- * whose ops fail on some entry (bad data), is left out: the caller reads the raw input instead,
- * and the normal path reports the error with its row.
+ * Returns the derived columns it could compute. One whose input has pages neither dictionary-
+ * encoded nor PLAIN, or whose ops fail on some entry or PLAIN value (bad data), is left out: the
+ * caller reads the raw input instead, and the normal path reports the error with its row.
  */
 export function decodeDerived(
   md: FileMetaData,
@@ -127,8 +132,9 @@ function setIndexed(out: Map<string, IndexedColumn>, d: DerivedSpec, src: { read
  * once per dictionary entry of the list's elements (`apply`, on the dictionary plus a null slot,
  * as for scalars); each list keeps its first `keep(name)` elements (its firstX ops; Infinity for
  * none). Per-value ops act on each element and firstX only on the lists' lengths, so their order
- * in the chain does not change the result. A derived column whose input has non-dictionary
- * pages, or whose ops fail, is left out, as in decodeDerived.
+ * in the chain does not change the result. PLAIN pages' elements are computed as they are (see
+ * the module comment). A derived column whose input has pages of another encoding, or whose ops
+ * fail, is left out, as in decodeDerived.
  */
 export function decodeListDerivedIndexed(
   md: FileMetaData,
@@ -175,9 +181,9 @@ function setIndexedList(
 /**
  * The loop both pushdowns share, over row group `rowGroup` (none when it does not exist): each
  * derived column's input decoded once in indices mode (`decode`: null when this decoder does not
- * read the column; NotAllDictionary when a page is not dictionary-encoded), its ops run on the
- * input's dictionary (`apply`), and `use` called for those whose ops succeed with a numeric
- * result. The others are left to the caller's fallback.
+ * read the column; NotAllDictionary when a page is neither dictionary-encoded nor PLAIN), its ops
+ * run on the input's dictionary and on its PLAIN values (`apply`), and `use` called for those
+ * whose ops succeed with a numeric result. The others are left to the caller's fallback.
  *
  * With a `share` (a part of a row group split by rows), results another part published are used
  * as they are, and an input whose results are all published is decoded for its indices only
@@ -242,7 +248,7 @@ function eachOnDictionary<S extends { readonly dict: Column | null; readonly pla
       for (const i of mine) view!.unclaim(i);
       throw e;
     }
-    // This part's pages of the input are not all dictionary-encoded: another part's may be.
+    // This part has a page of the input in another encoding: another part's pages may not.
     if (src === null) {
       for (const i of mine) view!.unclaim(i);
       continue;

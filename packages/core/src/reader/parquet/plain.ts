@@ -10,7 +10,27 @@
  */
 import type { Column, PrimitiveType } from '@sluice/ops';
 import { parsePlainHex } from './plain-hex.js';
-import { copyBytes, newArray, plainFixed } from './values.js';
+import { copyBytes, newArray } from './values.js';
+
+const WIDTH: Record<string, number> = { int32: 4, int64: 8, float32: 4, float64: 8 };
+
+/**
+ * Grow-only memory the PLAIN values of one chunk at a time are written to: a chunk's values are
+ * computed on (and copied out of) before the next chunk is decoded in this thread, and fresh
+ * arrays per chunk were tens of MB of garbage per row group for the decode thread's GC.
+ */
+const scratch: ArrayBuffer[] = [new ArrayBuffer(0), new ArrayBuffer(0)];
+
+/** Scratch slot `i` with at least `bytes` bytes; `keep` bytes of its contents survive a grow. */
+function scratchOf(i: number, bytes: number, keep = 0): ArrayBuffer {
+  let b = scratch[i]!;
+  if (b.byteLength < bytes) {
+    const next = new ArrayBuffer(Math.max(bytes, 2 * b.byteLength));
+    if (keep > 0) new Uint8Array(next).set(new Uint8Array(b, 0, keep));
+    b = scratch[i] = next;
+  }
+  return b;
+}
 
 /**
  * A chunk's PLAIN values as the derived columns' ops take them: `column`, on which ops from index
@@ -51,16 +71,21 @@ export class PlainValues {
     if (this.count + present > this.capacity) throw new Error(`column ${col}: PLAIN pages hold more values than the chunk's ${this.capacity}`);
     if (this.type === 'utf8' && this.hex) return this.appendHex(page, p, present, col);
     if (this.type === 'utf8') return this.appendUtf8(page, p, present, col);
-    // Allocated at the first PLAIN page: a chunk that is all dictionary pages allocates nothing.
-    this.values ??= newArray(this.type, this.capacity);
-    const src = plainFixed(page, p, this.type, present);
-    (this.values as Int32Array).set(src as Int32Array, this.count);
+    const w = WIDTH[this.type]!;
+    if (p + present * w > page.length) throw new Error(`column ${col}: PLAIN values run past the page (${present} values of ${w} bytes)`);
+    // Taken at the first PLAIN page: a chunk that is all dictionary pages takes nothing.
+    if (this.values === null) {
+      const C = newArray(this.type, 0).constructor as new (b: ArrayBuffer, o: number, l: number) => Int32Array;
+      this.values = new C(scratchOf(0, w * this.capacity), 0, this.capacity);
+    }
+    // Bytes, not values: the page's values need not be aligned.
+    new Uint8Array(this.values.buffer, this.count * w, present * w).set(page.subarray(p, p + present * w));
     this.count += present;
   }
 
   private appendHex(page: Uint8Array, p: number, present: number, col: string): void {
-    this.words ??= new Int32Array(2 * this.capacity);
-    this.valid ??= new Uint8Array(this.capacity);
+    this.words ??= new Int32Array(scratchOf(0, 8 * this.capacity), 0, 2 * this.capacity);
+    this.valid ??= new Uint8Array(scratchOf(1, this.capacity), 0, this.capacity);
     // After a value hex2int rejects the rest is not parsed: the column goes to the pipeline.
     if (!this.invalid) {
       const r = parsePlainHex(page, p, present, this.words, this.valid, this.count);
@@ -71,12 +96,11 @@ export class PlainValues {
   }
 
   private appendUtf8(page: Uint8Array, p: number, present: number, col: string): void {
-    this.offsets ??= new Int32Array(this.capacity + 1);
+    this.offsets ??= new Int32Array(scratchOf(0, 4 * (this.capacity + 1)), 0, this.capacity + 1);
     const bytes = page.length - p;
     if (this.data === null || this.end + bytes > this.data.length) {
-      const next = new Uint8Array(Math.max(this.end + bytes, 2 * (this.data?.length ?? 0), 64));
-      if (this.data !== null) next.set(this.data.subarray(0, this.end));
-      this.data = next;
+      const b = scratchOf(1, this.end + bytes, this.end);
+      this.data = new Uint8Array(b, 0, b.byteLength);
     }
     const o = this.offsets;
     const data = this.data;
