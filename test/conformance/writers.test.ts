@@ -27,7 +27,7 @@ const ROWS: Record<string, number> = {
 };
 const WRITERS = ['sluice', 'duckdb', 'arrow-mixed'] as const;
 type Writer = (typeof WRITERS)[number];
-const SHUFFLES = [null, { seed: 5, bufferRows: 500 }] as const;
+const SHUFFLES: Array<{ seed: number; bufferRows: number } | null> = [null, { seed: 5, bufferRows: 500 }];
 
 const presets = presetNames().filter((p) => p in ROWS);
 const files = new Map<string, string>();
@@ -73,9 +73,10 @@ describe('files from other writers', () => {
   });
 
   describe.each(WRITERS)('written by %s', (writer) => {
-    it.for(presets.flatMap((p) => SHUFFLES.map((s) => [p, s] as const)))(
-      '%s (shuffle %o): batches with pushdown are identical to pushdown: false, all computed in the reader',
-      async ([preset, shuffle]) => {
+    it.for(presets.flatMap((preset) => SHUFFLES.map((shuffle) => ({ preset, shuffle }))))(
+      '$preset (shuffle $shuffle): batches with pushdown are identical to pushdown: false, all computed in the reader',
+      { timeout: 120_000 },
+      async ({ preset, shuffle }) => {
         const plan: PlanSpec = { ...getPreset(preset).defaultPlan(), ...(shuffle !== null ? { shuffle } : {}) };
         const input = files.get(key(preset, writer))!;
         const want = await run(plan, input, false);
@@ -89,7 +90,6 @@ describe('files from other writers', () => {
           expect(got.pushdown.computedInPipeline).toBe(0);
         }
       },
-      120_000,
     );
   });
 });
