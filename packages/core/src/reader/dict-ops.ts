@@ -298,22 +298,59 @@ function withPlain(apply: Apply, name: string, onDict: NumericColumn, plain: Pla
   return concatNumeric(onDict, onPlain);
 }
 
-/** `a`'s rows then `b`'s, of one numeric type. */
+/** `a`'s rows then `b`'s, of one numeric type, in pooled memory (`releaseIndexed` returns it). */
 function concatNumeric(a: NumericColumn, b: NumericColumn): NumericColumn {
   const na = a.values.length;
   const nb = b.values.length;
-  const values = newArray(a.type, na + nb);
-  (values as Int32Array).set(a.values as Int32Array);
-  (values as Int32Array).set(b.values as Int32Array, na);
+  const C = a.values.constructor as new (buf: ArrayBuffer, offset: number, length: number) => Int32Array;
+  const values = new C(takeBuffer((na + nb) * a.values.BYTES_PER_ELEMENT), 0, na + nb);
+  values.set(a.values as Int32Array);
+  values.set(b.values as Int32Array, na);
   let valid: Uint8Array | null = null;
   if (a.valid !== null || b.valid !== null) {
-    valid = new Uint8Array(na + nb);
+    valid = new Uint8Array(takeBuffer(na + nb), 0, na + nb);
     if (a.valid !== null) valid.set(a.valid);
     else valid.fill(1, 0, na);
     if (b.valid !== null) valid.set(b.valid, na);
     else valid.fill(1, na);
   }
   return { type: a.type, values, valid } as NumericColumn;
+}
+
+/**
+ * Memory of derived columns' results for chunks with PLAIN pages (concatNumeric), reused across
+ * row groups like the row indices: such a result holds a value per PLAIN row, and a fresh one per
+ * column and row group was most of a decode thread's garbage on PLAIN-heavy files. A result lives
+ * until its rows are packed or gathered (both copy); the consumer then hands it back with
+ * `releaseIndexed`. Only buffers taken here go back (`pooled`): other results may be a share's
+ * memory or a kernel's output that is still referenced.
+ */
+const bufferPool: ArrayBuffer[] = [];
+const pooled = new WeakSet<ArrayBuffer>();
+/** Bytes the pool may keep: about what one row group's results take on a PLAIN-heavy file. */
+const POOL_BYTES = 64 << 20;
+let poolBytes = 0;
+
+function takeBuffer(bytes: number): ArrayBuffer {
+  for (let i = bufferPool.length - 1; i >= 0; i--) {
+    const b = bufferPool[i]!;
+    if (b.byteLength === bytes) {
+      bufferPool.splice(i, 1);
+      poolBytes -= bytes;
+      return b;
+    }
+  }
+  const b = new ArrayBuffer(bytes);
+  pooled.add(b);
+  return b;
+}
+
+function giveBuffer(b: ArrayBufferLike, seen: Set<ArrayBufferLike>): void {
+  if (!pooled.has(b as ArrayBuffer) || seen.has(b)) return;
+  seen.add(b);
+  if (poolBytes + b.byteLength > POOL_BYTES) return;
+  poolBytes += b.byteLength;
+  bufferPool.push(b as ArrayBuffer);
 }
 
 /**
@@ -414,12 +451,16 @@ function takeIdx(rows: number): Int32Array {
   return new Int32Array(rows);
 }
 
-/** Returns the row-index arrays of indexed columns the caller no longer reads, for reuse. */
+/** Returns the row-index arrays (and pooled results) of indexed columns the caller no longer reads, for reuse. */
 export function releaseIndexed(columns: Iterable<IndexedColumn>): void {
   const seen = new Set<Int32Array>();
-  for (const c of columns)
+  const seenBuffers = new Set<ArrayBufferLike>();
+  for (const c of columns) {
+    if ('values' in c.dict) giveBuffer(c.dict.values.buffer, seenBuffers);
+    if (c.dict.valid !== null) giveBuffer(c.dict.valid.buffer, seenBuffers);
     if (!seen.has(c.idx)) {
       seen.add(c.idx);
       if (idxPool.length < 256) idxPool.push(c.idx);
     }
+  }
 }
