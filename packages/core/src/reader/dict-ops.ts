@@ -16,7 +16,7 @@ import { DictShare, type Shared } from './dict-share.js';
 import { decodeChunkInto, rowsOf, type RowRange } from './parquet/chunk.js';
 import { dictColumn } from './parquet/dictionary.js';
 import { decodeListInto } from './parquet/list.js';
-import type { PlainColumn } from './parquet/plain.js';
+import { inScratch, type PlainColumn } from './parquet/plain.js';
 import type { ReadAt, Zstd } from './parquet/page.js';
 import { readable, readableList } from './parquet/schema.js';
 import { gather, newArray, NotAllDictionary } from './parquet/values.js';
@@ -286,16 +286,20 @@ function tryApply(apply: Apply, name: string, input: Column, from = 0): NumericC
 }
 
 /**
- * A derived column's results for the dictionary (`onDict`, its null slot last) followed by its
- * results for the chunk's PLAIN values, what the rows' indices point into (parquet/plain.ts); null
- * when the ops fail on a PLAIN value (the caller reads the input raw, and the pipeline reports it).
+ * A derived column's results for the dictionary (`onDict`, its null slot last) and for the chunk's
+ * PLAIN values, laid out as the rows' indices expect (parquet/plain.ts): the dictionary's then the
+ * values'; or, for a chunk without a dictionary, the values' (as the kernels gave them, when no
+ * row is null and they are not in the PLAIN scratch) then the null slot. Null when the ops fail
+ * on a PLAIN value (the caller reads the input raw, and the pipeline reports it).
  */
 function withPlain(apply: Apply, name: string, onDict: NumericColumn, plain: PlainColumn | null): NumericColumn | null {
   if (plain === null) return onDict;
   if (plain.column === null) return null;
   const onPlain = tryApply(apply, name, plain.column, plain.from);
   if (onPlain === null || onPlain.type !== onDict.type) return null;
-  return concatNumeric(onDict, onPlain);
+  if (!plain.first) return concatNumeric(onDict, onPlain);
+  if (plain.nulls === 0 && !inScratch(onPlain.values) && !inScratch(onPlain.valid)) return onPlain;
+  return concatNumeric(onPlain, onDict);
 }
 
 /** `a`'s rows then `b`'s, of one numeric type, in pooled memory (`releaseIndexed` returns it). */

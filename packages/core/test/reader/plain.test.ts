@@ -205,3 +205,31 @@ it('leaves a derived column to the pipeline when a PLAIN value is not hex (the p
   expect([...decodeDerivedIndexed(md, 2, hex, types, readAt, zstd, apply).keys()]).toEqual(['hexSig', 'hexFill']);
   expect([...decodeDerivedIndexed(md, 3, hex, types, readAt, zstd, apply).keys()]).toEqual([]);
 });
+
+it('keeps a chunk’s results once the next chunk is decoded, where the chain leaves the PLAIN values as they are', async () => {
+  // No nulls and no dictionary: the results are used without a copy, unless they are the PLAIN
+  // scratch itself (hex2int alone, parsed as the page was read; a chain that returns its input).
+  const src = writeParquet(
+    join(dir, 'nonull.parquet'),
+    { C: str(ids.map((i) => (i * 2654435761).toString(16))), B: i64(ids.map((i) => BigInt(i) * 7n)) },
+    1000,
+  );
+  const file = await writeDuckdb(src, join(dir, 'nonull-duckdb.parquet'));
+  expect(chunkShape(pageEncodings(file), 'C')).toBe('plain');
+  const { md, readAt } = await reader(file);
+  const zstd = await pageZstd();
+  const only: Array<DerivedSpec & { ops: OpChain }> = [
+    { name: 'hexOnly', input: 'C', ops: chain([{ op: 'hex2int' }]) },
+    { name: 'hexMod', input: 'C', ops: chain([{ op: 'hex2int' }, { op: 'modulus', m: 1000 }]) },
+    { name: 'clampWide', input: 'B', ops: chain([{ op: 'clamp', min: -1, max: 1e15 }]) },
+  ];
+  for (const d of only) byName.set(d.name, chainFeature(d.name, d.input, d.ops));
+  const kept = [];
+  for (let rg = 0; rg < md.row_groups.length; rg++) {
+    const got = decodeDerivedIndexed(md, rg, only, types, readAt, zstd, apply);
+    kept.push(new Map([...got].map(([n, c]) => [n, gatherIndexed(c)])));
+  }
+  expect(kept.length).toBeGreaterThan(0);
+  const all = decodeFlatRowGroup(md, 0, ['C', 'B'], types, readAt, zstd).columns;
+  for (const d of only) expect(kept[0]!.get(d.name), d.name).toEqual(apply(d.name, all.get(d.input)!, 0));
+});

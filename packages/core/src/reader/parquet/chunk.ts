@@ -8,7 +8,7 @@ import { keepDictPage, readDict, type Dict } from './dictionary.js';
 import { decodeListChunk } from './list.js';
 import { chunkPages, decompress, type ReadAt, type Zstd } from './page.js';
 import { located, Refusal, Unsupported, type PagePlace } from './refusal.js';
-import { PlainValues, plainIndices, type PlainColumn } from './plain.js';
+import { patchNulls, PlainValues, plainIndices, type PlainColumn } from './plain.js';
 import { levels } from './rle.js';
 import { readable, readableList } from './schema.js';
 import { count, indices, newArray, NotAllDictionary, readValues, Utf8Out } from './values.js';
@@ -181,7 +181,7 @@ function decodePages(
         levels(page, 4, p, 1, valid!, n, at);
         present = count(valid!, at, n);
       }
-      if (plain !== null && d.encoding === 'PLAIN') plainIndices(page, p, n, present, at, valid, rowIdx!, dict?.size ?? 0, plain, m.path_in_schema[0]!);
+      if (plain !== null && d.encoding === 'PLAIN') plainIndices(page, p, n, present, at, valid, rowIdx!, dict?.size ?? null, plain, m.path_in_schema[0]!);
       else if (rowIdx !== null) indices(page, p, d.encoding, n, present, at, valid, rowIdx, dict, m.path_in_schema[0]!);
       else readValues(page, p, d.encoding, type, n, present, at, valid, values, utf8, dict, m.path_in_schema[0]!);
       at += n;
@@ -202,7 +202,7 @@ function decodePages(
       }
       const rest = body.subarray(levelBytes);
       const page = d.is_compressed ? decompress(rest, h.uncompressed_page_size - levelBytes, m.codec, zstd) : rest;
-      if (plain !== null && d.encoding === 'PLAIN') plainIndices(page, 0, n, present, at, valid, rowIdx!, dict?.size ?? 0, plain, m.path_in_schema[0]!);
+      if (plain !== null && d.encoding === 'PLAIN') plainIndices(page, 0, n, present, at, valid, rowIdx!, dict?.size ?? null, plain, m.path_in_schema[0]!);
       else if (rowIdx !== null) indices(page, 0, d.encoding, n, present, at, valid, rowIdx, dict, m.path_in_schema[0]!);
       else readValues(page, 0, d.encoding, type, n, present, at, valid, values, utf8, dict, m.path_in_schema[0]!);
       at += n;
@@ -210,7 +210,10 @@ function decodePages(
     // Index pages and unknown page types carry no values.
   }
   if (rowIdx !== null) {
-    if (plain !== null) return { dict: dict ?? emptyDict(type), plain: plain.count > 0 ? plain.column() : null };
+    if (plain !== null) {
+      patchNulls(rowIdx, rows, plain);
+      return { dict: dict ?? emptyDict(type), plain: plain.count > 0 || plain.nulls > 0 ? plain.column() : null };
+    }
     if (dict === null) throw new NotAllDictionary();
     return { dict };
   }

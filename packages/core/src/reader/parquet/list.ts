@@ -6,7 +6,7 @@ import type { ListColumn, NumericColumn, ValidMask } from '@sluice/ops';
 import { readDict, type Dict } from './dictionary.js';
 import { chunkPages, decompress, type ReadAt, type Zstd } from './page.js';
 import { located, type PagePlace } from './refusal.js';
-import { PlainValues, plainIndices, type PlainColumn } from './plain.js';
+import { patchNulls, PlainValues, plainIndices, type PlainColumn } from './plain.js';
 import { levels } from './rle.js';
 import type { ListChunk } from './schema.js';
 import { count, indices, newArray, NotAllDictionary, readValues } from './values.js';
@@ -178,7 +178,7 @@ function decodeListPages(
     if (slot > entries) throw new Error(`column ${col}: more elements than the chunk's ${entries} values`);
     if (indexMode) {
       idx ??= new Int32Array(slot + entries - seen - n);
-      if (plain !== null && encoding === 'PLAIN') plainIndices(page, p, slot - first, present, first, elemValid, idx, dict?.size ?? 0, plain, col);
+      if (plain !== null && encoding === 'PLAIN') plainIndices(page, p, slot - first, present, first, elemValid, idx, dict?.size ?? null, plain, col);
       else indices(page, p, encoding, slot - first, present, first, elemValid, idx, dict, col);
     } else {
       values ??= newArray(l.type, slot + entries - seen - n);
@@ -192,8 +192,9 @@ function decodeListPages(
   const valid = allValid(listValid, rows) ? null : listValid;
   if (indexMode) {
     // No element at all (every list null or empty) needs no dictionary, nor does a chunk of PLAIN pages.
-    if (dict === null && slot > 0 && (plain === null || plain.count === 0)) throw new NotAllDictionary();
-    const plainValues = plain !== null && plain.count > 0 ? plain.column() : null;
+    if (dict === null && slot > 0 && (plain === null || plain.count + plain.nulls === 0)) throw new NotAllDictionary();
+    if (plain !== null && idx !== null) patchNulls(idx, slot, plain);
+    const plainValues = plain !== null && plain.count + plain.nulls > 0 ? plain.column() : null;
     return {
       offsets,
       valid,

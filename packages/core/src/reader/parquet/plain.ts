@@ -5,8 +5,11 @@
  * rows get indices past the dictionary's null slot: with D dictionary entries, row r holding the
  * k-th PLAIN value of the chunk gets D + 1 + k. The ops then run on the dictionary (plus the null
  * slot) and on these values, and the two results, one after the other, are what the indices point
- * into (../dict-ops.ts). A chunk written wholly PLAIN (DuckDB's high-cardinality strings) has
- * D = 0: its null rows take slot 0 and its values follow.
+ * into (../dict-ops.ts). A chunk written wholly PLAIN (DuckDB's high-cardinality strings; known
+ * at its first data page, as a dictionary page comes first) is laid out the other way round, so
+ * that the ops' results on its values can be used as they are, without a copy: row r holding the
+ * k-th value gets k, and a null row the slot after the last value (`first`; marked -1 until the
+ * values are counted, then `patchNulls`).
  */
 import type { Column, PrimitiveType } from '@sluice/ops';
 import { parsePlainHex } from './plain-hex.js';
@@ -40,12 +43,25 @@ function scratchOf(i: number, bytes: number, keep = 0): ArrayBuffer {
 export interface PlainColumn {
   readonly column: Column | null;
   readonly from: number;
+  /** The chunk has no dictionary: its values come first and the null slot after them (module comment). */
+  readonly first: boolean;
+  /** Rows (or list elements) of the PLAIN pages that are null. */
+  readonly nulls: number;
+}
+
+/** Whether an array lies in the PLAIN scratch memory, which the next chunk overwrites. */
+export function inScratch(a: ArrayBufferView | null): boolean {
+  return a !== null && (a.buffer === scratch[0] || a.buffer === scratch[1]);
 }
 
 /** The PLAIN values of one column chunk, appended page by page. */
 export class PlainValues {
   /** Values appended so far. */
   count = 0;
+  /** Null rows (or elements) of the PLAIN pages so far. */
+  nulls = 0;
+  /** Whether the chunk has no dictionary (set at the first PLAIN page; see the module comment). */
+  first: boolean | null = null;
   private values: Int32Array | BigInt64Array | Float32Array | Float64Array | null = null;
   private offsets: Int32Array | null = null;
   private data: Uint8Array | null = null;
@@ -124,12 +140,13 @@ export class PlainValues {
   column(): PlainColumn {
     const n = this.count;
     if (this.hex && this.type === 'utf8') {
-      if (this.invalid) return { column: null, from: 1 };
+      if (this.invalid) return { column: null, from: 1, first: this.first === true, nulls: this.nulls };
       const words = this.words ?? new Int32Array(0);
       const v = (this.valid ?? new Uint8Array(0)).subarray(0, n);
-      return { column: { type: 'int64', values: new BigInt64Array(words.buffer, 0, n), valid: v.includes(0) ? v : null }, from: 1 };
+      const column: Column = { type: 'int64', values: new BigInt64Array(words.buffer, 0, n), valid: v.includes(0) ? v : null };
+      return { column, from: 1, first: this.first === true, nulls: this.nulls };
     }
-    return { column: this.raw(), from: 0 };
+    return { column: this.raw(), from: 0, first: this.first === true, nulls: this.nulls };
   }
 
   /** The values as they are in the file: a column of `count` rows without nulls. */
@@ -146,7 +163,8 @@ export class PlainValues {
 
 /**
  * Indices mode of a PLAIN data page: its `present` values appended to `plain`, and rows
- * [at, at + n) given their slots (module comment); a null row gets `nul`, the dictionary's size.
+ * [at, at + n) given their slots (module comment). `dictSize`: the chunk's dictionary entries, or
+ * null when it has no dictionary page; a null row gets the dictionary's size, or -1 without one.
  */
 export function plainIndices(
   page: Uint8Array,
@@ -156,12 +174,15 @@ export function plainIndices(
   at: number,
   valid: Uint8Array | null,
   rowIdx: Int32Array,
-  nul: number,
+  dictSize: number | null,
   plain: PlainValues,
   col: string,
 ): void {
-  const base = nul + 1 + plain.count;
+  plain.first ??= dictSize === null;
+  const nul = plain.first ? -1 : dictSize!;
+  const base = (plain.first ? 0 : nul + 1) + plain.count;
   plain.append(page, p, present, col);
+  plain.nulls += n - present;
   if (valid === null) {
     for (let i = 0; i < n; i++) rowIdx[at + i] = base + i;
     return;
@@ -174,4 +195,11 @@ export function plainIndices(
     k += v;
   }
   if (k !== present) throw new Error(`column ${col}: ${k} rows marked present for ${present} values`);
+}
+
+/** A chunk without a dictionary: its null rows' slot, after the values (module comment), in rowIdx[0, n). */
+export function patchNulls(rowIdx: Int32Array, n: number, plain: PlainValues): void {
+  if (plain.first !== true || plain.nulls === 0) return;
+  const slot = plain.count;
+  for (let i = 0; i < n; i++) if (rowIdx[i] === -1) rowIdx[i] = slot;
 }
