@@ -261,18 +261,18 @@ const NO_TYPES: ReadonlyMap<string, ColumnType> = new Map();
 const NO_STATE: PlanState = new Map();
 
 /**
- * Derived column `name`'s op chain on `col`, with `fast` kernels where they take the call, else
+ * Derived column `name`'s op chain from op `from` on `col`, with `fast` kernels where they take the call, else
  * core's reference kernels (errors propagate: the caller falls back).
  */
-function applyNamed(runs: ReadonlyMap<string, DerivedRun>, fast: KernelOverrides | null, name: string, col: Column): Column {
+function applyNamed(runs: ReadonlyMap<string, DerivedRun>, fast: KernelOverrides | null, name: string, col: Column, from: number): Column {
   const f = runs.get(name)!.all;
-  return runOps(f, col, 0, f.ops.length, NO_FEATURES, NO_TYPES, NO_STATE, undefined, fast ?? undefined);
+  return runOps(f, col, from, f.ops.length, NO_FEATURES, NO_TYPES, NO_STATE, undefined, fast ?? undefined);
 }
 
 /** The per-value ops of list column `name`'s chain (all but firstX) on its elements' dictionary `col`. */
-function applyNamedPerValue(runs: ReadonlyMap<string, DerivedRun>, fast: KernelOverrides | null, name: string, col: Column): Column {
+function applyNamedPerValue(runs: ReadonlyMap<string, DerivedRun>, fast: KernelOverrides | null, name: string, col: Column, from: number): Column {
   const f = runs.get(name)!.perValue;
-  return runOps(f, col, 0, f.ops.length, NO_FEATURES, NO_TYPES, NO_STATE, undefined, fast ?? undefined);
+  return runOps(f, col, from, f.ops.length, NO_FEATURES, NO_TYPES, NO_STATE, undefined, fast ?? undefined);
 }
 
 /** The elements a list column `name` keeps (DerivedRun.keep). */

@@ -3,6 +3,11 @@
  * derived column's input is decoded in indices mode (each row's dictionary index), its ops run on
  * the dictionary, and the results are gathered by index, or laid out straight into a batch
  * (batch/index.ts, `packRows`). See plan/pushdown.ts for which features the reader computes.
+ *
+ * PLAIN pages (DuckDB's high-cardinality strings, or the pages a writer falls back to once its
+ * dictionary is full) have no indices: their values are computed as they are, after the
+ * dictionary, and their rows index those results (parquet/plain.ts), so one derived column covers
+ * a chunk whatever mix of pages it has.
  */
 import type { FileMetaData } from 'hyparquet/src/types.js';
 import type { Column, ColumnType, ListColumn, NumericColumn } from '@sluice/ops';
@@ -11,6 +16,7 @@ import { DictShare, type Shared } from './dict-share.js';
 import { decodeChunkInto, rowsOf, type RowRange } from './parquet/chunk.js';
 import { dictColumn } from './parquet/dictionary.js';
 import { decodeListInto } from './parquet/list.js';
+import { inScratch, type PlainColumn } from './parquet/plain.js';
 import type { ReadAt, Zstd } from './parquet/page.js';
 import { readable, readableList } from './parquet/schema.js';
 import { gather, newArray, NotAllDictionary } from './parquet/values.js';
@@ -19,7 +25,15 @@ import { gather, newArray, NotAllDictionary } from './parquet/values.js';
 export interface DerivedSpec {
   readonly name: string;
   readonly input: string;
+  /** Its ops, by name: when every chain on a string input starts with hex2int, PLAIN strings are parsed as they are decoded (parquet/plain-hex.ts). */
+  readonly ops?: ReadonlyArray<{ readonly op: string }>;
 }
+
+/**
+ * Runs derived column `name`'s op chain, from op `from` on (0: all of it), on `input`; throws
+ * when an op rejects a value.
+ */
+export type Apply = (name: string, input: Column, from: number) => Column;
 
 /**
  * A derived column before the gather: the ops' results per dictionary entry (plus the null slot
@@ -48,9 +62,9 @@ export interface IndexedList extends IndexedListSource {
  * never expanded. `apply` runs a derived column's ops on a column (the dictionary, with one extra
  * null slot last, so that ops defined on null, like fillNull, give the null rows' value).
  *
- * Returns the derived columns it could compute. One whose input has non-dictionary pages, or
- * whose ops fail on some entry (bad data), is left out: the caller reads the raw input instead,
- * and the normal path reports the error with its row.
+ * Returns the derived columns it could compute. One whose input has pages neither dictionary-
+ * encoded nor PLAIN, or whose ops fail on some entry or PLAIN value (bad data), is left out: the
+ * caller reads the raw input instead, and the normal path reports the error with its row.
  */
 export function decodeDerived(
   md: FileMetaData,
@@ -59,7 +73,7 @@ export function decodeDerived(
   types: ReadonlyMap<string, ColumnType>,
   readAt: ReadAt,
   zstd: Zstd,
-  apply: (name: string, input: Column) => Column,
+  apply: Apply,
 ): Map<string, Column> {
   const out = new Map<string, Column>();
   const indexed = decodeDerivedIndexed(md, rowGroup, derived, types, readAt, zstd, apply);
@@ -76,7 +90,7 @@ export function decodeDerivedIndexed(
   types: ReadonlyMap<string, ColumnType>,
   readAt: ReadAt,
   zstd: Zstd,
-  apply: (name: string, input: Column) => Column,
+  apply: Apply,
   range?: RowRange,
 ): Map<string, IndexedColumn> {
   const out = new Map<string, IndexedColumn>();
@@ -96,15 +110,16 @@ function decodeIndexedInput(
   input: string,
   rg: FileMetaData['row_groups'][number],
   _rows: number,
+  hex: boolean,
   dictSize?: number,
-): { dict: Column | null; idx: Int32Array } | null {
+): { dict: Column | null; idx: Int32Array; plain: PlainColumn | null } | null {
   const c = readable(md, rg, input, types);
   // An unsigned 64-bit input is read raw: each row's value is checked to fit int64 (chunk.ts).
   if (c === null || c.unsigned64) return null;
   const { first, rows } = rowsOf(rg, range);
   const idx = takeIdx(rows);
-  const { dict } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx, first, dictSize);
-  return { dict: dictSize === undefined ? dictColumn(dict!) : null, idx };
+  const { dict, plain } = decodeChunkInto(c.chunk, c.el, c.type, rows, readAt, zstd, idx, first, dictSize, hex ? 'hex' : 'values');
+  return { dict: dictSize === undefined ? dictColumn(dict!) : null, idx, plain: plain ?? null };
 }
 
 /** decodeDerivedIndexed's `use`. */
@@ -117,8 +132,9 @@ function setIndexed(out: Map<string, IndexedColumn>, d: DerivedSpec, src: { read
  * once per dictionary entry of the list's elements (`apply`, on the dictionary plus a null slot,
  * as for scalars); each list keeps its first `keep(name)` elements (its firstX ops; Infinity for
  * none). Per-value ops act on each element and firstX only on the lists' lengths, so their order
- * in the chain does not change the result. A derived column whose input has non-dictionary
- * pages, or whose ops fail, is left out, as in decodeDerived.
+ * in the chain does not change the result. PLAIN pages' elements are computed as they are (see
+ * the module comment). A derived column whose input has pages of another encoding, or whose ops
+ * fail, is left out, as in decodeDerived.
  */
 export function decodeListDerivedIndexed(
   md: FileMetaData,
@@ -127,7 +143,7 @@ export function decodeListDerivedIndexed(
   types: ReadonlyMap<string, ColumnType>,
   readAt: ReadAt,
   zstd: Zstd,
-  apply: (name: string, input: Column) => Column,
+  apply: Apply,
   keep: (name: string) => number,
 ): Map<string, IndexedList> {
   const out = new Map<string, IndexedList>();
@@ -144,11 +160,11 @@ function decodeIndexedList(
   input: string,
   rg: FileMetaData['row_groups'][number],
   rows: number,
-): { offsets: Int32Array; valid: Uint8Array | null; idx: Int32Array; dict: Column } | null {
+): { offsets: Int32Array; valid: Uint8Array | null; idx: Int32Array; dict: Column; plain: PlainColumn | null } | null {
   const l = readableList(md, rg, input, types);
   if (l === null) return null;
-  const r = decodeListInto(l, rows, readAt, zstd, true);
-  return { offsets: r.offsets, valid: r.valid, idx: r.idx!, dict: dictColumn(r.dict!) };
+  const r = decodeListInto(l, rows, readAt, zstd, true, true);
+  return { offsets: r.offsets, valid: r.valid, idx: r.idx!, dict: dictColumn(r.dict!), plain: r.plain ?? null };
 }
 
 /** decodeListDerivedIndexed's `use`. */
@@ -165,20 +181,20 @@ function setIndexedList(
 /**
  * The loop both pushdowns share, over row group `rowGroup` (none when it does not exist): each
  * derived column's input decoded once in indices mode (`decode`: null when this decoder does not
- * read the column; NotAllDictionary when a page is not dictionary-encoded), its ops run on the
- * input's dictionary (`apply`), and `use` called for those whose ops succeed with a numeric
- * result. The others are left to the caller's fallback.
+ * read the column; NotAllDictionary when a page is neither dictionary-encoded nor PLAIN), its ops
+ * run on the input's dictionary and on its PLAIN values (`apply`), and `use` called for those
+ * whose ops succeed with a numeric result. The others are left to the caller's fallback.
  *
  * With a `share` (a part of a row group split by rows), results another part published are used
  * as they are, and an input whose results are all published is decoded for its indices only
  * (`decode` gets the dictionary's size); results this part computes first are published.
  */
-function eachOnDictionary<S extends { readonly dict: Column | null }>(
+function eachOnDictionary<S extends { readonly dict: Column | null; readonly plain: PlainColumn | null }>(
   md: FileMetaData,
   rowGroup: number,
   derived: readonly DerivedSpec[],
-  decode: (input: string, rg: FileMetaData['row_groups'][number], rows: number, dictSize?: number) => S | null,
-  apply: (name: string, input: Column) => Column,
+  decode: Decode<S>,
+  apply: Apply,
   use: (d: DerivedSpec, src: S, res: NumericColumn) => void,
   share?: { readonly view: DictShare; readonly reverse: boolean },
 ): void {
@@ -197,6 +213,8 @@ function eachOnDictionary<S extends { readonly dict: Column | null }>(
   if (share?.reverse === true) inputs.reverse();
   const view = share?.view;
   for (const [input, members] of inputs) {
+    let hex = true;
+    for (let k = 0; k < members.length; k++) if (derived[members[k]!]!.ops?.[0]?.op !== 'hex2int') hex = false;
     // What other parts published for each member (all null without a share).
     const known: Shared[] = [];
     let allKnown = view !== undefined;
@@ -210,8 +228,14 @@ function eachOnDictionary<S extends { readonly dict: Column | null }>(
     if (allKnown) {
       // Every op chain on this input fails on its dictionary: the caller reads it raw.
       if (anyResult === null) continue;
-      const src = tryDecode(decode, input, rg, rows, anyResult.values.length - 1);
-      if (src !== null) for (let k = 0; k < members.length; k++) if (known[k] !== 'failed') use(derived[members[k]!]!, src, known[k] as NumericColumn);
+      const src = tryDecode(decode, input, rg, rows, hex, anyResult.values.length - 1);
+      if (src === null) continue;
+      for (let k = 0; k < members.length; k++) {
+        if (known[k] === 'failed') continue;
+        const d = derived[members[k]!]!;
+        const res = withPlain(apply, d.name, known[k] as NumericColumn, src.plain);
+        if (res !== null) use(d, src, res);
+      }
       continue;
     }
     // Results no part has published: this part computes them, and publishes those it claims.
@@ -219,12 +243,12 @@ function eachOnDictionary<S extends { readonly dict: Column | null }>(
     if (view !== undefined) for (let k = 0; k < members.length; k++) if (known[k] === null && view.claim(members[k]!)) mine.add(members[k]!);
     let src: S | null;
     try {
-      src = tryDecode(decode, input, rg, rows);
+      src = tryDecode(decode, input, rg, rows, hex);
     } catch (e) {
       for (const i of mine) view!.unclaim(i);
       throw e;
     }
-    // This part's pages of the input are not all dictionary-encoded: another part's may be.
+    // This part has a page of the input in another encoding: another part's pages may not.
     if (src === null) {
       for (const i of mine) view!.unclaim(i);
       continue;
@@ -234,36 +258,115 @@ function eachOnDictionary<S extends { readonly dict: Column | null }>(
       const d = derived[i]!;
       const shared = known[k]!;
       if (shared === 'failed') continue;
-      if (shared !== null) {
-        use(d, src, shared);
-        continue;
+      let onDict: NumericColumn | null = shared;
+      if (onDict === null) {
+        onDict = tryApply(apply, d.name, src.dict!);
+        // Only the dictionary's results are shared: each part has its own PLAIN pages.
+        if (mine.has(i)) {
+          if (onDict !== null) view!.publish(i, onDict);
+          else view!.fail(i);
+        }
+        if (onDict === null) continue;
       }
-      let res: Column | null;
-      try {
-        res = apply(d.name, src.dict!);
-      } catch {
-        res = null;
-      }
-      const numeric = res !== null && (res.type === 'int32' || res.type === 'int64' || res.type === 'float32' || res.type === 'float64');
-      if (mine.has(i)) {
-        if (numeric) view!.publish(i, res as NumericColumn);
-        else view!.fail(i);
-      }
-      if (numeric) use(d, src, res as NumericColumn);
+      const res = withPlain(apply, d.name, onDict, src.plain);
+      if (res !== null) use(d, src, res);
     }
   }
 }
 
-/** `decode(input, rg, rows, dictSize)`, or null when a page of the input is not dictionary-encoded. */
-function tryDecode<S>(
-  decode: (input: string, rg: FileMetaData['row_groups'][number], rows: number, dictSize?: number) => S | null,
-  input: string,
-  rg: FileMetaData['row_groups'][number],
-  rows: number,
-  dictSize?: number,
-): S | null {
+/** `apply(name, input)` when it succeeds with a numeric column, else null (the caller reads the input raw). */
+function tryApply(apply: Apply, name: string, input: Column, from = 0): NumericColumn | null {
+  let res: Column;
   try {
-    return decode(input, rg, rows, dictSize);
+    res = apply(name, input, from);
+  } catch {
+    return null;
+  }
+  return res.type === 'int32' || res.type === 'int64' || res.type === 'float32' || res.type === 'float64' ? res : null;
+}
+
+/**
+ * A derived column's results for the dictionary (`onDict`, its null slot last) and for the chunk's
+ * PLAIN values, laid out as the rows' indices expect (parquet/plain.ts): the dictionary's then the
+ * values'; or, for a chunk without a dictionary, the values' (as the kernels gave them, when no
+ * row is null and they are not in the PLAIN scratch) then the null slot. Null when the ops fail
+ * on a PLAIN value (the caller reads the input raw, and the pipeline reports it).
+ */
+function withPlain(apply: Apply, name: string, onDict: NumericColumn, plain: PlainColumn | null): NumericColumn | null {
+  if (plain === null) return onDict;
+  if (plain.column === null) return null;
+  const onPlain = tryApply(apply, name, plain.column, plain.from);
+  if (onPlain === null || onPlain.type !== onDict.type) return null;
+  if (!plain.first) return concatNumeric(onDict, onPlain);
+  if (plain.nulls === 0 && !inScratch(onPlain.values) && !inScratch(onPlain.valid)) return onPlain;
+  return concatNumeric(onPlain, onDict);
+}
+
+/** `a`'s rows then `b`'s, of one numeric type, in pooled memory (`releaseIndexed` returns it). */
+function concatNumeric(a: NumericColumn, b: NumericColumn): NumericColumn {
+  const na = a.values.length;
+  const nb = b.values.length;
+  const C = a.values.constructor as new (buf: ArrayBuffer, offset: number, length: number) => Int32Array;
+  const values = new C(takeBuffer((na + nb) * a.values.BYTES_PER_ELEMENT), 0, na + nb);
+  values.set(a.values as Int32Array);
+  values.set(b.values as Int32Array, na);
+  let valid: Uint8Array | null = null;
+  if (a.valid !== null || b.valid !== null) {
+    valid = new Uint8Array(takeBuffer(na + nb), 0, na + nb);
+    if (a.valid !== null) valid.set(a.valid);
+    else valid.fill(1, 0, na);
+    if (b.valid !== null) valid.set(b.valid, na);
+    else valid.fill(1, na);
+  }
+  return { type: a.type, values, valid } as NumericColumn;
+}
+
+/**
+ * Memory of derived columns' results for chunks with PLAIN pages (concatNumeric), reused across
+ * row groups like the row indices: such a result holds a value per PLAIN row, and a fresh one per
+ * column and row group was most of a decode thread's garbage on PLAIN-heavy files. A result lives
+ * until its rows are packed or gathered (both copy); the consumer then hands it back with
+ * `releaseIndexed`. Only buffers taken here go back (`pooled`): other results may be a share's
+ * memory or a kernel's output that is still referenced.
+ */
+const bufferPool: ArrayBuffer[] = [];
+const pooled = new WeakSet<ArrayBuffer>();
+/** Bytes the pool may keep: about what one row group's results take on a PLAIN-heavy file. */
+const POOL_BYTES = 64 << 20;
+let poolBytes = 0;
+
+function takeBuffer(bytes: number): ArrayBuffer {
+  for (let i = bufferPool.length - 1; i >= 0; i--) {
+    const b = bufferPool[i]!;
+    if (b.byteLength === bytes) {
+      bufferPool.splice(i, 1);
+      poolBytes -= bytes;
+      return b;
+    }
+  }
+  const b = new ArrayBuffer(bytes);
+  pooled.add(b);
+  return b;
+}
+
+function giveBuffer(b: ArrayBufferLike, seen: Set<ArrayBufferLike>): void {
+  if (!pooled.has(b as ArrayBuffer) || seen.has(b)) return;
+  seen.add(b);
+  if (poolBytes + b.byteLength > POOL_BYTES) return;
+  poolBytes += b.byteLength;
+  bufferPool.push(b as ArrayBuffer);
+}
+
+/**
+ * Decodes an input in indices mode (null when this decoder does not read it): `hex` when every
+ * chain on it starts with hex2int; `dictSize` when the dictionary's results are known (a share).
+ */
+type Decode<S> = (input: string, rg: FileMetaData['row_groups'][number], rows: number, hex: boolean, dictSize?: number) => S | null;
+
+/** `decode(input, rg, rows, hex, dictSize)`, or null when a page of the input is neither dictionary-encoded nor PLAIN. */
+function tryDecode<S>(decode: Decode<S>, input: string, rg: FileMetaData['row_groups'][number], rows: number, hex: boolean, dictSize?: number): S | null {
+  try {
+    return decode(input, rg, rows, hex, dictSize);
   } catch (e) {
     if (!(e instanceof NotAllDictionary)) throw e;
     return null;
@@ -352,12 +455,16 @@ function takeIdx(rows: number): Int32Array {
   return new Int32Array(rows);
 }
 
-/** Returns the row-index arrays of indexed columns the caller no longer reads, for reuse. */
+/** Returns the row-index arrays (and pooled results) of indexed columns the caller no longer reads, for reuse. */
 export function releaseIndexed(columns: Iterable<IndexedColumn>): void {
   const seen = new Set<Int32Array>();
-  for (const c of columns)
+  const seenBuffers = new Set<ArrayBufferLike>();
+  for (const c of columns) {
+    if ('values' in c.dict) giveBuffer(c.dict.values.buffer, seenBuffers);
+    if (c.dict.valid !== null) giveBuffer(c.dict.valid.buffer, seenBuffers);
     if (!seen.has(c.idx)) {
       seen.add(c.idx);
       if (idxPool.length < 256) idxPool.push(c.idx);
     }
+  }
 }

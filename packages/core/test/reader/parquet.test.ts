@@ -355,13 +355,11 @@ describe('direct Parquet decoder', () => {
       expect(off.m.pushdown).toBeNull();
       const pd = unpacked.m.pushdown!;
       expect(pd.derived).toBe(5);
-      if (v === VARIANTS[0] || v === VARIANTS[1]) {
-        expect(pd.computedInPipeline, `${v.name}: every list feature came from the reader`).toBe(0);
-        expect(on.m.packedChunks, `${v.name}: the decoders laid the batches out`).toBeGreaterThan(0);
-      }
-      if (v === VARIANTS[2]) expect(pd.computedInReader, 'plain pages: no dictionary to compute on').toBe(0);
-      // The lists' many distinct ids overflow a 256-byte dictionary page in every row group.
-      if (v === VARIANTS[5]) expect(pd.computedInPipeline, 'overflowed dictionaries: computed by the pipeline').toBeGreaterThan(0);
+      // Dictionary pages, PLAIN pages (computed value by value), and the lists' many distinct ids
+      // overflowing a 256-byte dictionary page to PLAIN pages in every row group: all in the reader.
+      expect(pd.computedInPipeline, `${v.name}: every list feature came from the reader`).toBe(0);
+      expect(pd.computedInReader, `${v.name}: every list feature came from the reader`).toBeGreaterThan(0);
+      expect(on.m.packedChunks, `${v.name}: the decoders laid the batches out`).toBeGreaterThan(0);
     }
   });
 
@@ -448,7 +446,7 @@ describe('direct Parquet decoder', () => {
     expect(got.length, 'row group 0 came through').toBe(4);
   });
 
-  it('computes per-value op chains on dictionary entries, and falls back where pages are plain', async () => {
+  it('computes per-value op chains on dictionary entries and PLAIN pages, and falls back where pages are neither', async () => {
     const plan = (pushdown: boolean): PlanSpec => ({
       batchSize: 256,
       backend: { name: 'cpu', workers: 1, pushdown },
@@ -468,7 +466,7 @@ describe('direct Parquet decoder', () => {
         { name: 'r', input: 'req', kind: 'dense' },
       ],
     });
-    for (const v of [VARIANTS[0]!, VARIANTS[2]!, VARIANTS[5]!]) {
+    for (const v of [VARIANTS[0]!, VARIANTS[2]!, VARIANTS[4]!, VARIANTS[5]!]) {
       const file = write(v);
       const run = async (pushdown: boolean): Promise<{ batches: Batch[]; m: ReturnType<ReturnType<typeof pipeline>['metrics']> }> => {
         const p = pipeline(plan(pushdown), { input: file });
@@ -482,9 +480,10 @@ describe('direct Parquet decoder', () => {
       expect(off.m.pushdown).toBeNull();
       const pd = on.m.pushdown!;
       expect(pd.derived).toBe(4);
-      if (v === VARIANTS[0]) expect(pd.computedInPipeline, 'every derived column came from the reader').toBe(0);
-      if (v === VARIANTS[2]) expect(pd.computedInReader, 'plain pages: no dictionary to compute on').toBe(0);
-      if (v === VARIANTS[5]) expect(pd.computedInReader > 0 && pd.computedInPipeline > 0, `both paths (${JSON.stringify(pd)})`).toBe(true);
+      // Dictionary pages, PLAIN pages, and chunks that overflow from one to the other: the reader.
+      if (v !== VARIANTS[4]) expect(pd.computedInPipeline, `${v.name}: every derived column came from the reader`).toBe(0);
+      // DELTA-encoded ints and strings go to parquet-wasm and their features to the pipeline; PLAIN floats stay.
+      if (v === VARIANTS[4]) expect(pd.computedInReader > 0 && pd.computedInPipeline > 0, `both paths (${JSON.stringify(pd)})`).toBe(true);
     }
   });
 });
@@ -662,8 +661,8 @@ describe('packed chunks (decode workers lay batches out)', () => {
   });
 
   it('falls back to columns where the decoder cannot pack, with the same batches', async () => {
-    // Dictionary pages overflow to PLAIN: some row groups' derived columns come raw.
-    const file = write(VARIANTS[5]!);
+    // DELTA-encoded pages go to parquet-wasm: their derived columns come raw.
+    const file = write(VARIANTS[4]!);
     const p = pipeline(plan('req'), { input: file });
     const on = await collect(p);
     const off = await collect(pipeline(plan('req'), { input: file, pack: false }));

@@ -8,6 +8,7 @@ import { keepDictPage, readDict, type Dict } from './dictionary.js';
 import { decodeListChunk } from './list.js';
 import { chunkPages, decompress, type ReadAt, type Zstd } from './page.js';
 import { located, Refusal, Unsupported, type PagePlace } from './refusal.js';
+import { patchNulls, PlainValues, plainIndices, type PlainColumn } from './plain.js';
 import { levels } from './rle.js';
 import { readable, readableList } from './schema.js';
 import { count, indices, newArray, NotAllDictionary, readValues, Utf8Out } from './values.js';
@@ -78,7 +79,10 @@ export function decodeFlatRowGroup(
 /**
  * Decodes `rows` rows of a column chunk from row `first` (a page boundary; see RowRange). With
  * `rowIdx`, dictionary pages are not expanded: rowIdx[i] gets row i's dictionary index (the
- * dictionary's size for null) and the dictionary comes back instead of the column.
+ * dictionary's size for null) and the dictionary comes back instead of the column. PLAIN pages
+ * then throw NotAllDictionary, unless `withPlain`: their values come back as `plain` and their
+ * rows' indices point past the dictionary's null slot (plain.ts); with 'hex', strings come back
+ * parsed by hex2int (plain-hex.ts).
  */
 export function decodeChunkInto(
   chunk: ColumnChunk,
@@ -90,13 +94,14 @@ export function decodeChunkInto(
   rowIdx: Int32Array | null,
   first = 0,
   dictSize?: number,
-): { column?: Column; dict?: Dict } {
+  withPlain: false | 'values' | 'hex' = false,
+): { column?: Column; dict?: Dict; plain?: PlainColumn | null } {
   const m = chunk.meta_data!;
   const col = m.path_in_schema[0]!;
   /** The page being decoded, for errors. */
   let place: PagePlace | null = null;
   try {
-    return decodePages(chunk, el, type, rows, readAt, zstd, rowIdx, first, dictSize, (p) => (place = p));
+    return decodePages(chunk, el, type, rows, readAt, zstd, rowIdx, first, dictSize, withPlain, (p) => (place = p));
   } catch (e) {
     throw located(e, col, place, (x) => x instanceof NotAllDictionary);
   }
@@ -112,8 +117,9 @@ function decodePages(
   rowIdx: Int32Array | null,
   first: number,
   dictSize: number | undefined,
+  withPlain: false | 'values' | 'hex',
   at_: (p: PagePlace) => void,
-): { column?: Column; dict?: Dict } {
+): { column?: Column; dict?: Dict; plain?: PlainColumn | null } {
   const m = chunk.meta_data!;
   /** Rows still to pass over before the range starts: whole pages, never decompressed. */
   let skip = first;
@@ -129,12 +135,16 @@ function decodePages(
   const utf8 = type === 'utf8' && rowIdx === null ? new Utf8Out(rows, Number(m.total_uncompressed_size)) : null;
   const values = type === 'utf8' || rowIdx !== null ? null : newArray(type, rows);
   let dict: Dict | null = null;
+  const plain = rowIdx !== null && withPlain !== false ? new PlainValues(type, rows, withPlain === 'hex') : null;
   let at = 0;
   while (at < rows) {
     const pg = nextPage();
     if (pg === null) throw new Error(`column ${m.path_in_schema[0]}: the column chunk ends after ${at} of the ${rows} rows`);
     at_(pg);
     const { h, body } = pg;
+    // PLAIN rows' indices count from the dictionary's size (plain.ts): a dictionary page after a
+    // data page (no writer does that) would move them. Read such a chunk as values.
+    if (h.type === 'DICTIONARY_PAGE' && rowIdx !== null && (at > 0 || dict !== null)) throw new NotAllDictionary();
     if (h.type === 'DICTIONARY_PAGE' && dictSize !== undefined && rowIdx !== null) {
       // Indices mode with the entries' results already computed (a shared row group): only the
       // dictionary's size matters, for the bounds checks and the null slot.
@@ -171,7 +181,8 @@ function decodePages(
         levels(page, 4, p, 1, valid!, n, at);
         present = count(valid!, at, n);
       }
-      if (rowIdx !== null) indices(page, p, d.encoding, n, present, at, valid, rowIdx, dict, m.path_in_schema[0]!);
+      if (plain !== null && d.encoding === 'PLAIN') plainIndices(page, p, n, present, at, valid, rowIdx!, dict?.size ?? null, plain, m.path_in_schema[0]!);
+      else if (rowIdx !== null) indices(page, p, d.encoding, n, present, at, valid, rowIdx, dict, m.path_in_schema[0]!);
       else readValues(page, p, d.encoding, type, n, present, at, valid, values, utf8, dict, m.path_in_schema[0]!);
       at += n;
     } else if (h.type === 'DATA_PAGE_V2') {
@@ -191,13 +202,18 @@ function decodePages(
       }
       const rest = body.subarray(levelBytes);
       const page = d.is_compressed ? decompress(rest, h.uncompressed_page_size - levelBytes, m.codec, zstd) : rest;
-      if (rowIdx !== null) indices(page, 0, d.encoding, n, present, at, valid, rowIdx, dict, m.path_in_schema[0]!);
+      if (plain !== null && d.encoding === 'PLAIN') plainIndices(page, 0, n, present, at, valid, rowIdx!, dict?.size ?? null, plain, m.path_in_schema[0]!);
+      else if (rowIdx !== null) indices(page, 0, d.encoding, n, present, at, valid, rowIdx, dict, m.path_in_schema[0]!);
       else readValues(page, 0, d.encoding, type, n, present, at, valid, values, utf8, dict, m.path_in_schema[0]!);
       at += n;
     }
     // Index pages and unknown page types carry no values.
   }
   if (rowIdx !== null) {
+    if (plain !== null) {
+      patchNulls(rowIdx, rows, plain);
+      return { dict: dict ?? emptyDict(type), plain: plain.count > 0 || plain.nulls > 0 ? plain.column() : null };
+    }
     if (dict === null) throw new NotAllDictionary();
     return { dict };
   }
@@ -227,6 +243,11 @@ export function checkUnsigned64(c: Column, name: string, first: number): void {
       );
     }
   }
+}
+
+/** The dictionary of a chunk that has none (every page PLAIN): no entries, so null rows take slot 0. */
+function emptyDict(type: PrimitiveType): Dict {
+  return readDict(new Uint8Array(0), type, 0);
 }
 
 /** Scratch validity for indices mode (reused: chunks are decoded one at a time per thread). */

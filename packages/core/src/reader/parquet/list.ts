@@ -6,6 +6,7 @@ import type { ListColumn, NumericColumn, ValidMask } from '@sluice/ops';
 import { readDict, type Dict } from './dictionary.js';
 import { chunkPages, decompress, type ReadAt, type Zstd } from './page.js';
 import { located, type PagePlace } from './refusal.js';
+import { patchNulls, PlainValues, plainIndices, type PlainColumn } from './plain.js';
 import { levels } from './rle.js';
 import type { ListChunk } from './schema.js';
 import { count, indices, newArray, NotAllDictionary, readValues } from './values.js';
@@ -36,31 +37,44 @@ export function decodeListChunk(l: ListChunk, rows: number, readAt: ReadAt, zstd
   return { type: 'list', offsets: r.offsets, child: r.child!, valid: r.valid };
 }
 
-/** A decoded list chunk: values (`child`), or in indices mode each slot's dictionary index (`idx`, dict.size for a null element) and the dictionary. */
+/**
+ * A decoded list chunk: values (`child`), or in indices mode each slot's dictionary index (`idx`,
+ * dict.size for a null element), the dictionary, and the PLAIN pages' values (`plain`, which the
+ * slots of PLAIN pages point to past the null slot, plain.ts; null when there are none).
+ */
 export interface ListDecoded {
   readonly offsets: Int32Array;
   readonly valid: ValidMask;
   readonly child: NumericColumn | null;
   readonly idx: Int32Array | null;
   readonly dict: Dict | null;
+  readonly plain?: PlainColumn | null;
 }
 
 /**
  * decodeListChunk, or with `indexMode` its dictionary indices instead of values (throws
- * NotAllDictionary when a data page is not dictionary-encoded).
+ * NotAllDictionary when a data page is not dictionary-encoded, unless `withPlain`: see ListDecoded).
  */
-export function decodeListInto(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd, indexMode: boolean): ListDecoded {
+export function decodeListInto(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd, indexMode: boolean, withPlain = false): ListDecoded {
   const col = l.chunk.meta_data!.path_in_schema.join('.');
   /** The page being decoded, for errors. */
   let place: PagePlace | null = null;
   try {
-    return decodeListPages(l, rows, readAt, zstd, indexMode, (p) => (place = p));
+    return decodeListPages(l, rows, readAt, zstd, indexMode, indexMode && withPlain, (p) => (place = p));
   } catch (e) {
     throw located(e, col, place, (x) => x instanceof NotAllDictionary);
   }
 }
 
-function decodeListPages(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd, indexMode: boolean, at_: (p: PagePlace) => void): ListDecoded {
+function decodeListPages(
+  l: ListChunk,
+  rows: number,
+  readAt: ReadAt,
+  zstd: Zstd,
+  indexMode: boolean,
+  withPlain: boolean,
+  at_: (p: PagePlace) => void,
+): ListDecoded {
   const m = l.chunk.meta_data!;
   const col = m.path_in_schema.join('.');
   const nextPage = chunkPages(m, readAt);
@@ -77,6 +91,7 @@ function decodeListPages(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd,
   let idx: Int32Array | null = null;
   let elemValid = l.elementOptional ? new Uint8Array(entries) : null;
   let dict: Dict | null = null;
+  const plain = withPlain ? new PlainValues(l.type, entries) : null;
   let row = -1;
   let slot = 0;
   let seen = 0;
@@ -86,6 +101,8 @@ function decodeListPages(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd,
     at_(pg);
     const { h, body } = pg;
     if (h.type === 'DICTIONARY_PAGE') {
+      // PLAIN slots' indices count from the dictionary's size (plain.ts): it must come first.
+      if (indexMode && (seen > 0 || dict !== null)) throw new NotAllDictionary();
       dict = readDict(decompress(body, h.uncompressed_page_size, m.codec, zstd), l.type, h.dictionary_page_header!.num_values);
       continue;
     }
@@ -161,7 +178,8 @@ function decodeListPages(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd,
     if (slot > entries) throw new Error(`column ${col}: more elements than the chunk's ${entries} values`);
     if (indexMode) {
       idx ??= new Int32Array(slot + entries - seen - n);
-      indices(page, p, encoding, slot - first, present, first, elemValid, idx, dict, col);
+      if (plain !== null && encoding === 'PLAIN') plainIndices(page, p, slot - first, present, first, elemValid, idx, dict?.size ?? null, plain, col);
+      else indices(page, p, encoding, slot - first, present, first, elemValid, idx, dict, col);
     } else {
       values ??= newArray(l.type, slot + entries - seen - n);
       readValues(page, p, encoding, l.type, slot - first, present, first, elemValid, values, null, dict, col);
@@ -173,9 +191,18 @@ function decodeListPages(l: ListChunk, rows: number, readAt: ReadAt, zstd: Zstd,
   const allValid = (v: Uint8Array | null, k: number): boolean => v === null || count(v, 0, k) === k;
   const valid = allValid(listValid, rows) ? null : listValid;
   if (indexMode) {
-    // No element at all (every list null or empty) needs no dictionary.
-    if (dict === null && slot > 0) throw new NotAllDictionary();
-    return { offsets, valid, child: null, idx: (idx ?? new Int32Array(0)).subarray(0, slot), dict: dict ?? readDict(new Uint8Array(0), l.type, 0) };
+    // No element at all (every list null or empty) needs no dictionary, nor does a chunk of PLAIN pages.
+    if (dict === null && slot > 0 && (plain === null || plain.count + plain.nulls === 0)) throw new NotAllDictionary();
+    if (plain !== null && idx !== null) patchNulls(idx, slot, plain);
+    const plainValues = plain !== null && plain.count + plain.nulls > 0 ? plain.column() : null;
+    return {
+      offsets,
+      valid,
+      child: null,
+      idx: (idx ?? new Int32Array(0)).subarray(0, slot),
+      dict: dict ?? readDict(new Uint8Array(0), l.type, 0),
+      plain: plainValues,
+    };
   }
   // The child is exactly the slots (null and empty lists took level entries but no slot).
   values ??= newArray(l.type, 0);

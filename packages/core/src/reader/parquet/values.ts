@@ -33,7 +33,7 @@ export class Utf8Out {
   }
 }
 
-/** Thrown in indices mode when a page is not dictionary-encoded (the caller decodes values instead). */
+/** Thrown in indices mode when a page is not dictionary-encoded (nor PLAIN, where PLAIN pages are taken: plain.ts); the caller decodes values instead. */
 export class NotAllDictionary extends Error {}
 
 /** A zeroed typed array for `n` values of a numeric type. */
