@@ -231,22 +231,26 @@ class WorkerNode implements ClusterWorker {
   private async make(lease: Lease): Promise<void> {
     const s = lease.split;
     const i = String(s.index);
+    // Known as ours from the start: a SIGTERM from here on hands it back.
+    const entry: Mine = { lease, t0: performance.now(), made: false, lost: false };
+    this.mine.set(s.index, entry);
     const [state, attempts] = (await this.redis.multi().hget(this.k.state, i).hincrby(this.k.attempts, i, 1).exec())!.map(([, v]) => v) as [
       string | null,
       number,
     ];
     if (state !== null) {
+      this.mine.delete(s.index);
       await this.leases.ack(lease.id);
       return;
     }
     if (attempts > this.lim.maxAttempts) {
+      this.mine.delete(s.index);
       const last = await this.redis.hget(this.k.errors, i);
       await this.deadLetter(s, lease, attempts - 1, last ?? `the workers making it stopped (killed, or out of memory) ${attempts - 1} times`);
       return;
     }
     await this.redis.hset(this.k.owner, i, this.id);
-    const entry: Mine = { lease, t0: performance.now(), made: false, lost: false };
-    this.mine.set(s.index, entry);
+    if (this.stopping) return;
     try {
       for await (const b of this.batchesOf(s)) {
         const seq = b.seq;
@@ -660,24 +664,32 @@ class WorkerNode implements ClusterWorker {
     this.stopping = true;
     this.state = 'draining';
     this.wake();
-    this.closeRun();
-    const ids = [...this.mine.values()].map((m) => m.lease.id);
-    this.mine.clear();
+    // Leases first, so that other workers may take them within the second; then the run stops.
+    const ids = new Set([...this.mine.values()].map((m) => m.lease.id));
     this.held.clear();
     try {
-      await this.leases.release(ids);
+      await this.leases.release([...ids]);
+    } catch {
+      /* Redis away: the leases expire instead */
+    }
+    this.closeRun();
+    await Promise.race([this.loop.catch(() => undefined), sleep(2000)]);
+    // No beat after this: one would mark the worker alive again.
+    this.heartbeat?.postMessage({ kind: 'stop' } satisfies HeartbeatIn);
+    try {
+      // A split leased while the first release ran.
+      await this.leases.release([...this.mine.values()].map((m) => m.lease.id).filter((id) => !ids.has(id)));
+      this.mine.clear();
       this.state = 'dead';
       await this.redis.multi().del(this.k.alive(this.id)).hset(this.k.workers, this.id, this.record()).exec();
     } catch {
       /* Redis away: the leases expire instead */
     }
-    this.heartbeat?.postMessage({ kind: 'stop' } satisfies HeartbeatIn);
     await new Promise<void>((resolve) => {
       this.server.close(() => resolve());
       this.server.closeAllConnections();
     });
     this.blocking.disconnect();
-    await this.loop.catch(() => undefined);
     this.redis.disconnect();
   }
 }

@@ -152,3 +152,19 @@ export function checkExactlyOnce(expected: readonly string[], ...trainers: Reado
   if (wrong.length > 0) throw new Error(`batches that differ from pipeline(): ${wrong.slice(0, 10).join(', ')}`);
   if (seen.size !== expected.length) throw new Error(`${seen.size} batches for ${expected.length}`);
 }
+
+/** Polls `check` every 50 ms until it holds (or throws after `ms`). */
+export async function until(what: string, check: () => Promise<boolean> | boolean, ms = 20_000): Promise<void> {
+  const t0 = Date.now();
+  while (!(await check())) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A worker's gauge from its /metrics. */
+export async function gauge(url: string, name: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : NaN;
+}
