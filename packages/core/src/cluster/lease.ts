@@ -11,7 +11,7 @@ import { RELEASED, jobKeys, type JobKeys } from './keys.js';
  * A split this worker holds: its stream entry id, and whether it was taken from another worker.
  *
  * @example
- * const l = await leases.next(true); // null when there is nothing to take now
+ * const [l] = await leases.next(true); // none when there is nothing to take now
  */
 export interface Lease {
   readonly split: Split;
@@ -29,7 +29,7 @@ const RELEASED_IDLE_MS = 1e12;
  *
  * @example
  * const leases = new Leases(redis, blocking, job, 'w1', 10_000);
- * const l = await leases.next(held < maxHeld);
+ * const [l] = await leases.next(held < maxHeld);
  * if (l) await leases.release([l.id]);
  */
 export class Leases {
@@ -53,9 +53,10 @@ export class Leases {
   /**
    * The next split to make: an expired or released lease (always, even when this worker is full,
    * since trainers may be waiting on it and on nothing else), else a new split when `takeNew`
-   * (waiting up to half a second for one). Null when there is none.
+   * (waiting up to half a second for one): up to `count` consecutive ones, which one pipeline run
+   * makes without restarting. Empty when there is none.
    */
-  async next(takeNew: boolean): Promise<Lease | null> {
+  async next(takeNew: boolean, count = 1): Promise<Lease[]> {
     const claimed = (await this.redis.call('XAUTOCLAIM', this.k.splits, this.k.group, this.consumer, String(this.leaseMs), '0-0', 'COUNT', '1')) as [
       string,
       Array<[string, string[]] | null>,
@@ -65,18 +66,27 @@ export class Leases {
       this.reclaims++;
       this.taken++;
       await this.redis.hincrby(this.k.counters, 'reclaims', 1);
-      return this.lease(entry[0], true);
+      return [this.lease(entry[0], true)];
     }
-    if (!takeNew) return null;
-    const got = (await this.blocking.call('XREADGROUP', 'GROUP', this.k.group, this.consumer, 'COUNT', '1', 'BLOCK', '500', 'STREAMS', this.k.splits, '>')) as
-      [string, Array<[string, string[]]>] | Array<[string, Array<[string, string[]]>]> | null;
-    if (got === null || got.length === 0) return null;
+    if (!takeNew) return [];
+    const got = (await this.blocking.call(
+      'XREADGROUP',
+      'GROUP',
+      this.k.group,
+      this.consumer,
+      'COUNT',
+      String(count),
+      'BLOCK',
+      '500',
+      'STREAMS',
+      this.k.splits,
+      '>',
+    )) as [string, Array<[string, string[]]>] | Array<[string, Array<[string, string[]]>]> | null;
+    if (got === null || got.length === 0) return [];
     // One stream asked for: ioredis gives [name, entries] rather than [[name, entries]].
     const stream = (typeof got[0] === 'string' ? got : got[0]) as [string, Array<[string, string[]]>];
-    const first = stream[1][0];
-    if (first === undefined) return null;
-    this.taken++;
-    return this.lease(first[0], false);
+    this.taken += stream[1].length;
+    return stream[1].map(([id]) => this.lease(id, false));
   }
 
   /** Hands leases back now: parked under a consumer that looks idle for ages, any worker's next XAUTOCLAIM takes them. */

@@ -79,7 +79,8 @@ export interface ClusterWorker {
 /** A split this worker leased: its batches being made, then held until delivered. */
 interface Mine {
   readonly lease: Lease;
-  readonly t0: number;
+  /** When making it started (for the slowest split). */
+  t0: number;
   made: boolean;
   lost: boolean;
 }
@@ -201,39 +202,47 @@ class WorkerNode implements ClusterWorker {
   /** Leases and makes splits until stopped. */
   private async leaseLoop(): Promise<void> {
     while (!this.stopping) {
-      let lease: Lease | null = null;
+      let got: Lease[];
+      // Room for several splits: take that many in a row (up to 4), which one run makes without restarting.
+      const room = this.lim.maxHeld - this.held.size;
+      const count = Math.max(1, Math.min(4, Math.floor(room / Math.max(1, this.job.splits[0]!.batches))));
       try {
-        lease = await this.leases.next(this.held.size < this.lim.maxHeld);
+        got = await this.leases.next(room > 0, count);
       } catch {
         if (!this.stopping) await sleep(200); // Redis away (a restart): try again
         continue;
       }
-      if (lease === null) {
-        if (this.held.size >= this.lim.maxHeld) await this.waitForChange(200);
+      if (got.length === 0) {
+        if (room <= 0) await this.waitForChange(200);
         continue;
       }
       if (this.stopping) {
-        await this.leases.release([lease.id]).catch(() => undefined);
+        await this.leases.release(got.map((l) => l.id)).catch(() => undefined);
         break;
       }
-      try {
-        await this.make(lease);
-      } catch (e) {
-        // Redis went away mid-split: the lease stays ours (or expires), and the loop goes on.
+      // Known as ours from the start: a SIGTERM from here on hands them back.
+      const entries = got.map((lease): Mine => ({ lease, t0: performance.now(), made: false, lost: false }));
+      for (const e of entries) this.mine.set(e.lease.split.index, e);
+      for (const entry of entries) {
         if (this.stopping) break;
-        this.o.onWarning?.(`${describeSplit(lease.split)}: ${(e as Error).message}; going on`);
-        await sleep(200);
+        try {
+          await this.make(entry);
+        } catch (e) {
+          // Redis went away mid-split: the lease stays ours (or expires), and the loop goes on.
+          if (this.stopping) break;
+          this.o.onWarning?.(`${describeSplit(entry.lease.split)}: ${(e as Error).message}; going on`);
+          await sleep(200);
+        }
       }
     }
   }
 
   /** Makes a leased split's batches and holds those not delivered yet. */
-  private async make(lease: Lease): Promise<void> {
+  private async make(entry: Mine): Promise<void> {
+    const lease = entry.lease;
     const s = lease.split;
     const i = String(s.index);
-    // Known as ours from the start: a SIGTERM from here on hands it back.
-    const entry: Mine = { lease, t0: performance.now(), made: false, lost: false };
-    this.mine.set(s.index, entry);
+    entry.t0 = performance.now();
     const [state, attempts] = (await this.redis.multi().hget(this.k.state, i).hincrby(this.k.attempts, i, 1).exec())!.map(([, v]) => v) as [
       string | null,
       number,
