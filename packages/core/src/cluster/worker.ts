@@ -10,7 +10,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import { SluiceError, loadPlan, type Plan } from '@sluice/ops';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Batch } from '../batch/index.js';
 import { pipeline, type PipelineInfo, type PipelineOptions } from '../pipeline/pipeline.js';
 import { fingerprint } from '../pipeline/resume.js';
@@ -22,6 +22,7 @@ import { describeSplit, loadJob, splitOf, type JobSpec, type Split } from './job
 import { jobKeys, type JobKeys } from './keys.js';
 import { Leases, type Lease } from './lease.js';
 import { workerMetrics, type WorkerMetrics } from './metrics.js';
+import { connectRedis } from './connect.js';
 import { DEAD_LETTER, DELIVER } from './scripts.js';
 import { clusterStatus, type WorkerRecord } from './status.js';
 
@@ -99,21 +100,12 @@ export async function startWorker(o: WorkerOptions): Promise<ClusterWorker> {
   const waitMs = positive('waitMs', o.waitMs, 30_000);
   const maxAttempts = positive('maxAttempts', o.maxAttempts, 3);
   if (o.token === '') throw new SluiceError('the token must not be empty');
-  const connect = (): Redis => {
-    const r = new Redis(o.redis, { maxRetriesPerRequest: null, lazyConnect: true, retryStrategy: (n) => Math.min(50 * n, 500) });
-    r.on('error', () => undefined); // ioredis reconnects; commands wait for it
-    return r;
-  };
-  const redis = connect();
-  const blocking = connect();
-  try {
-    await redis.connect();
-    await blocking.connect();
-  } catch (e) {
+  // Commands wait while Redis is away (a restart) instead of failing.
+  const redis = await connectRedis(o.redis, { maxRetriesPerRequest: null });
+  const blocking = await connectRedis(o.redis, { maxRetriesPerRequest: null }).catch((e: unknown) => {
     redis.disconnect();
-    blocking.disconnect();
-    throw new SluiceError(`cannot reach Redis at ${redactUrl(o.redis)}: ${(e as Error).message}`);
-  }
+    throw e;
+  });
   const job = await loadJob(redis, o.job);
   const k = jobKeys(job.name);
   const plan = loadPlan(job.plan);
@@ -722,8 +714,3 @@ function positive(name: string, v: number | undefined, dflt: number): number {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** A Redis URL with its password hidden, for messages. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^@/]*)@/, (_, auth: string) => `//${auth.includes(':') ? `${auth.split(':')[0]}:***` : '***'}@`);
-}

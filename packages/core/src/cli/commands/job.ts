@@ -1,9 +1,7 @@
 /** `sluice job submit NAME …` and `sluice job status NAME`: a cluster job's one-time submit and its progress. */
-import { Redis } from 'ioredis';
-import { SluiceError } from '@sluice/ops';
 import { buildJob, loadJob, submitJob } from '../../cluster/job.js';
 import { clusterStatus, formatStatus } from '../../cluster/status.js';
-import { redactUrl } from '../../cluster/worker.js';
+import { connectRedis } from '../../cluster/connect.js';
 import { inputs, int, planArg, UsageError, type Values } from '../args.js';
 
 export async function cmdJob(values: Values, args: readonly string[]): Promise<number> {
@@ -13,12 +11,8 @@ export async function cmdJob(values: Values, args: readonly string[]): Promise<n
   if (name === undefined) throw new UsageError(`job ${action} needs the job's name (sluice job ${action} NAME …)`);
   const url = (values.redis as string | undefined) ?? process.env.SLUICE_REDIS;
   if (url === undefined) throw new UsageError('--redis is required (or SLUICE_REDIS)');
-  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2 });
-  redis.on('error', () => undefined);
+  const redis = await connectRedis(url, { maxRetriesPerRequest: 2, retryStrategy: () => null });
   try {
-    await redis.connect().catch((e: unknown) => {
-      throw new SluiceError(`cannot reach Redis at ${redactUrl(url)}: ${(e as Error).message}`);
-    });
     if (action === 'submit') {
       const job = await buildJob({
         name,
