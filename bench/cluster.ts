@@ -126,7 +126,7 @@ async function main(): Promise<void> {
           if (r.status !== 0) throw new Error(r.stderr);
           const ws = await Promise.all(
             Array.from({ length: n }, () =>
-              serving(['worker', '--redis', redisUrl, '--job', name, '--max-held', '8'], /serving at (http:\/\/\S+)\/v1\/batches/),
+              serving(['worker', '--redis', redisUrl, '--job', name], /serving at (http:\/\/\S+)\/v1\/batches/),
             ),
           );
           try {

@@ -173,6 +173,7 @@ export const COMMAND_HELP = {
       ['--max-held N', 'made batches held for delivery before the worker stops leasing (default 64)'],
       ['--wait-ms MS', 'how long a request waits for a batch nobody has made yet before a 503 (default 30000)'],
       ['--max-attempts N', 'starts of a split before it goes to the dead-letter stream (default 3)'],
+      ['--lease-splits N', 'consecutive splits taken at a time, made by one pipeline run (default 4)'],
       ['--decoders N', 'Parquet decode threads per run'],
       BACKEND,
     ],

@@ -50,12 +50,14 @@ export interface WorkerOptions extends GuardOptions {
   readonly metricsAuth?: 'token' | 'open';
   /** A lease not renewed for this long is taken by another worker (default 10 000 ms). */
   readonly leaseMs?: number;
-  /** Made batches held for delivery at most before the worker stops leasing (default 64). */
+  /** Made batches held for delivery before the worker stops leasing (default 64; it may hold one lease of splits more). */
   readonly maxHeld?: number;
   /** How long a request waits for a batch that is not made yet before a 503 (default 30 000 ms). */
   readonly waitMs?: number;
   /** Times a split may be started before it goes to the dead-letter stream (default 3). */
   readonly maxAttempts?: number;
+  /** Consecutive splits taken at a time, made by one run (default 4). */
+  readonly leaseSplits?: number;
   /** Decode threads per pipeline run. */
   readonly decoders?: number;
   /** Told when something goes wrong that the worker rides out (Redis away, a split that failed): the CLI prints it. */
@@ -99,6 +101,7 @@ export async function startWorker(o: WorkerOptions): Promise<ClusterWorker> {
   const maxHeld = positive('maxHeld', o.maxHeld, 64);
   const waitMs = positive('waitMs', o.waitMs, 30_000);
   const maxAttempts = positive('maxAttempts', o.maxAttempts, 3);
+  const leaseSplits = positive('leaseSplits', o.leaseSplits, 4);
   if (o.token === '') throw new SluiceError('the token must not be empty');
   // Commands wait while Redis is away (a restart) instead of failing.
   const redis = await connectRedis(o.redis, { maxRetriesPerRequest: null });
@@ -121,10 +124,11 @@ export async function startWorker(o: WorkerOptions): Promise<ClusterWorker> {
     throw new SluiceError(`the input files this worker sees differ from job ${job.name}'s (row groups or paths): every worker must read the same files`);
   }
   const id = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 6)}`;
-  return new WorkerNode(o, { leaseMs, maxHeld, waitMs, maxAttempts }, redis, blocking, job, k, plan, info, runOptions, id).start();
+  return new WorkerNode(o, { leaseMs, maxHeld, waitMs, maxAttempts, leaseSplits }, redis, blocking, job, k, plan, info, runOptions, id).start();
 }
 
 interface Limits {
+  leaseSplits: number;
   leaseMs: number;
   maxHeld: number;
   waitMs: number;
@@ -195,11 +199,11 @@ class WorkerNode implements ClusterWorker {
   private async leaseLoop(): Promise<void> {
     while (!this.stopping) {
       let got: Lease[];
-      // Room for several splits: take that many in a row (up to 4), which one run makes without restarting.
+      // Consecutive splits, which one run makes without restarting: a run that restarts for every
+      // split decodes its first row group alone, while a running one decodes ahead in parallel.
       const room = this.lim.maxHeld - this.held.size;
-      const count = Math.max(1, Math.min(4, Math.floor(room / Math.max(1, this.job.splits[0]!.batches))));
       try {
-        got = await this.leases.next(room > 0, count);
+        got = await this.leases.next(room > 0, this.lim.leaseSplits);
       } catch {
         if (!this.stopping) await sleep(200); // Redis away (a restart): try again
         continue;

@@ -3,7 +3,9 @@
  * `sluice job status` (table and --json, the same object as GET /v1/cluster), the bearer token on
  * every /v1 path of a worker (redirects included), Prometheus metrics, and a Redis with a password.
  */
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
@@ -15,6 +17,9 @@ import { createClient } from '@sluice/client';
 const missing = redisMissing();
 const TOKEN = 's3cret-token';
 const PASSWORD = 'pw-4-redis';
+const PYTHON_CLIENT = fileURLToPath(new URL('../../../../clients/python', import.meta.url));
+const pythonMissing =
+  spawnSync('/usr/bin/python3', ['-c', 'import numpy, msgpack'], { encoding: 'utf8' }).status === 0 ? null : '/usr/bin/python3 lacks numpy or msgpack';
 
 describe.skipIf(missing !== null)(`cluster: operations${missing ? ` (skipped: ${missing})` : ''}`, () => {
   let server: RedisServer;
@@ -116,6 +121,16 @@ describe.skipIf(missing !== null)(`cluster: operations${missing ? ` (skipped: ${
     expect(table.stdout).toMatch(/^job ops, epoch 1: splits 12\/12 done, 0 leased, 0 pending, 0 dead; \d+ reclaimed\n/);
     expect(table.stdout).toMatch(/\nworker +url +state +last seen +made +served +rows\/s\n/);
     expect(table.stdout).toContain(a.url);
+    // The Python client, unchanged, with the token: all 48 batches again from B (delivered before, so B makes them again).
+    if (pythonMissing === null) {
+      const py = spawnSync(
+        '/usr/bin/python3',
+        ['-c', `from sluice.client import Client\nc = Client(['${b.url}'], token='${TOKEN}')\nprint(c.job, [b.seq for b in c.batches()] == list(range(48)))`],
+        { encoding: 'utf8', env: { ...process.env, PYTHONPATH: PYTHON_CLIENT } },
+      );
+      expect(py.stderr).toBe('');
+      expect(py.stdout).toBe('ops True\n');
+    } else console.warn(`python client part skipped: ${pythonMissing}`);
     // A stopped worker shows as dead.
     await a.kill('SIGTERM');
     const after = JSON.parse((await runSluice(['job', 'status', 'ops', '--redis', url, '--json'])).stdout);

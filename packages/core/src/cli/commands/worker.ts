@@ -22,6 +22,7 @@ export async function cmdWorker(values: Values): Promise<number> {
     ...(values['max-held'] !== undefined ? { maxHeld: int(values, 'max-held') } : {}),
     ...(values['wait-ms'] !== undefined ? { waitMs: int(values, 'wait-ms') } : {}),
     ...(values['max-attempts'] !== undefined ? { maxAttempts: int(values, 'max-attempts') } : {}),
+    ...(values['lease-splits'] !== undefined ? { leaseSplits: int(values, 'lease-splits') } : {}),
     ...(values.decoders !== undefined ? { decoders: int(values, 'decoders') } : {}),
     onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
   };
