@@ -125,9 +125,7 @@ async function main(): Promise<void> {
           });
           if (r.status !== 0) throw new Error(r.stderr);
           const ws = await Promise.all(
-            Array.from({ length: n }, () =>
-              serving(['worker', '--redis', redisUrl, '--job', name], /serving at (http:\/\/\S+)\/v1\/batches/),
-            ),
+            Array.from({ length: n }, () => serving(['worker', '--redis', redisUrl, '--job', name], /serving at (http:\/\/\S+)\/v1\/batches/)),
           );
           try {
             return await trainer('http', ws[0]!.url, planPath);

@@ -85,7 +85,12 @@ function jobPlan(req: JobRequest): PlanSpec {
   return spec;
 }
 
-/** The job's splits: each epoch's windows in order, cut into runs of at most `maxBatches` batches. */
+/**
+ * The job's splits: each epoch's windows in order, cut into runs of at most `maxBatches` batches.
+ *
+ * @example
+ * const splits = planSplits(await pipeline(plan, { input }).info(), 16);
+ */
 export function planSplits(info: PipelineInfo, maxBatches: number): Split[] {
   const p = info.plan;
   const B = p.batchSize;
@@ -108,7 +113,12 @@ export function planSplits(info: PipelineInfo, maxBatches: number): Split[] {
   return splits;
 }
 
-/** The split that makes batch `seq` (the job's splits are in seq order). */
+/**
+ * The split that makes batch `seq` (the job's splits are in seq order).
+ *
+ * @example
+ * const s = splitOf(job, 1234); // s.firstSeq <= 1234 < s.firstSeq + s.batches
+ */
 export function splitOf(job: JobSpec, seq: number): Split {
   const s = job.splits;
   let lo = 0;
@@ -121,12 +131,23 @@ export function splitOf(job: JobSpec, seq: number): Split {
   return s[lo]!;
 }
 
-/** A split named for messages: index, epoch, batches and where its rows are. */
+/**
+ * A split named for messages: index, epoch, batches and where its rows are.
+ *
+ * @example
+ * describeSplit(job.splits[3]); // 'split 3 (epoch 0, batches 48-63, day1.parquet row group 3)'
+ */
 export function describeSplit(s: Split): string {
   return `split ${s.index} (epoch ${s.epoch}, batches ${s.firstSeq}-${s.firstSeq + s.batches - 1}, ${s.where})`;
 }
 
-/** Builds a job spec: opens the inputs, checks the plan against them and lays out the splits. */
+/**
+ * Builds a job spec: opens the inputs, checks the plan against them and lays out the splits.
+ *
+ * @example
+ * const job = await buildJob({ name: 'ctr', plan: 'plan.json', input: 'day1/*.parquet', seed: 7, splitBatches: 16 });
+ * console.log(job.batches, job.splits.length);
+ */
 export async function buildJob(req: JobRequest): Promise<JobSpec> {
   const name = checkJobName(req.name);
   const splitBatches = req.splitBatches ?? 16;
@@ -188,7 +209,12 @@ export async function submitJob(redis: Redis, job: JobSpec): Promise<{ created: 
   throw new SluiceError(`job ${job.name}: another submit kept changing it; try again`);
 }
 
-/** Reads job `name`'s spec; a job never submitted is one clear error. */
+/**
+ * Reads job `name`'s spec; a job never submitted is one clear error.
+ *
+ * @example
+ * const job = await loadJob(redis, 'ctr');
+ */
 export async function loadJob(redis: Redis, name: string): Promise<JobSpec> {
   const text = await redis.get(jobKeys(checkJobName(name)).spec);
   if (text === null) throw new SluiceError(`no job named ${name} in this Redis (submit it first: sluice job submit ${name} …)`);

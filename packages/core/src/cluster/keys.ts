@@ -44,7 +44,12 @@ export interface JobKeys {
 /** The consumer a released lease is parked under, idle long enough for any worker to reclaim at once. */
 export const RELEASED = 'released';
 
-/** The keys of job `name`. */
+/**
+ * The keys of job `name`.
+ *
+ * @example
+ * jobKeys('ctr').splits; // 'sluice:{ctr}:splits'
+ */
 export function jobKeys(name: string): JobKeys {
   const p = `sluice:{${name}}:`;
   return {

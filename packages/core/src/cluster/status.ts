@@ -51,7 +51,13 @@ export interface WorkerRecord {
   readonly rowsPerSec: number;
 }
 
-/** Reads job `job`'s state from Redis. */
+/**
+ * Reads job `job`'s state from Redis.
+ *
+ * @example
+ * const s = await clusterStatus(redis, await loadJob(redis, 'ctr'));
+ * console.log(s.splits.done, s.splits.total);
+ */
 export async function clusterStatus(redis: Redis, job: JobSpec): Promise<ClusterStatus> {
   const k = jobKeys(job.name);
   const [workersRaw, counters, consumers, groups] = (await redis
@@ -109,7 +115,12 @@ function fields(flat: unknown[]): Record<string, unknown> {
   return o;
 }
 
-/** The status as a table for `sluice job status`. */
+/**
+ * The status as a table for `sluice job status`.
+ *
+ * @example
+ * console.log(formatStatus(await clusterStatus(redis, job)));
+ */
 export function formatStatus(s: ClusterStatus): string {
   const lines = [
     `job ${s.job}, epoch ${s.epoch}: splits ${s.splits.done}/${s.splits.total} done, ${s.splits.leased} leased, ${s.splits.pending} pending, ${s.splits.dead} dead; ${s.reclaims} reclaimed`,
