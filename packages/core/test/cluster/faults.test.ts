@@ -37,6 +37,23 @@ describe.skipIf(missing !== null)(`cluster: faults${missing ? ` (skipped: ${miss
     await server?.stop();
   });
 
+  it('backpressure: a worker nobody reads from stops leasing once it holds --max-held batches', async () => {
+    const job = await submit(redis, 'backpressure', plan(), input);
+    const a = await worker(job.name, ['--max-held', '4', '--lease-splits', '1']);
+    await until('worker A to fill up', async () => (await gauge(a.url, 'sluice_cluster_held_batches')) >= 4);
+    await new Promise((r) => setTimeout(r, 2_000));
+    // Full: at most max-held plus the rest of the split it was making (2-batch splits), and no more leases.
+    const held = await gauge(a.url, 'sluice_cluster_held_batches');
+    expect(held).toBeGreaterThanOrEqual(4);
+    expect(held).toBeLessThanOrEqual(5);
+    const leases = await gauge(a.url, 'sluice_cluster_leases_total');
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(await gauge(a.url, 'sluice_cluster_leases_total')).toBe(leases);
+    const status = await (await fetch(`${a.url}/v1/cluster`)).json();
+    expect(status.splits.pending).toBe(job.splits.length - leases);
+    await a.kill('SIGTERM');
+  }, 60_000);
+
   it('SIGKILL after making splits but before delivering them: recomputed elsewhere, nothing lost or twice', async () => {
     const job = await submit(redis, 'kill-undelivered', plan(), input);
     const a = await worker(job.name, ['--max-held', '6']);
