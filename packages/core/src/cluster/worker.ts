@@ -151,6 +151,8 @@ class WorkerNode implements ClusterWorker {
   private batchesServed = 0;
   private rowsWindow: Array<[number, number]> = [];
   private state: WorkerRecord['state'] = 'active';
+  /** The job's first dead split, once there is one (the `failed` key). */
+  private failure: { split: number; message: string } | null = null;
   private loop: Promise<void> = Promise.resolve();
   private readonly server: Server;
   private readonly guard: ConnectionGuard;
@@ -396,7 +398,16 @@ class WorkerNode implements ClusterWorker {
     });
     w.on('error', () => undefined);
     this.heartbeat = w;
-    const post = (): void => w.postMessage({ kind: 'record', json: this.record() } satisfies HeartbeatIn);
+    const post = (): void => {
+      w.postMessage({ kind: 'record', json: this.record() } satisfies HeartbeatIn);
+      // Whether the job failed, so that batches held here after a dead split are refused too.
+      this.redis.get(this.k.failed).then(
+        (f) => {
+          if (f !== null) this.failure = JSON.parse(f) as { split: number; message: string };
+        },
+        () => undefined,
+      );
+    };
     post();
     const t = setInterval(post, 500);
     t.unref();
@@ -551,6 +562,10 @@ class WorkerNode implements ClusterWorker {
     const i = String(s.index);
     const deadline = performance.now() + this.lim.waitMs;
     for (;;) {
+      if (this.failsAt(s, seq)) {
+        json(res, 410, { error: this.failure!.message });
+        return;
+      }
       const body = this.held.get(seq);
       if (body !== undefined) {
         if (await this.send(res, seq, body, format)) {
@@ -569,14 +584,8 @@ class WorkerNode implements ClusterWorker {
           .getbit(this.k.delivered, seq)
           .get(this.k.failed)
           .exec())!.map(([, v]) => v) as [string | null, string | null, number, string | null];
-        if (failed !== null) {
-          const f = JSON.parse(failed) as { split: number; message: string };
-          const dead = this.job.splits[f.split]!;
-          if (dead.epoch === s.epoch && seq >= dead.firstSeq) {
-            json(res, 410, { error: f.message });
-            return;
-          }
-        }
+        if (failed !== null) this.failure = JSON.parse(failed) as { split: number; message: string };
+        if (this.failsAt(s, seq)) continue; // answered at the top
         if (state === 'done' || bit === 1) {
           const again = await this.replay(s);
           if (await this.send(res, seq, again.get(seq)!, format)) {
@@ -606,6 +615,13 @@ class WorkerNode implements ClusterWorker {
       }
       await this.waitForChange(Math.min(left, m !== undefined && !m.made ? 1000 : 100));
     }
+  }
+
+  /** Whether batch `seq` of split `s` is at or after the dead split of its epoch: the epoch fails from there on, never skips it. */
+  private failsAt(s: Split, seq: number): boolean {
+    if (this.failure === null) return false;
+    const dead = this.job.splits[this.failure.split]!;
+    return dead.epoch === s.epoch && seq >= dead.firstSeq;
   }
 
   /** Sends a body (msgpack as held, or Arrow made from it); true once the whole body was written. */
