@@ -34,7 +34,9 @@ describe.skipIf(missing !== null)(`cluster: exactly once${missing ? ` (skipped: 
     it(`${n} worker${n > 1 ? 's' : ''}: two trainers (seq mod 2) get every batch once, identical to pipeline()`, async () => {
       const job = await submit(redis, `once-${n}`, plan(), input);
       expect(job.batches).toBe(expected.length);
-      const ws = await Promise.all(Array.from({ length: n }, () => startWorker(server.url, job.name)));
+      // Each holds few batches and leases one split at a time: no worker can take the whole job
+      // before the last has started, so every one of them makes some.
+      const ws = await Promise.all(Array.from({ length: n }, () => startWorker(server.url, job.name, ['--max-held', '4', '--lease-splits', '1'])));
       workers.push(...ws);
       // Trainer r asks worker r mod n: with several workers most batches come by redirect.
       const [a, b] = await Promise.all([train(ws[0]!.url, 0, 2), train(ws[1 % n]!.url, 1, 2)]);
