@@ -8,7 +8,6 @@ import { timingSafeEqual } from 'node:crypto';
 import { hostname } from 'node:os';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Worker } from 'node:worker_threads';
 import { SluiceError, loadPlan, type Plan } from '@sluice/ops';
 import type { Redis } from 'ioredis';
 import type { Batch } from '../batch/index.js';
@@ -17,7 +16,8 @@ import { fingerprint } from '../pipeline/resume.js';
 import { ARROW_STREAM, MSGPACK, batchFromMsgpack, batchToArrowStream, batchToMsgpack, negotiate } from '../serve/encode.js';
 import { ConnectionGuard, guardServerOptions, type GuardOptions } from '../serve/guard.js';
 import { TargetError, parseTarget } from '../serve/target.js';
-import type { HeartbeatData, HeartbeatIn, HeartbeatOut } from './heartbeat-thread.js';
+import { Heartbeat } from './heartbeat.js';
+import type { HeartbeatData } from './heartbeat-thread.js';
 import { describeSplit, loadJob, splitOf, type JobSpec, type Split } from './job.js';
 import { jobKeys, type JobKeys } from './keys.js';
 import { Leases, type Lease } from './lease.js';
@@ -142,7 +142,7 @@ class WorkerNode implements ClusterWorker {
   private readonly replays = new Map<number, Promise<Map<number, Uint8Array>>>();
   private readonly leases: Leases;
   private metrics!: WorkerMetrics;
-  private heartbeat: Worker | null = null;
+  private heartbeat: Heartbeat | null = null;
   private stopping = false;
   private stopped: Promise<void> | null = null;
   private wakers = new Set<() => void>();
@@ -383,23 +383,22 @@ class WorkerNode implements ClusterWorker {
       workersKey: this.k.workers,
       leaseMs: this.lim.leaseMs,
     };
-    const w = new Worker(new URL('../../dist/cluster/heartbeat-thread.js', import.meta.url), { workerData: data });
-    w.unref();
-    w.on('message', (m: HeartbeatOut & { at?: number }) => {
-      if (m.kind !== 'held') return;
-      // A lease this beat did not renew was taken by another worker (this one stalled past the lease time).
-      const ids = new Set(m.ids);
-      for (const e of this.mine.values()) {
-        if (e.lease.at < (m.at ?? 0) && !ids.has(e.lease.id)) {
-          e.lost = true;
-          this.drop(e.lease.split);
+    const hb = new Heartbeat(
+      data,
+      (ids, at) => {
+        // A lease this beat did not renew was taken by another worker (this one stalled past the lease time).
+        for (const e of this.mine.values()) {
+          if (e.lease.at < at && !ids.has(e.lease.id)) {
+            e.lost = true;
+            this.drop(e.lease.split);
+          }
         }
-      }
-    });
-    w.on('error', () => undefined);
-    this.heartbeat = w;
+      },
+      this.o.onWarning,
+    );
+    this.heartbeat = hb;
     const post = (): void => {
-      w.postMessage({ kind: 'record', json: this.record() } satisfies HeartbeatIn);
+      hb.record(this.record());
       // Whether the job failed, so that batches held here after a dead split are refused too.
       this.redis.get(this.k.failed).then(
         (f) => {
@@ -411,7 +410,7 @@ class WorkerNode implements ClusterWorker {
     post();
     const t = setInterval(post, 500);
     t.unref();
-    w.once('exit', () => clearInterval(t));
+    hb.onExit(() => clearInterval(t));
   }
 
   private record(): string {
@@ -696,7 +695,7 @@ class WorkerNode implements ClusterWorker {
     this.closeRun();
     await Promise.race([this.loop.catch(() => undefined), sleep(2000)]);
     // No beat after this: one would mark the worker alive again.
-    this.heartbeat?.postMessage({ kind: 'stop' } satisfies HeartbeatIn);
+    this.heartbeat?.stop();
     try {
       // A split leased while the first release ran.
       await this.leases.release([...this.mine.values()].map((m) => m.lease.id).filter((id) => !ids.has(id)));
