@@ -4,16 +4,18 @@
  * `sluice serve`, and acknowledges a split once every batch of it was delivered. A request for a
  * batch another worker holds is redirected there; one not made yet waits (bounded).
  */
-import { timingSafeEqual } from 'node:crypto';
 import { hostname } from 'node:os';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SluiceError, loadPlan, type Plan } from '@sluice/ops';
 import type { Redis } from 'ioredis';
 import type { Batch } from '../batch/index.js';
-import { pipeline, type PipelineInfo, type PipelineOptions } from '../pipeline/pipeline.js';
+import { emptyMetrics, sumMetrics, type PipelineMetrics } from '../pipeline/metrics.js';
+import { pipeline, type Pipeline, type PipelineInfo, type PipelineOptions } from '../pipeline/pipeline.js';
 import { fingerprint } from '../pipeline/resume.js';
 import { ARROW_STREAM, MSGPACK, batchFromMsgpack, batchToArrowStream, batchToMsgpack, negotiate } from '../serve/encode.js';
+import { tokenCheck, type TokenCheck } from '../serve/auth.js';
+import { createDashboard, type Dashboard } from '../serve/dashboard.js';
 import { ConnectionGuard, guardServerOptions, type GuardOptions } from '../serve/guard.js';
 import { TargetError, parseTarget } from '../serve/target.js';
 import { Heartbeat } from './heartbeat.js';
@@ -146,7 +148,9 @@ class WorkerNode implements ClusterWorker {
   private stopping = false;
   private stopped: Promise<void> | null = null;
   private wakers = new Set<() => void>();
-  private run: { it: AsyncIterator<Batch>; next: { epoch: number; window: number; offset: number }; seq: number } | null = null;
+  private run: { p: Pipeline; it: AsyncIterator<Batch>; next: { epoch: number; window: number; offset: number }; seq: number } | null = null;
+  /** The counters of the runs that ended (the dashboard shows them summed with the current one's). */
+  private finishedMetrics: PipelineMetrics = emptyMetrics();
   private batchesMade = 0;
   private batchesServed = 0;
   private rowsWindow: Array<[number, number]> = [];
@@ -156,7 +160,8 @@ class WorkerNode implements ClusterWorker {
   private loop: Promise<void> = Promise.resolve();
   private readonly server: Server;
   private readonly guard: ConnectionGuard;
-  private readonly tokenBytes: Buffer | null;
+  private readonly auth: TokenCheck;
+  private dashboard!: Dashboard;
 
   constructor(
     private readonly o: WorkerOptions,
@@ -173,11 +178,27 @@ class WorkerNode implements ClusterWorker {
     this.leases = new Leases(redis, blocking, job, id, lim.leaseMs);
     this.server = createServer(guardServerOptions(o), (req, res) => this.onRequest(req, res));
     this.guard = new ConnectionGuard(this.server, o);
-    this.tokenBytes = o.token === undefined ? null : Buffer.from(`Bearer ${o.token}`);
+    this.auth = tokenCheck(o.token);
   }
 
   async start(): Promise<this> {
     this.metrics = await workerMetrics({ held: () => this.held.size, leases: () => this.leases.taken, reclaims: () => this.leases.reclaims });
+    // The live page of `sluice serve` (docs/dashboard.md), with the cluster panel from /v1/cluster.
+    this.dashboard = createDashboard({
+      ...(this.o.token === undefined ? {} : { token: this.o.token }),
+      title: `sluice worker ${this.id} (job ${this.job.name})`,
+      backend: this.info.backend,
+      batchSize: this.info.plan.batchSize,
+      metrics: () => sumMetrics([this.finishedMetrics, ...(this.run === null ? [] : [this.run.p.metrics()])]),
+      counters: () => ({
+        'batches made': this.batchesMade,
+        'batches served': this.batchesServed,
+        'batches held': this.held.size,
+        'splits leased': this.leases.taken,
+        'splits reclaimed': this.leases.reclaims,
+      }),
+      cluster: true,
+    });
     this.server.maxHeadersCount = 64;
     const host = this.o.host ?? '127.0.0.1';
     const port = this.o.port ?? 0;
@@ -302,8 +323,8 @@ class WorkerNode implements ClusterWorker {
         seed: this.plan.shuffle?.seed ?? null,
         fingerprint: this.job.fingerprint,
       };
-      const it = pipeline(this.plan, { ...this.runOptions, resume })[Symbol.asyncIterator]();
-      this.run = { it, next: { epoch: s.epoch, window: s.window, offset: s.offset }, seq: s.firstSeq };
+      const p = pipeline(this.plan, { ...this.runOptions, resume });
+      this.run = { p, it: p[Symbol.asyncIterator](), next: { epoch: s.epoch, window: s.window, offset: s.offset }, seq: s.firstSeq };
     }
     const run = this.run!;
     for (let n = 0; n < s.batches; n++) {
@@ -318,7 +339,9 @@ class WorkerNode implements ClusterWorker {
   private closeRun(): void {
     const r = this.run;
     this.run = null;
-    void r?.it.return?.();
+    if (r === null) return;
+    this.finishedMetrics = sumMetrics([this.finishedMetrics, { ...r.p.metrics(), buffered: 0 }]);
+    void r.it.return?.();
   }
 
   private async deadLetter(s: Split, lease: Lease, attempts: number, message: string): Promise<void> {
@@ -469,12 +492,11 @@ class WorkerNode implements ClusterWorker {
   }
 
   private authorized(req: IncomingMessage): boolean {
-    if (this.tokenBytes === null) return true;
-    const got = Buffer.from(req.headers.authorization ?? '');
-    return got.length === this.tokenBytes.length && timingSafeEqual(got, this.tokenBytes);
+    return this.auth.header(req.headers.authorization);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<string> {
+    if (await this.dashboard.handle(req, res)) return 'dashboard';
     const url = req.url ?? '/';
     if (url.length > 256) {
       json(res, 414, { error: 'request target longer than 256 bytes' });

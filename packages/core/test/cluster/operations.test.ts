@@ -100,6 +100,15 @@ describe.skipIf(missing !== null)(`cluster: operations${missing ? ` (skipped: ${
     ])
       expect(metrics, name).toMatch(new RegExp(`^${name}(\\{[^}]*\\})? \\d`, 'm'));
     expect(Number(/^sluice_cluster_redirects_total (\d+)/m.exec(metrics)![1])).toBeGreaterThan(0);
+    // The live dashboard, as on sluice serve, with the cluster panel's source named.
+    expect((await fetch(`${a.url}/dashboard`)).status).toBe(401);
+    const page = await fetch(`${a.url}/dashboard?token=${TOKEN}`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    const snap = await (await fetch(`${a.url}/v1/metrics.json`, { headers: auth })).json();
+    expect(snap.cluster).toBe('/v1/cluster');
+    expect(snap.counters['batches made']).toBeGreaterThan(0);
+    expect(snap.pipeline.rows).toBeGreaterThan(0);
     // The status, three ways: the same object.
     const viaHttp = await (await fetch(`${b.url}/v1/cluster`, { headers: auth })).json();
     const viaCli = await runSluice(['job', 'status', 'ops', '--redis', url, '--json']);
