@@ -5,10 +5,10 @@
  * and @sluice/core ← the backends. Inside core, folders are layers, bottom up:
  *
  *   util → batch → reader → output, plan, backend → stream → placement → pipeline
- *        → edges: lookahead, serve, transport, gen, report, cli
+ *        → edges: lookahead, serve, transport, gen, report, cluster, cli
  *
- * A folder imports only folders at or below its own level; of the edges, only cli imports the
- * others; nothing imports in a cycle. Type-only imports count: a reader follows them just the same.
+ * A folder imports only folders at or below its own level; of the edges, cluster imports serve
+ * (its workers answer the same HTTP protocol) and cli imports them all; nothing imports in a cycle. Type-only imports count: a reader follows them just the same.
  */
 
 /** Core's layers, bottom up; folders on one line share a level. */
@@ -20,7 +20,7 @@ const CORE_LEVELS = [
   ['stream'],
   ['placement'],
   ['pipeline'],
-  ['lookahead', 'serve', 'transport', 'gen', 'report', 'cli'],
+  ['lookahead', 'serve', 'transport', 'gen', 'report', 'cluster', 'cli'],
 ];
 
 const CORE = '^packages/core/src/';
@@ -77,7 +77,14 @@ module.exports = {
       comment: 'lookahead, serve, transport, gen and report build on the layers below, not on each other (only cli uses them all)',
       severity: 'error',
       from: { path: `${CORE}(lookahead|serve|transport|gen|report)/` },
-      to: { path: folders(['lookahead', 'serve', 'transport', 'gen', 'report', 'cli']), pathNot: `${CORE}$1/` },
+      to: { path: folders(['lookahead', 'serve', 'transport', 'gen', 'report', 'cluster', 'cli']), pathNot: `${CORE}$1/` },
+    },
+    {
+      name: 'core-cluster-over-serve',
+      comment: 'cluster builds on serve (the same HTTP protocol) and the layers below, not on the other edges',
+      severity: 'error',
+      from: { path: `${CORE}cluster/` },
+      to: { path: folders(['lookahead', 'transport', 'gen', 'report', 'cli']) },
     },
     {
       name: 'core-cli-on-top',

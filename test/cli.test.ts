@@ -236,7 +236,7 @@ describe('sluice usage', () => {
   });
 
   it('each command has its own --help page, and --version prints the package version', async () => {
-    const commands = ['demo', 'plan', 'gen', 'fit', 'run', 'bench', 'reproduce', 'serve', 'lookahead', 'explain'];
+    const commands = ['demo', 'plan', 'gen', 'fit', 'run', 'bench', 'reproduce', 'serve', 'lookahead', 'explain', 'worker', 'job'];
     const pages = await Promise.all(commands.map((c) => sluice([c, '--help'])));
     pages.forEach((r, k) => {
       expect(r.status, r.stderr).toBe(0);

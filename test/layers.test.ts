@@ -34,7 +34,9 @@ const CLEAN: Files = {
   'packages/core/src/gen/g.ts': "import { g2 } from './g2.js';\nimport { u } from '../util/u.js';\nexport const g = g2 + u;\n",
   'packages/core/src/gen/g2.ts': 'export const g2 = 2;\n',
   'packages/core/src/serve/sv.ts': "import { pl } from '../pipeline/pl.js';\nexport const sv = pl;\n",
-  'packages/core/src/cli/main.ts': "import { sv } from '../serve/sv.js';\nimport { g } from '../gen/g.js';\nexport const main = sv + g;\n",
+  'packages/core/src/cluster/c.ts': "import { sv } from '../serve/sv.js';\nexport const c = sv;\n",
+  'packages/core/src/cli/main.ts':
+    "import { sv } from '../serve/sv.js';\nimport { g } from '../gen/g.js';\nimport { c } from '../cluster/c.js';\nexport const main = sv + g + c;\n",
   'packages/core/src/index.ts': "export { pl } from './pipeline/pl.js';\n",
   'packages/backend-cpu/src/index.ts': "import { pl } from '@sluice/core';\nexport const cpu = pl;\n",
 };
@@ -54,6 +56,8 @@ const BROKEN: ReadonlyArray<readonly [string, string, string]> = [
   ['core-layer-batch', 'packages/core/src/batch/bad.ts', 'packages/core/src/stream/s.ts'],
   ['core-layer-output-plan-backend', 'packages/core/src/plan/bad.ts', 'packages/core/src/gen/g2.ts'],
   ['core-edges-apart', 'packages/core/src/gen/bad.ts', 'packages/core/src/serve/sv.ts'],
+  ['core-edges-apart', 'packages/core/src/serve/bad2.ts', 'packages/core/src/cluster/c.ts'],
+  ['core-cluster-over-serve', 'packages/core/src/cluster/bad.ts', 'packages/core/src/gen/g2.ts'],
   ['core-cli-on-top', 'packages/core/src/index2.ts', 'packages/core/src/cli/main.ts'],
 ];
 const SPECIFIER: Record<string, string> = {

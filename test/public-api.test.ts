@@ -21,6 +21,7 @@ const ENTRIES: Record<string, string> = {
 const SUBPATHS: Record<string, { file: string; names: readonly string[] }> = {
   '@sluice/core/gen': { file: src('core/src/gen/index.ts'), names: ['generateDataset', 'getPreset'] },
   '@sluice/core/serve': { file: src('core/src/serve/index.ts'), names: ['createBatchServer'] },
+  '@sluice/core/cluster': { file: src('core/src/cluster/index.ts'), names: ['buildJob', 'submitJob', 'startWorker', 'clusterStatus'] },
   '@sluice/core/transport': { file: src('core/src/transport/index.ts'), names: ['serveFeed', 'connectFeed', 'inProcessPair', 'sabQueuePair', 'tcpQueuePair'] },
   '@sluice/core/lookahead': { file: src('core/src/lookahead/index.ts'), names: ['LookaheadCache', 'lookahead'] },
 };

@@ -8,7 +8,7 @@ import { unpack } from 'msgpackr';
 import type { Agent, Dispatcher } from 'undici';
 import { SluiceError } from '@sluice/ops/errors';
 import { defineRelease } from '@sluice/ops/release';
-import { BodyPool, DirectPool, MAX_BODY_BYTES, Unsupported, tooLarge } from './direct.js';
+import { BodyPool, DirectPool, MAX_BODY_BYTES, Unsupported, tooLarge, type Got } from './direct.js';
 
 /**
  * A batch as the HTTP client decodes it (the msgpack layout, with offsets worked out).
@@ -197,22 +197,16 @@ export function decodeMsgpackBatch(body: Uint8Array): ClientBatch {
  * are copied in as they arrive: no list of chunks, no concatenation, no stream), so the body is an
  * ArrayBuffer of its own at offset 0 and the server's 8-aligned arrays can be viewed in place.
  */
-function getOnce(
-  agent: Agent,
-  origin: string,
-  path: string,
-  headers: Record<string, string>,
-  bodies: BodyPool,
-  signal?: AbortSignal,
-): Promise<{ status: number; body: Uint8Array }> {
+function getOnce(agent: Agent, origin: string, path: string, headers: Record<string, string>, bodies: BodyPool, signal?: AbortSignal): Promise<Got> {
   return new Promise((resolve, reject) => {
     let status = 0;
+    let location: string | undefined;
     let body: Uint8Array | null = null;
     let chunks: Uint8Array[] = [];
     let at = 0;
     let settled = false;
     let onAbort: (() => void) | null = null;
-    const settle = (e: unknown, r?: { status: number; body: Uint8Array }): void => {
+    const settle = (e: unknown, r?: Got): void => {
       if (settled) return;
       settled = true;
       if (onAbort !== null) signal!.removeEventListener('abort', onAbort);
@@ -231,6 +225,8 @@ function getOnce(
       },
       onResponseStart(controller, statusCode, h) {
         status = statusCode;
+        const loc = h.location;
+        location = typeof loc === 'string' ? loc : undefined;
         at = 0;
         chunks = [];
         const len = Number(h['content-length']);
@@ -263,7 +259,7 @@ function getOnce(
           settle(Object.assign(new Error(`${path}: body cut off at ${at} of ${body.byteLength} bytes`), { code: 'UND_ERR_SOCKET' }));
           return;
         }
-        settle(null, { status, body });
+        settle(null, { status, body, ...(location !== undefined ? { location } : {}) });
       },
       onResponseError(_controller, e) {
         settle(e);
@@ -272,6 +268,9 @@ function getOnce(
     agent.dispatch({ origin, path, method: 'GET', headers }, handler);
   });
 }
+
+/** Redirect statuses the client follows (a cluster worker answers 307). */
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 const TRANSIENT = new Set([
   'ECONNREFUSED',
@@ -323,7 +322,7 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
   // the rest (and any response DirectPool does not take).
   // A server (or proxy) that answers without a content-length is left to undici from then on.
   let direct = base.protocol === 'http:' ? new DirectPool(base.hostname.replace(/^\[|\]$/g, ''), Number(base.port || 80), base.host, bodies, 8) : null;
-  const getDirect = async (target: string, h: Record<string, string>, signal?: AbortSignal): Promise<{ status: number; body: Uint8Array }> => {
+  const getDirect = async (target: string, h: Record<string, string>, signal?: AbortSignal): Promise<Got> => {
     try {
       return await direct!.get(target, h, signal);
     } catch (e) {
@@ -334,13 +333,34 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
     }
   };
 
-  async function get(path: string, accept: string, signal?: AbortSignal, body = false): Promise<{ status: number; body: Uint8Array }> {
+  /**
+   * One GET, following redirects (a cluster worker sends a trainer to the worker that holds the
+   * batch, docs/cluster.md). The token goes along only while the scheme stays the same, as the
+   * Python client does: never from https down to http.
+   */
+  async function getFollowing(path: string, accept: string, signal: AbortSignal | undefined, body: boolean): Promise<Got> {
+    let url = new URL(path, base);
+    let h: Record<string, string> = { ...headers, accept };
+    for (let hop = 0; ; hop++) {
+      const target = url.pathname + url.search;
+      const r =
+        url.origin === base.origin && body && direct !== null
+          ? await getDirect(target, h, signal)
+          : await getOnce(await agent(), url.origin, target, h, bodies, signal);
+      if (!REDIRECTS.has(r.status) || r.location === undefined) return r;
+      if (hop >= 5) throw new HttpError(r.status, `${path}: more than 5 redirects`);
+      const next = new URL(r.location, url);
+      if (next.protocol !== 'http:' && next.protocol !== 'https:') throw new HttpError(r.status, `${path}: redirected to ${next.protocol} URL`);
+      if (next.protocol !== url.protocol) h = { accept };
+      url = next;
+    }
+  }
+
+  async function get(path: string, accept: string, signal?: AbortSignal, body = false): Promise<Got> {
     let delay = options.retryDelayMs ?? 100;
-    const target = ((u) => u.pathname + u.search)(new URL(path, base));
     for (let attempt = 0; ; attempt++) {
       try {
-        const h = { ...headers, accept };
-        const r = body && direct !== null ? await getDirect(target, h, signal) : await getOnce(await agent(), base.origin, target, h, bodies, signal);
+        const r = await getFollowing(path, accept, signal, body);
         if (r.status >= 500) throw new HttpError(r.status, `${path}: HTTP ${r.status} ${new TextDecoder().decode(r.body)}`);
         return r;
       } catch (e) {

@@ -10,6 +10,8 @@ import { connect, type Socket } from 'node:net';
 export interface Got {
   status: number;
   body: Uint8Array;
+  /** The Location header of a redirect. */
+  location?: string;
 }
 
 /** The response is not one this reader takes (no content-length, chunked, 1xx): ask through undici instead. */
@@ -72,6 +74,7 @@ class Conn {
   private body: Buffer | null = null;
   private at = 0;
   private status = 0;
+  private location: string | undefined = undefined;
   private close = false;
   private pending: { resolve: (g: Got) => void; reject: (e: unknown) => void } | null = null;
   dead = false;
@@ -163,7 +166,7 @@ class Conn {
       this.at = rest.byteLength;
     }
     if (this.at === this.body!.byteLength) {
-      const g = { status: this.status, body: this.body! };
+      const g: Got = { status: this.status, body: this.body!, ...(this.location !== undefined ? { location: this.location } : {}) };
       this.body = null;
       const p = this.pending;
       this.pending = null;
@@ -178,6 +181,7 @@ class Conn {
     const m = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0]!);
     let length = -1;
     let chunked = false;
+    this.location = undefined;
     this.close = lines[0]!.startsWith('HTTP/1.0');
     for (let i = 1; i < lines.length; i++) {
       const line = lines[i]!;
@@ -187,6 +191,7 @@ class Conn {
       const value = line.slice(colon + 1).trim();
       if (name === 'content-length') length = /^\d+$/.test(value) ? Number(value) : -2;
       else if (name === 'transfer-encoding') chunked = true;
+      else if (name === 'location') this.location = value;
       else if (name === 'connection')
         this.close = value
           .toLowerCase()

@@ -21,6 +21,8 @@ const COMMANDS: Record<CommandName, (values: Values, args: readonly string[]) =>
   serve: async (v) => (await import('./commands/serve.js')).cmdServe(v),
   lookahead: async (v) => (await import('./commands/lookahead.js')).cmdLookahead(v),
   explain: async (v) => (await import('./commands/explain.js')).cmdExplain(v),
+  worker: async (v) => (await import('./commands/worker.js')).cmdWorker(v),
+  job: async (v, a) => (await import('./commands/job.js')).cmdJob(v, a),
 };
 
 /** @sluice/core's version, from its package.json (two folders up from src/cli and dist/cli). */
@@ -41,7 +43,8 @@ function usageError(command: CommandName | undefined, message: string): number {
  * of the files would be a silent error.
  */
 function strayArguments(call: Invocation): string | null {
-  const extra = call.args.slice('argument' in COMMAND_HELP[call.command] ? 1 : 0);
+  const h = COMMAND_HELP[call.command] as { argument?: unknown; argumentCount?: number };
+  const extra = call.args.slice(h.argumentCount ?? (h.argument !== undefined ? 1 : 0));
   if (extra.length === 0) return null;
   const shown = extra.slice(0, 3).map((a) => `"${a}"`);
   const list = extra.length > 3 ? `${shown.join(', ')} and ${extra.length - 3} more` : shown.join(', ');

@@ -129,6 +129,7 @@ export function buildProgram(version: string, run: (call: Invocation) => void): 
       .allowExcessArguments(true)
       .exitOverride(exitHandler(name));
     if ('argument' in h) cmd.argument(`[${h.argument.name}]`);
+    if ('argumentCount' in h) for (let i = 1; i < h.argumentCount; i++) cmd.argument(`[arg${i}]`);
     for (const row of h.options) cmd.addOption(option(row));
     for (const [old, to] of Object.entries(ALIASES)) {
       if (h.options.some(([flags]) => parseFlags(flags).long === to)) cmd.addOption(new Option(`--${old} <value>`).hideHelp());

@@ -22,6 +22,8 @@ interface CommandHelp {
   readonly summary: string;
   /** The one positional argument the command takes, if any: its name and values, [value, what]. */
   readonly argument?: { readonly name: string; readonly values: readonly OptionRow[] };
+  /** Positional arguments it takes (default: 1 with an `argument`, else 0). */
+  readonly argumentCount?: number;
   /** Option lines for `sluice <command> --help`. */
   readonly options: readonly OptionRow[];
   /** Paragraphs after the options. */
@@ -154,6 +156,49 @@ export const COMMAND_HELP = {
       WORKERS,
       STATE,
       NO_CRC,
+    ],
+  },
+  worker: {
+    args: '--redis URL --job NAME [--port N] [--host H] [--advertise URL] [--token T] [--backend B]',
+    summary: 'join a cluster job: make its splits, serve their batches over HTTP as serve does (docs/cluster.md)',
+    options: [
+      ['--redis URL', 'Redis: redis://[:password@]host:port, or rediss:// for TLS (default: $SLUICE_REDIS)'],
+      ['--job NAME', 'the job to work on (sluice job submit NAME first)'],
+      ['--port N', 'TCP port (default 0: a free one)'],
+      ['--host H', 'address to listen on (default 127.0.0.1)'],
+      ['--advertise URL', 'the URL other workers redirect trainers to (default: the listening address)'],
+      ['--token T', 'bearer token clients must send (default: $SLUICE_TOKEN; none if unset)'],
+      ['--metrics-auth token|open', '/metrics needs the token too (token, the default) or is open to anyone who reaches the port'],
+      ['--lease-ms MS', 'a lease not renewed for this long is taken by another worker (default 10000)'],
+      ['--max-held N', 'made batches held for delivery before the worker stops leasing (default 64)'],
+      ['--wait-ms MS', 'how long a request waits for a batch nobody has made yet before a 503 (default 30000)'],
+      ['--max-attempts N', 'starts of a split before it goes to the dead-letter stream (default 3)'],
+      ['--lease-splits N', 'consecutive splits taken at a time, made by one pipeline run (default 4)'],
+      ['--decoders N', 'Parquet decode threads per run'],
+      BACKEND,
+    ],
+  },
+  job: {
+    args: 'submit|status NAME --redis URL [--plan P --input F [--seed S] [--epochs E] [--batch-size B] [--split-batches K]] [--json]',
+    summary: 'submit a cluster job once (idempotent), or show its splits, workers and throughput',
+    argumentCount: 2,
+    argument: {
+      name: 'action',
+      values: [
+        ['submit NAME', 'put the job (plan, inputs, seed, epochs, batch size) and its splits into Redis; the same job again changes nothing'],
+        ['status NAME', 'splits done / leased / pending / dead, the workers and their rows/s (--json: the /v1/cluster object)'],
+      ],
+    },
+    options: [
+      ['--redis URL', 'Redis: redis://[:password@]host:port, or rediss:// for TLS (default: $SLUICE_REDIS)'],
+      PLAN,
+      INPUT,
+      ['--seed S', "shuffle seed (shuffles row-group order, and rows within the plan's buffer)"],
+      ['--epochs E', "epochs (default: the plan's)"],
+      ['--batch-size B', "rows per batch (default: the plan's)"],
+      ['--split-batches K', 'most batches in one split (default 16)'],
+      STATE,
+      JSON_OUT,
     ],
   },
   lookahead: {

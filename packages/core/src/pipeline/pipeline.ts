@@ -229,6 +229,8 @@ export class Pipeline implements AsyncIterable<Batch> {
         done = true;
         queue.length = 0;
         sub.unsubscribe();
+        // A next() still waiting (a consumer that stops another task's loop) ends too, done.
+        signal();
         return { done: true, value: undefined };
       },
     };

@@ -78,6 +78,12 @@ export interface PipelineOptions {
    * (plan/optimize.ts); default on for webgpu, off elsewhere. Also a backend option `optimize`.
    */
   optimize?: boolean;
+  /**
+   * Yield a cluster job's sequence (docs/cluster.md#determinism): batches do not cross windows —
+   * a row group each when unshuffled, a shuffle window otherwise — so each window's last batch may
+   * be short (or, with dropLast, its tail is dropped). Default false: batches run across row groups.
+   */
+  windowBatches?: boolean;
 }
 
 /**
@@ -305,6 +311,7 @@ export function buildStages(s: RunSetup, plan: Plan, spec: BackendSpec, fitState
         shard: typed.shard,
         epochs: typed.epochs,
         start,
+        ...(options.windowBatches === true ? { windowBatches: true } : {}),
         ...(pushdown ? { derived: pushdown.derived } : {}),
         ...(pack !== undefined ? { pack } : {}),
         ...(options.signal ? { signal: options.signal } : {}),
@@ -369,6 +376,7 @@ export function buildStages(s: RunSetup, plan: Plan, spec: BackendSpec, fitState
         batchSize: typed.batchSize,
         dropLast: typed.dropLast,
         firstSeq,
+        ...(options.windowBatches === true ? { windowBatches: true } : {}),
         ...(arena ? { arena } : {}),
         onAssembled: (ms) => {
           m.batchMs += ms;

@@ -279,6 +279,8 @@ export interface BatchOptions {
   readonly dropLast: boolean;
   /** Sequence number of the first batch (a resumed run continues the count). */
   readonly firstSeq?: number;
+  /** Flush at each window's end too, so batches never cross windows (`SourceOptions.windowBatches`). */
+  readonly windowBatches?: boolean;
   /** Called with the milliseconds each batch took to assemble (for metrics). */
   readonly onAssembled?: (ms: number) => void;
   /** Shared memory for batches copied across chunk boundaries (see `assembleBatch`). */
@@ -342,7 +344,7 @@ export function batch(opts: BatchOptions, flow?: Flow): OperatorFunction<Process
               from += take;
               if (rows === opts.batchSize) emit();
             }
-            if (pc.lastInEpoch) flush();
+            if (pc.lastInEpoch || (opts.windowBatches === true && pc.at.offset + pc.rows === pc.windowRows)) flush();
           } catch (e) {
             subscriber.error(e);
             return;

@@ -98,6 +98,12 @@ export interface SourceOptions {
    * flat columns; the batches are the same either way.
    */
   readonly splitTail?: boolean;
+  /**
+   * Batches do not cross windows (a row group each, unshuffled): chunk cuts restart at each
+   * window's first row, so a window's batches are a function of that window alone. This is the
+   * order a cluster job yields (docs/cluster.md); `batch()` flushes at each window's end to match.
+   */
+  readonly windowBatches?: boolean;
 }
 
 /**
@@ -200,6 +206,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     let emitted = 0;
     for (let w = firstWindow; w < windows.length; w++) {
       const skip = epoch === start.epoch && w === start.window ? start.offset : 0;
+      if (opts.windowBatches === true) emitted = 0;
       let at = 0;
       windows[w]!.units.forEach((unit, u) => {
         let cuts: number[] | null = null;
@@ -281,6 +288,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       const merged = names.map((n) => concatColumns(unitCols.map((uc) => uc.get(n)!)));
       const perm = permutation(win.rows, opts.shuffle!.seed, epoch, w);
       const starts = win.units.map((_, i) => win.units.slice(0, i).reduce((a, x) => a + x.rows, 0));
+      if (opts.windowBatches === true) emittedShuffled = 0;
       const cuts = chunkCuts(skip, win.rows, emittedShuffled, opts.chunkRows);
       emittedShuffled += win.rows - skip;
       for (let i = 0; i + 1 < cuts.length; i++) {
