@@ -1,0 +1,171 @@
+// Pushdown under shuffle: the decode threads compute the per-value features before the shuffle
+// permutes the rows. For a given seed the batch sequence must stay exactly what it was before
+// (when shuffled reads never pushed down): the same permutation, windows, chunk cuts, cursors,
+// error locations and epoch ends. Checked against `pushdown: false` (the raw-column path, which
+// is unchanged) and against digests of the batches recorded before the change
+// (shuffle-golden.json; SLUICE_RECORD_GOLDEN=1 rewrites it).
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { pipeline, type Batch, type PlanSpec } from '@sluice/core';
+import { generateDataset, getPreset, presetNames } from '@sluice/core/gen';
+import { str, tempDir, writeParquet } from '../helpers.js';
+
+const dir = tempDir('sluice-shuffle-pd-');
+const GOLDEN = fileURLToPath(new URL('./shuffle-golden.json', import.meta.url));
+const record = process.env.SLUICE_RECORD_GOLDEN === '1';
+const golden: Record<string, string> = !record && existsSync(GOLDEN) ? (JSON.parse(readFileSync(GOLDEN, 'utf8')) as Record<string, string>) : {};
+const recorded: Record<string, string> = {};
+
+// As in test/conformance: several row groups per file (700 or 120 rows), so a 1000-row window
+// spans two to nine of them and a batch crosses window ends.
+const ROWS: Record<string, number> = {
+  rm1: 3000,
+  rm2: 300,
+  rm3: 300,
+  rm4: 300,
+  rm5: 300,
+  'piper-d1': 3000,
+  'rap-plan0': 2000,
+  'rap-plan1': 2000,
+  'rap-plan2': 1500,
+  'rap-plan3': 1000,
+};
+const presets = presetNames().filter((p) => p in ROWS);
+const files = new Map<string, string>();
+
+/** A digest of every batch: its place in the sequence, its end cursor and every array, bit for bit. */
+function digest(batches: readonly Batch[]): string {
+  const h = createHash('sha256');
+  const bytes = (a: ArrayBufferView | null): void => {
+    h.update(a === null ? 'null' : new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
+  };
+  for (const b of batches) {
+    h.update(JSON.stringify([b.seq, b.epoch, b.rows, b.end, b.dense.names, b.sparse.keys]));
+    bytes(b.dense.data);
+    bytes(b.sparse.lengths);
+    bytes(b.sparse.offsets);
+    bytes(b.sparse.values);
+    bytes(b.labels);
+  }
+  return h.digest('hex');
+}
+
+/** Copies of a batch's arrays (a released batch's memory may be reused). */
+const keep = (b: Batch): Batch => ({
+  ...b,
+  dense: { ...b.dense, data: b.dense.data.slice() },
+  sparse: { ...b.sparse, lengths: b.sparse.lengths.slice(), offsets: b.sparse.offsets.slice(), values: b.sparse.values.slice() },
+  labels: b.labels?.slice() ?? null,
+});
+
+type Backend = { name: 'cpu'; workers: number; pushdown: boolean };
+const cpu = (pushdown: boolean): Backend => ({ name: 'cpu', workers: 2, pushdown });
+
+/** Every batch of a run, released as a trainer would (so packs are laid out in reused memory). */
+async function run(plan: PlanSpec, input: string, opts: { resume?: unknown; limit?: number } = {}): Promise<{ batches: Batch[]; state: unknown }> {
+  const p = pipeline(plan, { input, ...(opts.resume !== undefined ? { resume: opts.resume as never } : {}) });
+  const batches: Batch[] = [];
+  for await (const b of p) {
+    batches.push(keep(b));
+    b.release?.();
+    if (batches.length >= (opts.limit ?? Infinity)) break;
+  }
+  return { batches, state: JSON.parse(JSON.stringify(p.state())) as unknown };
+}
+
+function expectGolden(key: string, d: string): void {
+  recorded[key] = d;
+  if (record) return;
+  expect(golden[key], `golden digest ${key} (SLUICE_RECORD_GOLDEN=1 records them)`).toBeDefined();
+  expect(d, key).toBe(golden[key]);
+}
+
+const SHUFFLE = { seed: 42, bufferRows: 1000 };
+const planOf = (preset: string, over: Partial<PlanSpec>): PlanSpec => ({ ...getPreset(preset).defaultPlan(), batchSize: 256, ...over });
+
+beforeAll(async () => {
+  for (const p of presets) {
+    const f = join(dir, `${p}.parquet`);
+    await generateDataset({ preset: p, rows: ROWS[p]!, out: f, seed: 11, rowGroupSize: ROWS[p]! > 1000 ? 700 : 120 });
+    files.set(p, f);
+  }
+}, 300_000);
+
+describe('pushdown under shuffle', () => {
+  it.for(presets)('%s: the same batches with pushdown on and off, shuffled (2 epochs) and unshuffled, as before', async (preset) => {
+    const f = files.get(preset)!;
+    for (const shuffle of [null, SHUFFLE]) {
+      const plan = (pushdown: boolean): PlanSpec => planOf(preset, { shuffle: shuffle ?? false, epochs: shuffle ? 2 : 1, backend: cpu(pushdown) });
+      const off = (await run(plan(false), f)).batches;
+      const on = (await run(plan(true), f)).batches;
+      expect(on.length).toBe(off.length);
+      const key = `${preset}/${shuffle ? 'shuffled' : 'unshuffled'}`;
+      expect(digest(on), key).toBe(digest(off));
+      expectGolden(key, digest(off));
+    }
+  });
+
+  it.for(['rm1', 'rm5', 'rap-plan2'])('%s: shards (rank 1 of 2) the same with pushdown on and off', async (preset) => {
+    const f = files.get(preset)!;
+    const plan = (pushdown: boolean): PlanSpec => planOf(preset, { shuffle: SHUFFLE, shard: { rank: 1, worldSize: 2 }, backend: cpu(pushdown) });
+    const off = digest((await run(plan(false), f)).batches);
+    expect(digest((await run(plan(true), f)).batches)).toBe(off);
+    expectGolden(`${preset}/shard1of2`, off);
+  });
+
+  it.for(['rm1', 'rap-plan3'])('%s: resumes from state() mid-window and mid-epoch to the same batches', async (preset) => {
+    const f = files.get(preset)!;
+    const plan = planOf(preset, { shuffle: SHUFFLE, epochs: 2, backend: cpu(true) });
+    const full = (await run(plan, f)).batches;
+    expect(digest(full)).toBe(digest((await run(planOf(preset, { shuffle: SHUFFLE, epochs: 2, backend: cpu(false) }), f)).batches));
+    const perEpoch = full.filter((b) => b.epoch === 0).length;
+    // 1: inside the first window; 5: a later window, mid-window; perEpoch: the start of epoch 1.
+    for (const k of [1, 5, perEpoch, perEpoch + 2]) {
+      const head = await run(plan, f, { limit: k });
+      const cursor = (head.state as { epoch: number; window: number; offset: number }) ?? null;
+      expect(cursor, `state after ${k} batches`).not.toBeNull();
+      // The first resume points lie inside a window (256 rows into one of 1400, say).
+      if (k < perEpoch) expect(cursor.offset, `offset after ${k} batches`).toBeGreaterThan(0);
+      const rest = (await run(plan, f, { resume: head.state })).batches;
+      expect(digest([...head.batches, ...rest]), `resumed after ${k} batches at ${JSON.stringify(cursor)}`).toBe(digest(full));
+    }
+  });
+
+  it('reports a value the ops reject with the same words and row, shuffled, as without pushdown', async () => {
+    // Row 777 (row group 2, row 177) is not hex; the shuffle puts it mid-window.
+    const f = writeParquet(
+      join(dir, 'badhex.parquet'),
+      { C1: str(Array.from({ length: 900 }, (_, i) => (i === 777 ? 'xyz' : ((i * 2654435761) % 65536).toString(16)))) },
+      300,
+    );
+    const plan = (pushdown: boolean): PlanSpec => ({
+      batchSize: 100,
+      shuffle: { seed: 9, bufferRows: 500 },
+      backend: cpu(pushdown),
+      features: [{ name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'sigridHash', salt: 0, max: 1000 }] }],
+    });
+    const outcome = async (pushdown: boolean): Promise<{ error: string; before: string }> => {
+      const got: Batch[] = [];
+      try {
+        for await (const b of pipeline(plan(pushdown), { input: f })) got.push(keep(b));
+        return { error: 'no error', before: digest(got) };
+      } catch (e) {
+        return { error: (e as Error).message, before: digest(got) };
+      }
+    };
+    const off = await outcome(false);
+    expect(off.error).toMatch(/row group 2, row 777, column C1, feature C1, op hex2int \(#1\)/);
+    const on = await outcome(true);
+    expect(on.error).toBe(off.error);
+    // The batches before the failing one came out as they did.
+    expect(on.before).toBe(off.before);
+  });
+
+  it('keeps the golden digests file in step (records it with SLUICE_RECORD_GOLDEN=1)', () => {
+    if (record) writeFileSync(GOLDEN, JSON.stringify(recorded, Object.keys(recorded).sort(), 2) + '\n');
+    else expect(Object.keys(golden).length).toBeGreaterThan(0);
+  });
+});
