@@ -8,6 +8,7 @@ import type { DerivedColumn } from '../plan/pushdown.js';
 import { START, type BatchLayout, type Cursor, type Pack, type PackArena } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
 import { newDictShare } from '../reader/dict-share.js';
+import { completeDerived, hasNull, packGathered } from './shuffle.js';
 
 // The cursor lives in the batch layer (a batch's `end` is one); re-exported for the stream's importers.
 export { START, type Cursor } from '../batch/index.js';
@@ -32,7 +33,10 @@ export interface Chunk {
   readonly lastInEpoch: boolean;
   /** Maps a chunk row to file, row group and file row, for error messages. */
   readonly locate: RowLocator;
-  /** The chunk's rows laid out as batch arrays by the decode worker (`SourceOptions.pack`); `columns` is then empty. */
+  /**
+   * The chunk's rows laid out as batch arrays (`SourceOptions.pack`): by the decode worker
+   * unshuffled, gathered through the permutation on this thread shuffled; `columns` is then empty.
+   */
   readonly packed?: Pack;
   /** Its row group was read by several decoders at once (fewer row groups than decoders). */
   readonly shared?: true;
@@ -82,12 +86,14 @@ export interface SourceOptions {
   readonly decodeBatchRows?: number;
   readonly signal?: AbortSignal;
   /**
-   * Per-value op chains the reader may compute on dictionary entries (plan/pushdown.ts; unshuffled
-   * reads only). A chunk then holds each derived column, or the raw input column where the reader
-   * could not compute it.
+   * Per-value op chains the reader may compute on dictionary entries (plan/pushdown.ts). A chunk
+   * then holds each derived column, or (unshuffled) the raw input column where the reader could
+   * not compute it. Shuffled, the window's derived columns are completed on this thread before the
+   * permutation (stream/shuffle.ts); a window where an op rejects a value is read raw instead, so
+   * the error comes with the chunk that holds the row, as without pushdown.
    */
   readonly derived?: readonly DerivedColumn[];
-  /** Unshuffled reads with `derived` only. */
+  /** With `derived` only: every feature's output is a derived column. */
   readonly pack?: PackRequest;
   /**
    * Unshuffled reads with several decoders, when an epoch's row groups do not deal out evenly
@@ -184,10 +190,12 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
   const start = opts.start ?? START;
   const names = [...opts.columns.keys()];
   const readAhead = Math.max(1, opts.readAhead ?? pool.size);
-  if (opts.derived !== undefined && opts.derived.length > 0 && opts.shuffle !== null) throw new RangeError('derived columns are read unshuffled only');
   const derived = opts.derived ?? [];
   const types = new Map<string, ColumnType>([...derived.map((d): [string, ColumnType] => [d.input, d.feature.inputType]), ...opts.columns]);
   const decodeRows = opts.decodeBatchRows ?? 1 << 20;
+  // A shuffled window read raw (an op rejected a value): the columns and the derived columns' inputs.
+  const rawNames = [...new Set([...names, ...derived.map((d) => d.input)])];
+  const rawSet = new Set(names);
 
   for (let epoch = start.epoch; epoch < opts.epochs; epoch++) {
     const windows = epochWindows(ds, epoch, opts);
@@ -277,8 +285,26 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         } while (entry < plan.length && plan[entry]!.w === w && plan[entry]!.u === u);
       }
       if (!shuffled) continue;
-      // Shuffled window: permute all its rows with (seed, epoch, window), then slice chunks.
-      const merged = names.map((n) => concatColumns(unitCols.map((uc) => uc.get(n)!)));
+      // Shuffled window: the derived columns the reader could not compute are computed here;
+      // when an op rejects a value, the window is read again raw (see completeDerived).
+      let windowNames = names;
+      let computed = derived.length > 0;
+      if (computed) {
+        computed = win.units.every((unit, k) => completeDerived(unitCols[k]!, derived, rawSet, unitLocator(ds, unit)));
+        if (computed) windowNames = [...names, ...derived.map((d) => d.name)];
+        else {
+          windowNames = rawNames;
+          const raw = await Promise.all(win.units.map((unit) => readUnit(ds, pool, unit, rawNames, types, decodeRows)));
+          unitCols.splice(0, unitCols.length, ...raw.map((r) => r.columns));
+          throwIfAborted(opts.signal);
+        }
+      }
+      // Permute all the window's rows with (seed, epoch, window), then slice chunks.
+      const merged = windowNames.map((n) => concatColumns(unitCols.map((uc) => uc.get(n)!)));
+      unitCols.length = 0;
+      // With every feature computed by the reader, chunks are gathered into batch arrays here.
+      const byName = new Map(windowNames.map((n, i) => [n, merged[i]!]));
+      const packer = computed && opts.pack !== undefined && (opts.pack.label === null || !hasNull(byName.get(opts.pack.label)!)) ? opts.pack : null;
       const perm = permutation(win.rows, opts.shuffle!.seed, epoch, w);
       const starts = win.units.map((_, i) => win.units.slice(0, i).reduce((a, x) => a + x.rows, 0));
       const cuts = chunkCuts(skip, win.rows, emittedShuffled, opts.chunkRows);
@@ -287,7 +313,6 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         const r = cuts[i]!;
         const end = cuts[i + 1]!;
         const idx = perm.subarray(r, end);
-        const cols = merged.map((m) => gatherColumn(m, idx));
         const locate: RowLocator = (row) => {
           const orig = idx[row]!;
           let k = starts.length - 1;
@@ -295,12 +320,31 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
           const unit = win.units[k]!;
           return { file: ds.files[unit.file]!.source, rowGroup: unit.rowGroup, row: unit.firstRow + orig - starts[k]! };
         };
-        const chunk = makeChunk(names, cols, 0, end - r, { epoch, window: w, offset: r }, win.rows, lastWindow && end === win.rows, locate);
+        const at0 = { epoch, window: w, offset: r };
+        const last = lastWindow && end === win.rows;
+        const chunk: Chunk =
+          packer !== null
+            ? { columns: new Map(), rows: end - r, at: at0, windowRows: win.rows, lastInEpoch: last, locate, packed: packGathered(packer, byName, idx, locate) }
+            : makeChunk(
+                windowNames,
+                merged.map((m) => gatherColumn(m, idx)),
+                0,
+                end - r,
+                at0,
+                win.rows,
+                last,
+                locate,
+              );
         yield windowShared ? { ...chunk, shared: true } : chunk;
       }
     }
   }
 }
+
+/** Maps a row of a row group's read to its file, row group and file row. */
+const unitLocator =
+  (ds: Dataset, unit: Unit): RowLocator =>
+  (row) => ({ file: ds.files[unit.file]!.source, rowGroup: unit.rowGroup, row: unit.firstRow + row });
 
 function makeChunk(names: string[], cols: Column[], from: number, to: number, at: Cursor, windowRows: number, lastInEpoch: boolean, locate: RowLocator): Chunk {
   const whole = from === 0 && cols.length > 0 && to === columnLength(cols[0]!);

@@ -10,8 +10,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { pipeline, type Batch, type PlanSpec } from '@sluice/core';
+import type { PipelineMetrics } from '@sluice/core/internal';
 import { generateDataset, getPreset, presetNames } from '@sluice/core/gen';
-import { str, tempDir, writeParquet } from '../helpers.js';
+import { Table, tableToIPC } from 'apache-arrow';
+import * as pw from 'parquet-wasm';
+import { i32, str, tempDir, writeParquet } from '../helpers.js';
 
 const dir = tempDir('sluice-shuffle-pd-');
 const GOLDEN = fileURLToPath(new URL('./shuffle-golden.json', import.meta.url));
@@ -65,7 +68,11 @@ type Backend = { name: 'cpu'; workers: number; pushdown: boolean };
 const cpu = (pushdown: boolean): Backend => ({ name: 'cpu', workers: 2, pushdown });
 
 /** Every batch of a run, released as a trainer would (so packs are laid out in reused memory). */
-async function run(plan: PlanSpec, input: string, opts: { resume?: unknown; limit?: number } = {}): Promise<{ batches: Batch[]; state: unknown }> {
+async function run(
+  plan: PlanSpec,
+  input: string,
+  opts: { resume?: unknown; limit?: number } = {},
+): Promise<{ batches: Batch[]; state: unknown; metrics: PipelineMetrics }> {
   const p = pipeline(plan, { input, ...(opts.resume !== undefined ? { resume: opts.resume as never } : {}) });
   const batches: Batch[] = [];
   for await (const b of p) {
@@ -73,7 +80,7 @@ async function run(plan: PlanSpec, input: string, opts: { resume?: unknown; limi
     b.release?.();
     if (batches.length >= (opts.limit ?? Infinity)) break;
   }
-  return { batches, state: JSON.parse(JSON.stringify(p.state())) as unknown };
+  return { batches, state: JSON.parse(JSON.stringify(p.state())) as unknown, metrics: p.metrics() };
 }
 
 function expectGolden(key: string, d: string): void {
@@ -100,8 +107,14 @@ describe('pushdown under shuffle', () => {
     for (const shuffle of [null, SHUFFLE]) {
       const plan = (pushdown: boolean): PlanSpec => planOf(preset, { shuffle: shuffle ?? false, epochs: shuffle ? 2 : 1, backend: cpu(pushdown) });
       const off = (await run(plan(false), f)).batches;
-      const on = (await run(plan(true), f)).batches;
+      const { batches: on, metrics } = await run(plan(true), f);
       expect(on.length).toBe(off.length);
+      // The reader computed the pushed-down features (all of them for the RM presets, which
+      // are then laid out as batches without the backend; rap-plan2/3 leave oneHot, ngram and
+      // mapId features to it, whose raw inputs the shuffle permutes the same way).
+      expect(metrics.pushdown?.computedInReader, `${preset}: features computed in the reader`).toBeGreaterThan(0);
+      expect(metrics.pushdown?.computedInPipeline).toBe(0);
+      if (preset.startsWith('rm')) expect(metrics.packedChunks).toBeGreaterThan(0);
       const key = `${preset}/${shuffle ? 'shuffled' : 'unshuffled'}`;
       expect(digest(on), key).toBe(digest(off));
       expectGolden(key, digest(off));
@@ -162,6 +175,35 @@ describe('pushdown under shuffle', () => {
     expect(on.error).toBe(off.error);
     // The batches before the failing one came out as they did.
     expect(on.before).toBe(off.before);
+  });
+
+  it('computes on this thread the features of row groups the reader leaves raw (PLAIN pages), with the same batches', async () => {
+    // Without a dictionary the reader may leave C1 raw; the window's derived column is then
+    // computed here before the permutation, and the batches are still those of pushdown off.
+    const n = 2000;
+    const table = new Table({
+      label: i32(Array.from({ length: n }, (_, i) => i % 2)),
+      C1: str(Array.from({ length: n }, (_, i) => (i % 13 === 0 ? null : ((i * 2654435761) % 4294967296).toString(16)))),
+      I1: i32(Array.from({ length: n }, (_, i) => (i * 7919) % 1000)),
+    });
+    const props = new pw.WriterPropertiesBuilder().setDictionaryEnabled(false).setMaxRowGroupSize(600).build();
+    const f = join(dir, 'plain.parquet');
+    writeFileSync(f, pw.writeParquet(pw.Table.fromIPCStream(tableToIPC(table, 'stream')), props));
+    const plan = (pushdown: boolean): PlanSpec => ({
+      batchSize: 128,
+      label: 'label',
+      shuffle: { seed: 4, bufferRows: 1000 },
+      epochs: 2,
+      backend: cpu(pushdown),
+      features: [
+        { name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'sigridHash', salt: 0, max: 5000 }] },
+        { name: 'I1', input: 'I1', kind: 'dense', ops: [{ op: 'log', offset: 1 }] },
+      ],
+    });
+    const off = digest((await run(plan(false), f)).batches);
+    const { batches, metrics } = await run(plan(true), f);
+    expect(digest(batches)).toBe(off);
+    expect(metrics.packedChunks).toBeGreaterThan(0);
   });
 
   it('keeps the golden digests file in step (records it with SLUICE_RECORD_GOLDEN=1)', () => {
