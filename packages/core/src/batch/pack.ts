@@ -1,9 +1,9 @@
 // The pack: a run of rows laid out as batch arrays, possibly in a slot of shared memory
 // (batch/arena.ts). `packRows` builds one from columns, `mergePacks` joins rows of several.
-import { DataError, int64Words } from '@sluice/ops';
+import { DataError, gatherColumn, int64Words, type Column } from '@sluice/ops';
 import { copyElements } from '../util/copy.js';
 import type { BatchLayout } from './layout.js';
-import type { Pack, PackSource } from './types.js';
+import type { IndexedListSource, Pack, PackSource } from './types.js';
 import {
   numberReader,
   writeDense,
@@ -119,6 +119,63 @@ export function packRows(
     }
   }
   return { rows, dense: data, lengths, offsets, values, labels, inSlot: mem.inSlot };
+}
+
+/**
+ * The rows sel[0], sel[1], … of a pack source, as a pack source: how a decode worker lays out a
+ * shuffled window's chunk (the window's permutation, cut by chunk). Indexed columns keep their
+ * dictionary and gather only the row indices; an indexed list keeps its first `keep` elements per
+ * row; other columns are gathered.
+ */
+export function permuteSource(src: PackSource, sel: Int32Array): PackSource {
+  const outputs = new Map<string, Column>();
+  for (const [name, c] of src.outputs) outputs.set(name, gatherColumn(c, sel));
+  const indexed = new Map<string, { readonly dict: Column; readonly idx: Int32Array }>();
+  // Features that share a derived column share its row indices: gather each array once.
+  const gathered = new Map<Int32Array, Int32Array>();
+  for (const [name, ix] of src.indexed ?? []) {
+    let idx = gathered.get(ix.idx);
+    if (idx === undefined) gathered.set(ix.idx, (idx = gatherInt32(ix.idx, sel)));
+    indexed.set(name, { dict: ix.dict, idx });
+  }
+  const lists = new Map<string, IndexedListSource>();
+  for (const [name, l] of src.indexedLists ?? []) lists.set(name, permuteList(l, sel));
+  const locate = src.locate;
+  return {
+    outputs,
+    label: src.label === null ? null : gatherColumn(src.label, sel),
+    indexed,
+    indexedLists: lists,
+    locate: (row) => locate(sel[row]!),
+  };
+}
+
+function gatherInt32(a: Int32Array, sel: Int32Array): Int32Array {
+  const out = new Int32Array(sel.length);
+  for (let i = 0; i < sel.length; i++) out[i] = a[sel[i]!]!;
+  return out;
+}
+
+/** Rows sel[0], sel[1], … of an indexed list, each cut to its first `keep` elements. */
+function permuteList(l: IndexedListSource, sel: Int32Array): IndexedListSource {
+  const n = sel.length;
+  const { offsets, idx, valid, keep } = l;
+  const out = new Int32Array(n + 1);
+  for (let i = 0; i < n; i++) {
+    const r = sel[i]!;
+    out[i + 1] = out[i]! + Math.min(keep, offsets[r + 1]! - offsets[r]!);
+  }
+  const kept = new Int32Array(out[n]!);
+  for (let i = 0; i < n; i++) {
+    const s = offsets[sel[i]!]!;
+    for (let j = out[i]!, k = s; j < out[i + 1]!; j++, k++) kept[j] = idx[k]!;
+  }
+  let v: Uint8Array | null = null;
+  if (valid !== null) {
+    v = new Uint8Array(n);
+    for (let i = 0; i < n; i++) v[i] = valid[sel[i]!]!;
+  }
+  return { dict: l.dict, idx: kept, offsets: out, valid: v, keep };
 }
 
 /**

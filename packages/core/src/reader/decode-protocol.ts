@@ -49,6 +49,11 @@ export interface PackCuts {
   readonly cuts: readonly number[];
   /** Shared memory lent for the packs (PackArena): pack i goes in slots[i] when there is one and it fits. */
   readonly slots?: ReadonlyArray<readonly [number, SharedArrayBuffer]>;
+  /**
+   * A shuffled window that is this one row group: its permutation. Pack i then holds rows
+   * rows[cuts[i]], …, rows[cuts[i + 1] - 1] of the read, in that order.
+   */
+  readonly rows?: Int32Array;
 }
 
 /** What the reads of a pipeline have in common (sent once per worker as a `spec`). */

@@ -15,7 +15,7 @@ import { readOffsetIndex } from 'hyparquet/src/indexes.js';
 import type { FileMetaData } from 'hyparquet/src/types.js';
 import * as pw from 'parquet-wasm';
 import { chainFeature, runOps, type Column, type ColumnType, type KernelOverrides, type OpChainFeature, type PlanState } from '@sluice/ops';
-import { packRows, type PackSource } from '../batch/index.js';
+import { packRows, permuteSource, type PackSource } from '../batch/index.js';
 import { isUrl } from '../util/url.js';
 import type {
   DecodeReply,
@@ -332,7 +332,12 @@ function packChunks(
   for (let i = 0; i + 1 < pack.cuts.length; i++) {
     // Pack i goes in lent slot i when there is one (shared memory the main thread recycles).
     const slot = pack.slots?.[i];
-    const p = packRows(pack.layout, [{ chunk, from: pack.cuts[i]!, to: pack.cuts[i + 1]! }], slot?.[1]);
+    // A shuffled window's chunk: its rows, in the permutation's order (stream/shuffle.ts).
+    const seg =
+      pack.rows === undefined
+        ? { chunk, from: pack.cuts[i]!, to: pack.cuts[i + 1]! }
+        : { chunk: permuteSource(chunk, pack.rows.subarray(pack.cuts[i]!, pack.cuts[i + 1]!)), from: 0, to: pack.cuts[i + 1]! - pack.cuts[i]! };
+    const p = packRows(pack.layout, [seg], slot?.[1]);
     packs.push({ rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, slot: p.inSlot ? slot![0] : -1 });
   }
   return packs;
@@ -490,7 +495,7 @@ function resolveRead(msg: Extract<DecodeRequest, { kind: 'read' }>): ReadInline 
   if (msg.spec === undefined) return msg;
   const body = specs.get(msg.spec);
   if (body === undefined) return `read spec ${msg.spec} was never sent to this decoder`;
-  const { kind, id, source, rowGroup, range, cuts, slots, s3 } = msg;
+  const { kind, id, source, rowGroup, range, cuts, slots, rows, s3 } = msg;
   const { pack, ...shared } = body;
   return {
     kind,
@@ -500,7 +505,7 @@ function resolveRead(msg: Extract<DecodeRequest, { kind: 'read' }>): ReadInline 
     ...(range !== undefined ? { range } : {}),
     ...(s3 !== undefined ? { s3 } : {}),
     ...shared,
-    ...(pack !== undefined ? { pack: { ...pack, cuts: cuts!, ...(slots !== undefined ? { slots } : {}) } } : {}),
+    ...(pack !== undefined ? { pack: { ...pack, cuts: cuts!, ...(slots !== undefined ? { slots } : {}), ...(rows !== undefined ? { rows } : {}) } } : {}),
   };
 }
 

@@ -177,6 +177,8 @@ interface PlanEntry {
   readonly at: number;
   readonly cuts: number[] | null;
   readonly range?: RowRange;
+  /** A shuffled window of this one row group, which its decoder lays out through the permutation (`cuts` are the window's). */
+  readonly permuted?: true;
 }
 
 /**
@@ -206,8 +208,19 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     const shuffled = opts.shuffle !== null;
     const plan: PlanEntry[] = [];
     let emitted = 0;
+    // A shuffled window of one row group (bufferRows at most a row group's rows) is laid out by
+    // the decoder that reads it, through the window's permutation, when the reader computes
+    // every feature: its chunk cuts are known up front too.
+    const permuteInDecoder = shuffled && opts.pack !== undefined && derived.length > 0;
     for (let w = firstWindow; w < windows.length; w++) {
       const skip = epoch === start.epoch && w === start.window ? start.offset : 0;
+      if (permuteInDecoder && windows[w]!.units.length === 1) {
+        const cuts = chunkCuts(skip, windows[w]!.rows, emitted, opts.chunkRows);
+        emitted += windows[w]!.rows - skip;
+        plan.push({ w, u: 0, at: 0, cuts, permuted: true });
+        continue;
+      }
+      if (shuffled) emitted += windows[w]!.rows - skip;
       let at = 0;
       windows[w]!.units.forEach((unit, u) => {
         let cuts: number[] | null = null;
@@ -229,12 +242,19 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       await splitTail(plan, (e) => windows[e.w]!.units[e.u]!, ds, pool, derived.length);
     }
     // The row group being consumed plus `readAhead` more are decoding at any time.
+    // The permutations of windows whose decoder permutes them, until they are consumed.
+    const perms = new Map<number, Int32Array>();
     const issue = (): void => {
       while (inflight.length < readAhead + 1 && next < plan.length) {
-        const { w, u, cuts, range } = plan[next++]!;
+        const { w, u, cuts, range, permuted } = plan[next++]!;
         // A part's packs are cut from its own first row.
         const first = range?.first ?? 0;
-        const pack = opts.pack !== undefined && cuts !== null ? { ...opts.pack, cuts: first === 0 ? cuts : cuts.map((c) => c - first) } : undefined;
+        let pack: (PackRequest & { readonly cuts: readonly number[]; readonly rows?: Int32Array }) | undefined;
+        if (permuted === true) {
+          const rows = permutation(windows[w]!.rows, opts.shuffle!.seed, epoch, w);
+          perms.set(w, rows);
+          pack = { ...opts.pack!, cuts: cuts!, rows };
+        } else if (opts.pack !== undefined && cuts !== null) pack = { ...opts.pack, cuts: first === 0 ? cuts : cuts.map((c) => c - first) };
         const unit = windows[w]!.units[u]!;
         const p =
           dealt !== null ? readUnitShared(ds, pool, unit, dealt, types, decodeRows) : readUnit(ds, pool, unit, names, types, decodeRows, derived, pack, range);
@@ -250,6 +270,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       const skip = epoch === start.epoch && w === start.window ? start.offset : 0;
       const lastWindow = w === windows.length - 1;
       const unitCols: Map<string, Column>[] = [];
+      let windowPacks: Pack[] | null = null;
       let windowShared = false;
       for (let u = 0; u < win.units.length; u++) {
         // A row group's reads: one, or its parts by rows (splitTail), in order.
@@ -261,6 +282,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
           throwIfAborted(opts.signal);
           if (shuffled) {
             unitCols.push(cols);
+            windowPacks = packs;
             windowShared ||= shared === true;
             continue;
           }
@@ -285,6 +307,31 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         } while (entry < plan.length && plan[entry]!.w === w && plan[entry]!.u === u);
       }
       if (!shuffled) continue;
+      const perm = perms.get(w) ?? permutation(win.rows, opts.shuffle!.seed, epoch, w);
+      perms.delete(w);
+      const cuts = chunkCuts(skip, win.rows, emittedShuffled, opts.chunkRows);
+      emittedShuffled += win.rows - skip;
+      const starts = win.units.map((_, i) => win.units.slice(0, i).reduce((a, x) => a + x.rows, 0));
+      const locateIn =
+        (idx: Int32Array): RowLocator =>
+        (row) => {
+          const orig = idx[row]!;
+          let k = starts.length - 1;
+          while (starts[k]! > orig) k--;
+          const unit = win.units[k]!;
+          return { file: ds.files[unit.file]!.source, rowGroup: unit.rowGroup, row: unit.firstRow + orig - starts[k]! };
+        };
+      if (windowPacks !== null) {
+        // The decoder laid the window's chunks out through its permutation.
+        for (let i = 0; i + 1 < cuts.length; i++) {
+          const r = cuts[i]!;
+          const end = cuts[i + 1]!;
+          const last = lastWindow && end === win.rows;
+          const locate = locateIn(perm.subarray(r, end));
+          yield { columns: new Map(), rows: end - r, at: { epoch, window: w, offset: r }, windowRows: win.rows, lastInEpoch: last, locate, packed: windowPacks[i]! };
+        }
+        continue;
+      }
       // Shuffled window: the derived columns the reader could not compute are computed here;
       // when an op rejects a value, the window is read again raw (see completeDerived).
       let windowNames = names;
@@ -305,21 +352,11 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       // With every feature computed by the reader, chunks are gathered into batch arrays here.
       const byName = new Map(windowNames.map((n, i) => [n, merged[i]!]));
       const packer = computed && opts.pack !== undefined && (opts.pack.label === null || !hasNull(byName.get(opts.pack.label)!)) ? opts.pack : null;
-      const perm = permutation(win.rows, opts.shuffle!.seed, epoch, w);
-      const starts = win.units.map((_, i) => win.units.slice(0, i).reduce((a, x) => a + x.rows, 0));
-      const cuts = chunkCuts(skip, win.rows, emittedShuffled, opts.chunkRows);
-      emittedShuffled += win.rows - skip;
       for (let i = 0; i + 1 < cuts.length; i++) {
         const r = cuts[i]!;
         const end = cuts[i + 1]!;
         const idx = perm.subarray(r, end);
-        const locate: RowLocator = (row) => {
-          const orig = idx[row]!;
-          let k = starts.length - 1;
-          while (starts[k]! > orig) k--;
-          const unit = win.units[k]!;
-          return { file: ds.files[unit.file]!.source, rowGroup: unit.rowGroup, row: unit.firstRow + orig - starts[k]! };
-        };
+        const locate = locateIn(idx);
         const at0 = { epoch, window: w, offset: r };
         const last = lastWindow && end === win.rows;
         const chunk: Chunk =
@@ -463,7 +500,7 @@ async function readUnit(
   types: ReadonlyMap<string, ColumnType>,
   batchRows: number,
   derived: readonly DerivedColumn[] = [],
-  pack?: PackRequest & { readonly cuts: readonly number[] },
+  pack?: PackRequest & { readonly cuts: readonly number[]; readonly rows?: Int32Array },
   range?: RowRange,
 ): Promise<UnitRead> {
   const source = ds.files[unit.file]!.source;

@@ -90,7 +90,15 @@ function expectGolden(key: string, d: string): void {
   expect(d, key).toBe(golden[key]);
 }
 
+// Windows of several row groups (merged and permuted on the main thread), and windows of one row
+// group each (permuted by the decoder that reads it).
 const SHUFFLE = { seed: 42, bufferRows: 1000 };
+const SHUFFLE_RG = { seed: 42, bufferRows: 100 };
+const SHUFFLES = [
+  ['unshuffled', null],
+  ['shuffled', SHUFFLE],
+  ['shuffled-rg', SHUFFLE_RG],
+] as const;
 const planOf = (preset: string, over: Partial<PlanSpec>): PlanSpec => ({ ...getPreset(preset).defaultPlan(), batchSize: 256, ...over });
 
 beforeAll(async () => {
@@ -104,7 +112,7 @@ beforeAll(async () => {
 describe('pushdown under shuffle', () => {
   it.for(presets)('%s: the same batches with pushdown on and off, shuffled (2 epochs) and unshuffled, as before', async (preset) => {
     const f = files.get(preset)!;
-    for (const shuffle of [null, SHUFFLE]) {
+    for (const [name, shuffle] of SHUFFLES) {
       const plan = (pushdown: boolean): PlanSpec => planOf(preset, { shuffle: shuffle ?? false, epochs: shuffle ? 2 : 1, backend: cpu(pushdown) });
       const off = (await run(plan(false), f)).batches;
       const { batches: on, metrics } = await run(plan(true), f);
@@ -115,7 +123,7 @@ describe('pushdown under shuffle', () => {
       expect(metrics.pushdown?.computedInReader, `${preset}: features computed in the reader`).toBeGreaterThan(0);
       expect(metrics.pushdown?.computedInPipeline).toBe(0);
       if (preset.startsWith('rm')) expect(metrics.packedChunks).toBeGreaterThan(0);
-      const key = `${preset}/${shuffle ? 'shuffled' : 'unshuffled'}`;
+      const key = `${preset}/${name}`;
       expect(digest(on), key).toBe(digest(off));
       expectGolden(key, digest(off));
     }
@@ -129,11 +137,15 @@ describe('pushdown under shuffle', () => {
     expectGolden(`${preset}/shard1of2`, off);
   });
 
-  it.for(['rm1', 'rap-plan3'])('%s: resumes from state() mid-window and mid-epoch to the same batches', async (preset) => {
+  it.for([
+    ['rm1', SHUFFLE],
+    ['rm1', SHUFFLE_RG],
+    ['rap-plan3', SHUFFLE],
+  ] as const)('%s: resumes from state() mid-window and mid-epoch to the same batches (%o)', async ([preset, shuffle]) => {
     const f = files.get(preset)!;
-    const plan = planOf(preset, { shuffle: SHUFFLE, epochs: 2, backend: cpu(true) });
+    const plan = planOf(preset, { shuffle, epochs: 2, backend: cpu(true) });
     const full = (await run(plan, f)).batches;
-    expect(digest(full)).toBe(digest((await run(planOf(preset, { shuffle: SHUFFLE, epochs: 2, backend: cpu(false) }), f)).batches));
+    expect(digest(full)).toBe(digest((await run(planOf(preset, { shuffle, epochs: 2, backend: cpu(false) }), f)).batches));
     const perEpoch = full.filter((b) => b.epoch === 0).length;
     // 1: inside the first window; 5: a later window, mid-window; perEpoch: the start of epoch 1.
     for (const k of [1, 5, perEpoch, perEpoch + 2]) {
@@ -147,7 +159,7 @@ describe('pushdown under shuffle', () => {
     }
   });
 
-  it('reports a value the ops reject with the same words and row, shuffled, as without pushdown', async () => {
+  it.for([500, 200])('reports a value the ops reject with the same words and row, shuffled (bufferRows %i), as without pushdown', async (bufferRows) => {
     // Row 777 (row group 2, row 177) is not hex; the shuffle puts it mid-window.
     const f = writeParquet(
       join(dir, 'badhex.parquet'),
@@ -156,7 +168,7 @@ describe('pushdown under shuffle', () => {
     );
     const plan = (pushdown: boolean): PlanSpec => ({
       batchSize: 100,
-      shuffle: { seed: 9, bufferRows: 500 },
+      shuffle: { seed: 9, bufferRows },
       backend: cpu(pushdown),
       features: [{ name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'sigridHash', salt: 0, max: 1000 }] }],
     });
