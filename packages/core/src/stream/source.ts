@@ -328,7 +328,15 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
           const end = cuts[i + 1]!;
           const last = lastWindow && end === win.rows;
           const locate = locateIn(perm.subarray(r, end));
-          yield { columns: new Map(), rows: end - r, at: { epoch, window: w, offset: r }, windowRows: win.rows, lastInEpoch: last, locate, packed: windowPacks[i]! };
+          yield {
+            columns: new Map(),
+            rows: end - r,
+            at: { epoch, window: w, offset: r },
+            windowRows: win.rows,
+            lastInEpoch: last,
+            locate,
+            packed: windowPacks[i]!,
+          };
         }
         continue;
       }
