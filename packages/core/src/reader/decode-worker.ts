@@ -15,7 +15,7 @@ import { readOffsetIndex } from 'hyparquet/src/indexes.js';
 import type { FileMetaData } from 'hyparquet/src/types.js';
 import * as pw from 'parquet-wasm';
 import { chainFeature, runOps, type Column, type ColumnType, type KernelOverrides, type OpChainFeature, type PlanState } from '@sluice/ops';
-import { packRows, permuteSource, type PackSource } from '../batch/index.js';
+import { packRows, permutedSources, type PackSource } from '../batch/index.js';
 import { isUrl } from '../util/url.js';
 import type {
   DecodeReply,
@@ -329,14 +329,13 @@ function packChunks(
     },
   };
   const packs: WorkerPack[] = [];
+  // A shuffled window's chunks: their rows, in the permutation's order (stream/source.ts).
+  const permuted = pack.rows === undefined ? null : permutedSources(chunk, pack.rows, pack.cuts);
   for (let i = 0; i + 1 < pack.cuts.length; i++) {
     // Pack i goes in lent slot i when there is one (shared memory the main thread recycles).
     const slot = pack.slots?.[i];
-    // A shuffled window's chunk: its rows, in the permutation's order (stream/shuffle.ts).
     const seg =
-      pack.rows === undefined
-        ? { chunk, from: pack.cuts[i]!, to: pack.cuts[i + 1]! }
-        : { chunk: permuteSource(chunk, pack.rows.subarray(pack.cuts[i]!, pack.cuts[i + 1]!)), from: 0, to: pack.cuts[i + 1]! - pack.cuts[i]! };
+      permuted === null ? { chunk, from: pack.cuts[i]!, to: pack.cuts[i + 1]! } : { chunk: permuted[i]!, from: 0, to: pack.cuts[i + 1]! - pack.cuts[i]! };
     const p = packRows(pack.layout, [seg], slot?.[1]);
     packs.push({ rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, slot: p.inSlot ? slot![0] : -1 });
   }
