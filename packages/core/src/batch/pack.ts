@@ -1,6 +1,6 @@
 // The pack: a run of rows laid out as batch arrays, possibly in a slot of shared memory
 // (batch/arena.ts). `packRows` builds one from columns, `mergePacks` joins rows of several.
-import { DataError, gatherColumn, int64Words, type Column } from '@sluice/ops';
+import { columnLength, DataError, gatherColumn, int64Words, type Column } from '@sluice/ops';
 import { copyElements } from '../util/copy.js';
 import type { BatchLayout } from './layout.js';
 import type { IndexedListSource, Pack, PackSource } from './types.js';
@@ -136,26 +136,34 @@ export function permutedSources(src: PackSource, rows: Int32Array, cuts: readonl
   // Features that share a derived column share its row indices: permute each array once.
   const arrays: Int32Array[] = [];
   const slotOf = new Map<Int32Array, number>();
+  let narrow = true;
   for (const ix of (src.indexed ?? new Map()).values()) {
     if (!slotOf.has(ix.idx)) {
       slotOf.set(ix.idx, arrays.length);
       arrays.push(ix.idx);
+      // Indices into a dictionary of at most 2^16 entries fit 16 bits: half the bytes per row.
+      narrow &&= columnLength(ix.dict) <= 0x10000;
     }
   }
-  const matrix = rowMajor(arrays);
   const K = arrays.length;
+  const n = K === 0 ? 0 : arrays[0]!.length;
+  const matrix = narrow ? rowMajor16(arrays, n) : rowMajor32(arrays, n);
   const out: PackSource[] = [];
   for (let i = 0; i + 1 < cuts.length; i++) {
     const sel = rows.subarray(cuts[i]!, cuts[i + 1]!);
     const m = sel.length;
-    const permuted: Int32Array[] = [];
-    for (let k = 0; k < K; k++) permuted.push(new Int32Array(m));
-    for (let j = 0; j < m; j++) {
-      const base = sel[j]! * K;
-      for (let k = 0; k < K; k++) permuted[k]![j] = matrix[base + k]!;
-    }
+    // One array, column k's indices at [k * stride, k * stride + m): a store per index, no
+    // array of arrays. The stride is not a multiple of 4 KiB: with m = 8192 the K stores of a row
+    // would otherwise fall in one L1 cache set and evict each other.
+    const stride = m + 16;
+    const permuted = new Int32Array(K * stride);
+    if (matrix instanceof Uint16Array) gatherRows16(matrix, K, sel, permuted, stride);
+    else gatherRows32(matrix, K, sel, permuted, stride);
     const indexed = new Map<string, { readonly dict: Column; readonly idx: Int32Array }>();
-    for (const [name, ix] of src.indexed ?? []) indexed.set(name, { dict: ix.dict, idx: permuted[slotOf.get(ix.idx)!]! });
+    for (const [name, ix] of src.indexed ?? []) {
+      const k = slotOf.get(ix.idx)!;
+      indexed.set(name, { dict: ix.dict, idx: permuted.subarray(k * stride, k * stride + m) });
+    }
     const outputs = new Map<string, Column>();
     for (const [name, c] of src.outputs) outputs.set(name, gatherColumn(c, sel));
     const lists = new Map<string, IndexedListSource>();
@@ -166,12 +174,13 @@ export function permutedSources(src: PackSource, rows: Int32Array, cuts: readonl
   return out;
 }
 
-/** The arrays (of one length) as a row-major matrix, written in blocks of rows that stay in cache. */
-function rowMajor(arrays: readonly Int32Array[]): Int32Array {
+// The arrays (of length n) as a row-major matrix, written in blocks of rows that stay in cache;
+// and rows sel[j] of it into columns of `out`. One function per matrix type: a loop over a union
+// of typed arrays is megamorphic (see writeDense).
+const BLOCK = 2048;
+function rowMajor16(arrays: readonly Int32Array[], n: number): Uint16Array {
   const K = arrays.length;
-  const n = K === 0 ? 0 : arrays[0]!.length;
-  const matrix = new Int32Array(n * K);
-  const BLOCK = 2048;
+  const matrix = new Uint16Array(n * K);
   for (let r0 = 0; r0 < n; r0 += BLOCK) {
     const r1 = Math.min(n, r0 + BLOCK);
     for (let k = 0; k < K; k++) {
@@ -180,6 +189,32 @@ function rowMajor(arrays: readonly Int32Array[]): Int32Array {
     }
   }
   return matrix;
+}
+function rowMajor32(arrays: readonly Int32Array[], n: number): Int32Array {
+  const K = arrays.length;
+  const matrix = new Int32Array(n * K);
+  for (let r0 = 0; r0 < n; r0 += BLOCK) {
+    const r1 = Math.min(n, r0 + BLOCK);
+    for (let k = 0; k < K; k++) {
+      const a = arrays[k]!;
+      for (let r = r0, o = r0 * K + k; r < r1; r++, o += K) matrix[o] = a[r]!;
+    }
+  }
+  return matrix;
+}
+function gatherRows16(matrix: Uint16Array, K: number, sel: Int32Array, out: Int32Array, stride: number): void {
+  const m = sel.length;
+  for (let j = 0; j < m; j++) {
+    const base = sel[j]! * K;
+    for (let k = 0, o = j; k < K; k++, o += stride) out[o] = matrix[base + k]!;
+  }
+}
+function gatherRows32(matrix: Int32Array, K: number, sel: Int32Array, out: Int32Array, stride: number): void {
+  const m = sel.length;
+  for (let j = 0; j < m; j++) {
+    const base = sel[j]! * K;
+    for (let k = 0, o = j; k < K; k++, o += stride) out[o] = matrix[base + k]!;
+  }
 }
 
 /** Rows sel[0], sel[1], … of an indexed list, each cut to its first `keep` elements. */
