@@ -9,9 +9,16 @@
  * gathered straight into batch arrays here when the reader computed every feature.
  */
 import { gatherColumn, runFeature, type Column, type ColumnType, type PlanState, type RowLocator } from '@sluice/ops';
-import { packBytes, packInSlot, packRows, type Pack, type PackSource } from '../batch/index.js';
+import { packBytes, packInSlot, packRows, type BatchLayout, type Pack, type PackArena, type PackSource } from '../batch/index.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
-import type { PackRequest } from './source.js';
+
+/** How chunks are laid out as batch arrays (source.ts's PackRequest, which imports this file). */
+interface PackShape {
+  readonly layout: BatchLayout;
+  readonly outputs: ReadonlyArray<readonly [string, string]>;
+  readonly label: string | null;
+  readonly arena?: PackArena;
+}
 
 const NO_FEATURES: ReadonlyMap<string, Column> = new Map();
 const NO_TYPES: ReadonlyMap<string, ColumnType> = new Map();
@@ -50,7 +57,7 @@ export const hasNull = (c: Column): boolean => c.valid !== null && c.valid.inclu
  * is dict[idx[r]]", with the window's column as the dictionary); a list feature and the label are
  * gathered first. `columns`: the window's columns by name (derived and raw).
  */
-export function packGathered(pack: PackRequest, columns: ReadonlyMap<string, Column>, idx: Int32Array, locate: RowLocator): Pack {
+export function packGathered(pack: PackShape, columns: ReadonlyMap<string, Column>, idx: Int32Array, locate: RowLocator): Pack {
   const indexed = new Map<string, { dict: Column; idx: Int32Array }>();
   const outputs = new Map<string, Column>();
   for (const [feature, name] of pack.outputs) {
