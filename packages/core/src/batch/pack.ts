@@ -1,6 +1,6 @@
 // The pack: a run of rows laid out as batch arrays, possibly in a slot of shared memory
 // (batch/arena.ts). `packRows` builds one from columns, `mergePacks` joins rows of several.
-import { columnLength, DataError, gatherColumn, int64Words, type Column } from '@sluice/ops';
+import { DataError, gatherColumn, int64Words, type Column } from '@sluice/ops';
 import { copyElements } from '../util/copy.js';
 import type { BatchLayout } from './layout.js';
 import type { IndexedListSource, Pack, PackSource } from './types.js';
@@ -127,43 +127,25 @@ export function packRows(
  * worker). Indexed columns keep their dictionary and permute only their row indices; an indexed
  * list keeps its first `keep` elements per row; other columns are gathered.
  *
- * The row indices are permuted through a row-major copy (one row's indices of every column side
- * by side): a random row then costs a few adjacent cache lines rather than one miss per column,
- * which on RM1 (52 derived columns) made the permutation several times cheaper (bench/README.md,
- * "Shuffled reads").
+ * The row indices are permuted one column at a time over all the chunks at once: the column's
+ * indices (4 bytes a row, 400 KB for 100k rows) stay in the L2 cache while the permutation reads
+ * them at random, and each chunk's indices come out contiguous. Per chunk, the random reads of
+ * each column would miss the cache about every time (bench/README.md, "Shuffled reads").
  */
 export function permutedSources(src: PackSource, rows: Int32Array, cuts: readonly number[]): PackSource[] {
+  const c0 = cuts[0]!;
+  const len = cuts[cuts.length - 1]! - c0;
+  const order = rows.subarray(c0, c0 + len);
   // Features that share a derived column share its row indices: permute each array once.
-  const arrays: Int32Array[] = [];
-  const slotOf = new Map<Int32Array, number>();
-  let narrow = true;
-  for (const ix of (src.indexed ?? new Map()).values()) {
-    if (!slotOf.has(ix.idx)) {
-      slotOf.set(ix.idx, arrays.length);
-      arrays.push(ix.idx);
-      // Indices into a dictionary of at most 2^16 entries fit 16 bits: half the bytes per row.
-      narrow &&= columnLength(ix.dict) <= 0x10000;
-    }
-  }
-  const K = arrays.length;
-  const n = K === 0 ? 0 : arrays[0]!.length;
-  const matrix = narrow ? rowMajor16(arrays, n) : rowMajor32(arrays, n);
+  const permuted = new Map<Int32Array, Int32Array>();
+  for (const ix of (src.indexed ?? new Map()).values()) if (!permuted.has(ix.idx)) permuted.set(ix.idx, gatherInt32(ix.idx, order));
   const out: PackSource[] = [];
   for (let i = 0; i + 1 < cuts.length; i++) {
-    const sel = rows.subarray(cuts[i]!, cuts[i + 1]!);
-    const m = sel.length;
-    // One array, column k's indices at [k * stride, k * stride + m): a store per index, no
-    // array of arrays. The stride is not a multiple of 4 KiB: with m = 8192 the K stores of a row
-    // would otherwise fall in one L1 cache set and evict each other.
-    const stride = m + 16;
-    const permuted = new Int32Array(K * stride);
-    if (matrix instanceof Uint16Array) gatherRows16(matrix, K, sel, permuted, stride);
-    else gatherRows32(matrix, K, sel, permuted, stride);
+    const from = cuts[i]! - c0;
+    const to = cuts[i + 1]! - c0;
+    const sel = order.subarray(from, to);
     const indexed = new Map<string, { readonly dict: Column; readonly idx: Int32Array }>();
-    for (const [name, ix] of src.indexed ?? []) {
-      const k = slotOf.get(ix.idx)!;
-      indexed.set(name, { dict: ix.dict, idx: permuted.subarray(k * stride, k * stride + m) });
-    }
+    for (const [name, ix] of src.indexed ?? []) indexed.set(name, { dict: ix.dict, idx: permuted.get(ix.idx)!.subarray(from, to) });
     const outputs = new Map<string, Column>();
     for (const [name, c] of src.outputs) outputs.set(name, gatherColumn(c, sel));
     const lists = new Map<string, IndexedListSource>();
@@ -174,47 +156,10 @@ export function permutedSources(src: PackSource, rows: Int32Array, cuts: readonl
   return out;
 }
 
-// The arrays (of length n) as a row-major matrix, written in blocks of rows that stay in cache;
-// and rows sel[j] of it into columns of `out`. One function per matrix type: a loop over a union
-// of typed arrays is megamorphic (see writeDense).
-const BLOCK = 2048;
-function rowMajor16(arrays: readonly Int32Array[], n: number): Uint16Array {
-  const K = arrays.length;
-  const matrix = new Uint16Array(n * K);
-  for (let r0 = 0; r0 < n; r0 += BLOCK) {
-    const r1 = Math.min(n, r0 + BLOCK);
-    for (let k = 0; k < K; k++) {
-      const a = arrays[k]!;
-      for (let r = r0, o = r0 * K + k; r < r1; r++, o += K) matrix[o] = a[r]!;
-    }
-  }
-  return matrix;
-}
-function rowMajor32(arrays: readonly Int32Array[], n: number): Int32Array {
-  const K = arrays.length;
-  const matrix = new Int32Array(n * K);
-  for (let r0 = 0; r0 < n; r0 += BLOCK) {
-    const r1 = Math.min(n, r0 + BLOCK);
-    for (let k = 0; k < K; k++) {
-      const a = arrays[k]!;
-      for (let r = r0, o = r0 * K + k; r < r1; r++, o += K) matrix[o] = a[r]!;
-    }
-  }
-  return matrix;
-}
-function gatherRows16(matrix: Uint16Array, K: number, sel: Int32Array, out: Int32Array, stride: number): void {
-  const m = sel.length;
-  for (let j = 0; j < m; j++) {
-    const base = sel[j]! * K;
-    for (let k = 0, o = j; k < K; k++, o += stride) out[o] = matrix[base + k]!;
-  }
-}
-function gatherRows32(matrix: Int32Array, K: number, sel: Int32Array, out: Int32Array, stride: number): void {
-  const m = sel.length;
-  for (let j = 0; j < m; j++) {
-    const base = sel[j]! * K;
-    for (let k = 0, o = j; k < K; k++, o += stride) out[o] = matrix[base + k]!;
-  }
+function gatherInt32(a: Int32Array, sel: Int32Array): Int32Array {
+  const out = new Int32Array(sel.length);
+  for (let i = 0; i < sel.length; i++) out[i] = a[sel[i]!]!;
+  return out;
 }
 
 /** Rows sel[0], sel[1], … of an indexed list, each cut to its first `keep` elements. */
