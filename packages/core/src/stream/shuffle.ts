@@ -8,7 +8,7 @@
  * only (strings never reach this thread for a pushed-down feature), and a chunk's rows are
  * gathered straight into batch arrays here when the reader computed every feature.
  */
-import { gatherColumn, runFeature, type Column, type ColumnType, type PlanState, type RowLocator } from '@sluice/ops';
+import { runFeature, type Column, type ColumnType, type PlanState, type RowLocator } from '@sluice/ops';
 import { packBytes, packInSlot, packRows, type BatchLayout, type Pack, type PackArena, type PackSource } from '../batch/index.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 
@@ -51,25 +51,18 @@ export function completeDerived(cols: Map<string, Column>, derived: readonly Der
 export const hasNull = (c: Column): boolean => c.valid !== null && c.valid.includes(0);
 
 /**
- * Lays rows idx[0], idx[1], … of a window's columns out as batch arrays, in a slot of the pack
- * arena when it lends one (as a decode worker lays out an unshuffled chunk). A scalar feature is
- * read through the permutation straight into the batch (the batch writers' indexed path: "row r
- * is dict[idx[r]]", with the window's column as the dictionary); a list feature and the label are
- * gathered first. `columns`: the window's columns by name (derived and raw).
+ * Lays rows [from, to) of a window's permuted columns out as batch arrays, in a slot of the pack
+ * arena when it lends one (as a decode worker lays out an unshuffled chunk). `columns`: the
+ * window's columns by name (derived and raw); `locate` maps a row of the chunk.
  */
-export function packGathered(pack: PackShape, columns: ReadonlyMap<string, Column>, idx: Int32Array, locate: RowLocator): Pack {
-  const indexed = new Map<string, { dict: Column; idx: Int32Array }>();
+export function packSlice(pack: PackShape, columns: ReadonlyMap<string, Column>, from: number, to: number, locate: RowLocator): Pack {
   const outputs = new Map<string, Column>();
-  for (const [feature, name] of pack.outputs) {
-    const c = columns.get(name)!;
-    if (c.type === 'list' || c.type === 'fixed' || c.type === 'utf8') outputs.set(feature, gatherColumn(c, idx));
-    else indexed.set(feature, { dict: c, idx });
-  }
-  const label = pack.label === null ? null : gatherColumn(columns.get(pack.label)!, idx);
-  const source: PackSource = { outputs, label, indexed, locate };
+  for (const [feature, name] of pack.outputs) outputs.set(feature, columns.get(name)!);
+  const label = pack.label === null ? null : columns.get(pack.label)!;
+  const source: PackSource = { outputs, label, locate: (row) => locate(row - from) };
   const arena = pack.arena;
   const lent = arena?.lend(1)[0];
-  const p = packRows(pack.layout, [{ chunk: source, from: 0, to: idx.length }], lent?.[1]);
+  const p = packRows(pack.layout, [{ chunk: source, from, to }], lent?.[1]);
   if (arena === undefined) return p;
   // A pack that outgrew its slot (list features): later slots are made big enough.
   if (lent !== undefined && !packInSlot(p, lent[1])) arena.grow(packBytes(p));

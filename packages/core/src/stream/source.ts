@@ -8,7 +8,7 @@ import type { DerivedColumn } from '../plan/pushdown.js';
 import { START, type BatchLayout, type Cursor, type Pack, type PackArena } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
 import { newDictShare } from '../reader/dict-share.js';
-import { completeDerived, hasNull, packGathered } from './shuffle.js';
+import { completeDerived, hasNull, packSlice } from './shuffle.js';
 
 // The cursor lives in the batch layer (a batch's `end` is one); re-exported for the stream's importers.
 export { START, type Cursor } from '../batch/index.js';
@@ -357,29 +357,42 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       // Permute all the window's rows with (seed, epoch, window), then slice chunks.
       const merged = windowNames.map((n) => concatColumns(unitCols.map((uc) => uc.get(n)!)));
       unitCols.length = 0;
-      // With every feature computed by the reader, chunks are gathered into batch arrays here.
-      const byName = new Map(windowNames.map((n, i) => [n, merged[i]!]));
-      const packer = computed && opts.pack !== undefined && (opts.pack.label === null || !hasNull(byName.get(opts.pack.label)!)) ? opts.pack : null;
+      // Computed columns are permuted a column at a time over the rest of the window (the column
+      // stays in cache while read at random; bench/README.md, "Shuffled reads"), and chunks are
+      // slices of them: laid out as batch arrays here when the reader computed every feature. A
+      // read without pushdown keeps gathering each chunk's rows from the window.
+      const gathered = computed ? merged.map((m) => gatherColumn(m, perm.subarray(skip))) : null;
+      const byName = gathered === null ? null : new Map(windowNames.map((n, i) => [n, gathered[i]!]));
+      const packer = byName !== null && opts.pack !== undefined && (opts.pack.label === null || !hasNull(byName.get(opts.pack.label)!)) ? opts.pack : null;
       for (let i = 0; i + 1 < cuts.length; i++) {
         const r = cuts[i]!;
         const end = cuts[i + 1]!;
-        const idx = perm.subarray(r, end);
-        const locate = locateIn(idx);
+        const locate = locateIn(perm.subarray(r, end));
         const at0 = { epoch, window: w, offset: r };
         const last = lastWindow && end === win.rows;
         const chunk: Chunk =
           packer !== null
-            ? { columns: new Map(), rows: end - r, at: at0, windowRows: win.rows, lastInEpoch: last, locate, packed: packGathered(packer, byName, idx, locate) }
-            : makeChunk(
-                windowNames,
-                merged.map((m) => gatherColumn(m, idx)),
-                0,
-                end - r,
-                at0,
-                win.rows,
-                last,
+            ? {
+                columns: new Map(),
+                rows: end - r,
+                at: at0,
+                windowRows: win.rows,
+                lastInEpoch: last,
                 locate,
-              );
+                packed: packSlice(packer, byName!, r - skip, end - skip, locate),
+              }
+            : gathered !== null
+              ? makeChunk(windowNames, gathered, r - skip, end - skip, at0, win.rows, last, locate)
+              : makeChunk(
+                  windowNames,
+                  merged.map((m) => gatherColumn(m, perm.subarray(r, end))),
+                  0,
+                  end - r,
+                  at0,
+                  win.rows,
+                  last,
+                  locate,
+                );
         yield windowShared ? { ...chunk, shared: true } : chunk;
       }
     }
