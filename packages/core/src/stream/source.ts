@@ -35,7 +35,8 @@ export interface Chunk {
   readonly locate: RowLocator;
   /**
    * The chunk's rows laid out as batch arrays (`SourceOptions.pack`): by the decode worker
-   * unshuffled, gathered through the permutation on this thread shuffled; `columns` is then empty.
+   * (unshuffled, or a shuffled window of one row group), else from the window's permuted columns
+   * on this thread; `columns` is then empty.
    */
   readonly packed?: Pack;
   /** Its row group was read by several decoders at once (fewer row groups than decoders). */
@@ -241,9 +242,9 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     if (dealt === null && !shuffled && pool.size > 1 && opts.splitTail !== false && [...types.values()].every((t) => t.kind !== 'list')) {
       await splitTail(plan, (e) => windows[e.w]!.units[e.u]!, ds, pool, derived.length);
     }
-    // The row group being consumed plus `readAhead` more are decoding at any time.
     // The permutations of windows whose decoder permutes them, until they are consumed.
     const perms = new Map<number, Int32Array>();
+    // The row group being consumed plus `readAhead` more are decoding at any time.
     const issue = (): void => {
       while (inflight.length < readAhead + 1 && next < plan.length) {
         const { w, u, cuts, range, permuted } = plan[next++]!;
