@@ -9,7 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { pipeline, type Batch, type PlanSpec } from '@sluice/core';
+import { fit, pipeline, type Batch, type PlanSpec } from '@sluice/core';
 import type { PipelineMetrics } from '@sluice/core/internal';
 import { generateDataset, getPreset, presetNames } from '@sluice/core/gen';
 import { Table, tableToIPC } from 'apache-arrow';
@@ -189,6 +189,46 @@ describe('pushdown under shuffle', () => {
     expect(on.error).toBe(off.error);
     // The batches before the failing one came out as they did.
     expect(on.before).toBe(off.before);
+  });
+
+  it('keeps vocab and cross features on the backend, their raw inputs permuted as the computed columns', async () => {
+    const f = files.get('rm1')!;
+    const plan = (pushdown: boolean): PlanSpec => ({
+      batchSize: 256,
+      label: 'label',
+      shuffle: SHUFFLE,
+      epochs: 2,
+      backend: cpu(pushdown),
+      features: [
+        { name: 'I1', input: 'I1', kind: 'dense', ops: [{ op: 'fillNull', value: 0 }, { op: 'neg2zero' }, { op: 'log', offset: 1 }] },
+        { name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'sigridHash', salt: 0, max: 5000 }] },
+        { name: 'C2', input: 'C2', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'vocab', oov: 0, minCount: 2 }] },
+        {
+          name: 'X',
+          input: 'I2',
+          kind: 'sparse',
+          ops: [
+            { op: 'fillNull', value: 0 },
+            { op: 'modulus', m: 7 },
+            { op: 'cross', inputs: ['C1'], max: 4096 },
+          ],
+        },
+        { name: 'C3', input: 'C3', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'modulus', m: 1000 }] },
+      ],
+    });
+    const fitState = (await fit(plan(false), { input: f })).state;
+    const collectWith = async (pushdown: boolean): Promise<{ batches: Batch[]; metrics: PipelineMetrics }> => {
+      const p = pipeline(plan(pushdown), { input: f, fitState });
+      const batches: Batch[] = [];
+      for await (const b of p) batches.push(keep(b));
+      return { batches, metrics: p.metrics() };
+    };
+    const off = digest((await collectWith(false)).batches);
+    const { batches, metrics } = await collectWith(true);
+    expect(digest(batches)).toBe(off);
+    // I1 and C3 from the reader; C1 (crossed by name), C2 (vocab) and X on the backend.
+    expect(metrics.pushdown?.derived).toBe(2);
+    expect(metrics.pushdown?.computedInPipeline).toBe(0);
   });
 
   it('computes on this thread the features of row groups the reader leaves raw (PLAIN pages), with the same batches', async () => {
