@@ -4,6 +4,7 @@ import type { RowRange } from '../reader/parquet/index.js';
 import { columnFromVector } from '../reader/arrow.js';
 import type { Dataset, Unit } from '../reader/dataset.js';
 import type { DecoderPool } from '../reader/decoder-pool.js';
+import type { PackPermute } from '../reader/decode-protocol.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 import { START, type BatchLayout, type Cursor, type Pack, type PackArena } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
@@ -242,20 +243,16 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     if (dealt === null && !shuffled && pool.size > 1 && opts.splitTail !== false && [...types.values()].every((t) => t.kind !== 'list')) {
       await splitTail(plan, (e) => windows[e.w]!.units[e.u]!, ds, pool, derived.length);
     }
-    // The permutations of windows whose decoder permutes them, until they are consumed.
-    const perms = new Map<number, Int32Array>();
     // The row group being consumed plus `readAhead` more are decoding at any time.
     const issue = (): void => {
       while (inflight.length < readAhead + 1 && next < plan.length) {
         const { w, u, cuts, range, permuted } = plan[next++]!;
         // A part's packs are cut from its own first row.
         const first = range?.first ?? 0;
-        let pack: (PackRequest & { readonly cuts: readonly number[]; readonly rows?: Int32Array }) | undefined;
-        if (permuted === true) {
-          const rows = permutation(windows[w]!.rows, opts.shuffle!.seed, epoch, w);
-          perms.set(w, rows);
-          pack = { ...opts.pack!, cuts: cuts!, rows };
-        } else if (opts.pack !== undefined && cuts !== null) pack = { ...opts.pack, cuts: first === 0 ? cuts : cuts.map((c) => c - first) };
+        let pack: (PackRequest & PackPermute & { readonly cuts: readonly number[] }) | undefined;
+        // The decoder computes the window's permutation itself (this thread only for errors).
+        if (permuted === true) pack = { ...opts.pack!, cuts: cuts!, permute: { rows: windows[w]!.rows, keys: [opts.shuffle!.seed, epoch, w] } };
+        else if (opts.pack !== undefined && cuts !== null) pack = { ...opts.pack, cuts: first === 0 ? cuts : cuts.map((c) => c - first) };
         const unit = windows[w]!.units[u]!;
         const p =
           dealt !== null ? readUnitShared(ds, pool, unit, dealt, types, decodeRows) : readUnit(ds, pool, unit, names, types, decodeRows, derived, pack, range);
@@ -308,15 +305,17 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         } while (entry < plan.length && plan[entry]!.w === w && plan[entry]!.u === u);
       }
       if (!shuffled) continue;
-      const perm = perms.get(w) ?? permutation(win.rows, opts.shuffle!.seed, epoch, w);
-      perms.delete(w);
       const cuts = chunkCuts(skip, win.rows, emittedShuffled, opts.chunkRows);
       emittedShuffled += win.rows - skip;
       const starts = win.units.map((_, i) => win.units.slice(0, i).reduce((a, x) => a + x.rows, 0));
+      // Rows [from, to) of the window's permutation (computed here on first use: a window its
+      // decoder permuted needs it only to locate a row in an error).
+      let perm: Int32Array | null = null;
+      const permOf = (): Int32Array => (perm ??= permutation(win.rows, opts.shuffle!.seed, epoch, w));
       const locateIn =
-        (idx: Int32Array): RowLocator =>
+        (from: number): RowLocator =>
         (row) => {
-          const orig = idx[row]!;
+          const orig = permOf()[from + row]!;
           let k = starts.length - 1;
           while (starts[k]! > orig) k--;
           const unit = win.units[k]!;
@@ -328,7 +327,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
           const r = cuts[i]!;
           const end = cuts[i + 1]!;
           const last = lastWindow && end === win.rows;
-          const locate = locateIn(perm.subarray(r, end));
+          const locate = locateIn(r);
           yield {
             columns: new Map(),
             rows: end - r,
@@ -362,13 +361,13 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       // stays in cache while read at random; bench/README.md, "Shuffled reads"), and chunks are
       // slices of them: laid out as batch arrays here when the reader computed every feature. A
       // read without pushdown keeps gathering each chunk's rows from the window.
-      const gathered = computed ? merged.map((m) => gatherColumn(m, perm.subarray(skip))) : null;
+      const gathered = computed ? merged.map((m) => gatherColumn(m, permOf().subarray(skip))) : null;
       const byName = gathered === null ? null : new Map(windowNames.map((n, i) => [n, gathered[i]!]));
       const packer = byName !== null && opts.pack !== undefined && (opts.pack.label === null || !hasNull(byName.get(opts.pack.label)!)) ? opts.pack : null;
       for (let i = 0; i + 1 < cuts.length; i++) {
         const r = cuts[i]!;
         const end = cuts[i + 1]!;
-        const locate = locateIn(perm.subarray(r, end));
+        const locate = locateIn(r);
         const at0 = { epoch, window: w, offset: r };
         const last = lastWindow && end === win.rows;
         const chunk: Chunk =
@@ -386,7 +385,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
               ? makeChunk(windowNames, gathered, r - skip, end - skip, at0, win.rows, last, locate)
               : makeChunk(
                   windowNames,
-                  merged.map((m) => gatherColumn(m, perm.subarray(r, end))),
+                  merged.map((m) => gatherColumn(m, permOf().subarray(r, end))),
                   0,
                   end - r,
                   at0,
@@ -522,7 +521,7 @@ async function readUnit(
   types: ReadonlyMap<string, ColumnType>,
   batchRows: number,
   derived: readonly DerivedColumn[] = [],
-  pack?: PackRequest & { readonly cuts: readonly number[]; readonly rows?: Int32Array },
+  pack?: PackRequest & PackPermute & { readonly cuts: readonly number[] },
   range?: RowRange,
 ): Promise<UnitRead> {
   const source = ds.files[unit.file]!.source;
