@@ -3,11 +3,13 @@
  * file, ~390 MB) with the default prefetch, discards every batch, and reports its own peak RSS
  * (VmHWM: all threads, decoders and workers included). Target: under 1 GB.
  *
- *   npx tsx bench/rss.ts [--rows 10000000] [--workers N] [--prefetch N] [--decoders N] [--release] [--inline] [--seed 42] [--json]
+ *   npx tsx bench/rss.ts [--rows 10000000] [--workers N] [--prefetch N] [--decoders N] [--release] [--inline] [--shuffle] [--seed 42] [--json]
  *   --release calls `b.release()` on each batch, as a training loop may (batch/arena.ts: batches
  *   are then laid out in reused shared memory, whose slots count in the peak).
  *
  * `--inline` runs core's in-process cpu backend even where @sluice/backend-cpu is built.
+ * `--shuffle` reads shuffled (seed 42, bufferRows 100000, the plan default): a window then holds
+ * up to bufferRows rows of the computed columns.
  *
  * The child is plain JavaScript importing the built `@sluice/core` (no tsx in it), so what is
  * measured is the pipeline and Node itself.
@@ -31,6 +33,7 @@ const { values: args } = parseArgs({
     decoders: { type: 'string' },
     inline: { type: 'boolean', default: false },
     release: { type: 'boolean', default: false },
+    shuffle: { type: 'boolean', default: false },
     seed: { type: 'string' },
     json: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
@@ -38,7 +41,9 @@ const { values: args } = parseArgs({
   strict: true,
 });
 if (args.help) {
-  log('usage: npx tsx bench/rss.ts [--rows N (default 10000000)] [--workers N] [--prefetch N] [--decoders N] [--release] [--inline] [--seed 42] [--json]');
+  log(
+    'usage: npx tsx bench/rss.ts [--rows N (default 10000000)] [--workers N] [--prefetch N] [--decoders N] [--release] [--inline] [--shuffle] [--seed 42] [--json]',
+  );
   process.exit(0);
 }
 const ROWS = intArg(args.rows, 10_000_000, 'rows');
@@ -55,6 +60,7 @@ interface ChildConfig {
   decoders: number | null;
   release: boolean;
   inline: boolean;
+  shuffle: boolean;
 }
 
 interface ChildReport {
@@ -92,7 +98,9 @@ const opts = { input: cfg.file };
 if (backend) opts.backend = backend;
 if (cfg.prefetch !== null) opts.prefetch = cfg.prefetch;
 if (cfg.decoders !== null) opts.decoders = cfg.decoders;
-const p = pipeline(getPreset('rm1').defaultPlan(), opts);
+const plan = getPreset('rm1').defaultPlan();
+if (cfg.shuffle) plan.shuffle = { seed: 42, bufferRows: 100000 };
+const p = pipeline(plan, opts);
 const info = await p.info();
 const total = info.rowsPerEpoch;
 const marks = [0.25, 0.5, 0.75];
@@ -134,6 +142,7 @@ const cfg: ChildConfig = {
   decoders: args.decoders === undefined ? null : intArg(args.decoders, 1, 'decoders'),
   release: args.release ?? false,
   inline: args.inline ?? false,
+  shuffle: args.shuffle ?? false,
 };
 log(`streaming ${fmtInt(ROWS)} RM1 rows (${fmtMB(data.bytes)}) in a child process …`);
 const tmp = mkdtempSync(join(tmpdir(), 'sluice-rss-'));
@@ -158,6 +167,7 @@ const settings = {
   decoders: cfg.decoders ?? 'pipeline default',
   prefetch: cfg.prefetch ?? `default (${DEFAULT_PREFETCH})`,
   batches: cfg.release ? 'released after use (reused memory)' : 'dropped',
+  order: cfg.shuffle ? 'shuffled (seed 42, bufferRows 100000)' : 'file order',
 };
 if (args.json) {
   emitJson({

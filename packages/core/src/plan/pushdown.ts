@@ -16,11 +16,12 @@
  *
  * The result is a *derived column* per distinct (input, op chain); features that share both share
  * it, and the derived column is the feature's output: the backend runs only the other features.
- * Where the reader cannot
- * push down (a page that is not dictionary-encoded, a codec or type the direct decoder does not
+ * PLAIN pages are computed value by value into the same derived column (reader/parquet/plain.ts).
+ * Where the reader cannot push down (a DELTA page, a codec or type the direct decoder does not
  * read, a value the ops reject), the chunk carries the raw input instead and the pipeline computes
  * the derived column from it with the feature's own ops, so errors name the feature, op and row
- * exactly as without pushdown.
+ * exactly as without pushdown. Shuffled reads push down the same way: the shuffle then permutes
+ * the computed columns (stream/shuffle.ts).
  */
 import { isDeepStrictEqual } from 'node:util';
 import { loadPlan, typeCheckPlan, type ColumnType, type FeatureSpec, type TypedFeature, type TypedPlan } from '@sluice/ops';
@@ -62,12 +63,15 @@ export interface Pushdown {
 }
 
 /**
- * Whether the reader can compute op chains for a read of `dataset` (pushdown): unshuffled, and
- * local files or s3:// objects only (both go through the direct decoder; http(s) URLs do not). Takes any object with the files' sources (a reader `Dataset`), so that plan/
- * does not depend on the reader.
+ * Whether the reader can compute op chains for a read of `dataset` (pushdown): local files or
+ * s3:// objects only (both go through the direct decoder; http(s) URLs do not). Shuffled reads
+ * too: the op chains map one value to one value, so computing them before the shuffle permutes
+ * the rows gives what computing them after would (stream/shuffle.ts). Takes any object with the
+ * files' sources (a reader `Dataset`), so that plan/ does not depend on the reader. The plan
+ * sets no condition now; its callers keep passing it for the day one does.
  */
-export const readerCanCompute = (dataset: { readonly files: ReadonlyArray<{ readonly source: string }> }, plan: TypedPlan): boolean =>
-  plan.shuffle === null && !dataset.files.some((f) => isUrl(f.source) && !isS3Url(f.source));
+export const readerCanCompute = (dataset: { readonly files: ReadonlyArray<{ readonly source: string }> }, _plan: TypedPlan): boolean =>
+  !dataset.files.some((f) => isUrl(f.source) && !isS3Url(f.source));
 
 /** True when the reader computes every feature, so no backend work is left (the plan runs in the decoders). */
 export const allInReader = (pd: Pushdown | null): pd is Pushdown & { readonly plan: null } => pd !== null && pd.plan === null;

@@ -49,7 +49,16 @@ export interface PackCuts {
   readonly cuts: readonly number[];
   /** Shared memory lent for the packs (PackArena): pack i goes in slots[i] when there is one and it fits. */
   readonly slots?: ReadonlyArray<readonly [number, SharedArrayBuffer]>;
+  /**
+   * A shuffled window that is this one row group: its permutation, `permutation(rows, ...keys)`
+   * (util/rng.ts), which the worker computes itself. Pack i then holds the read's rows p[cuts[i]],
+   * …, p[cuts[i + 1] - 1], in that order.
+   */
+  readonly permute?: { readonly rows: number; readonly keys: readonly number[] };
 }
+
+/** A read's permutation, when its packs hold a shuffled window's rows (`PackCuts.permute`). */
+export type PackPermute = Pick<PackCuts, 'permute'>;
 
 /** What the reads of a pipeline have in common (sent once per worker as a `spec`). */
 export interface ReadShared {

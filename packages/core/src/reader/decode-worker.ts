@@ -15,7 +15,8 @@ import { readOffsetIndex } from 'hyparquet/src/indexes.js';
 import type { FileMetaData } from 'hyparquet/src/types.js';
 import * as pw from 'parquet-wasm';
 import { chainFeature, runOps, type Column, type ColumnType, type KernelOverrides, type OpChainFeature, type PlanState } from '@sluice/ops';
-import { packRows, type PackSource } from '../batch/index.js';
+import { packRows, permutedSources, type PackSource } from '../batch/index.js';
+import { permutation } from '../util/rng.js';
 import { isUrl } from '../util/url.js';
 import type {
   DecodeReply,
@@ -329,10 +330,14 @@ function packChunks(
     },
   };
   const packs: WorkerPack[] = [];
+  // A shuffled window's chunks: their rows, in the permutation's order (stream/source.ts).
+  const permuted = pack.permute === undefined ? null : permutedSources(chunk, permutation(pack.permute.rows, ...pack.permute.keys), pack.cuts);
   for (let i = 0; i + 1 < pack.cuts.length; i++) {
     // Pack i goes in lent slot i when there is one (shared memory the main thread recycles).
     const slot = pack.slots?.[i];
-    const p = packRows(pack.layout, [{ chunk, from: pack.cuts[i]!, to: pack.cuts[i + 1]! }], slot?.[1]);
+    const seg =
+      permuted === null ? { chunk, from: pack.cuts[i]!, to: pack.cuts[i + 1]! } : { chunk: permuted[i]!, from: 0, to: pack.cuts[i + 1]! - pack.cuts[i]! };
+    const p = packRows(pack.layout, [seg], slot?.[1]);
     packs.push({ rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, slot: p.inSlot ? slot![0] : -1 });
   }
   return packs;
@@ -490,7 +495,7 @@ function resolveRead(msg: Extract<DecodeRequest, { kind: 'read' }>): ReadInline 
   if (msg.spec === undefined) return msg;
   const body = specs.get(msg.spec);
   if (body === undefined) return `read spec ${msg.spec} was never sent to this decoder`;
-  const { kind, id, source, rowGroup, range, cuts, slots, s3 } = msg;
+  const { kind, id, source, rowGroup, range, cuts, slots, permute, s3 } = msg;
   const { pack, ...shared } = body;
   return {
     kind,
@@ -500,7 +505,7 @@ function resolveRead(msg: Extract<DecodeRequest, { kind: 'read' }>): ReadInline 
     ...(range !== undefined ? { range } : {}),
     ...(s3 !== undefined ? { s3 } : {}),
     ...shared,
-    ...(pack !== undefined ? { pack: { ...pack, cuts: cuts!, ...(slots !== undefined ? { slots } : {}) } } : {}),
+    ...(pack !== undefined ? { pack: { ...pack, cuts: cuts!, ...(slots !== undefined ? { slots } : {}), ...(permute !== undefined ? { permute } : {}) } } : {}),
   };
 }
 

@@ -16,6 +16,7 @@ import type {
   DoneReply,
   ErrorReply,
   OpenedReply,
+  PackPermute,
   PackShape,
   PackedReply,
   PagesReply,
@@ -281,7 +282,8 @@ export class DecoderPool {
    *
    * With `pack`, a worker that has every feature's output and the label lays rows
    * [cuts[i], cuts[i+1]) out as batch arrays itself and returns those `packs` (and no columns),
-   * in slots of `pack.arena` while it lends them; otherwise `packs` is null.
+   * in slots of `pack.arena` while it lends them; otherwise `packs` is null. With `pack.permute` (a
+   * shuffled window of this one row group) pack i holds its permutation's rows cuts[i] to cuts[i+1].
    *
    * With `range` (page boundaries from `pageStarts`, flat columns), the direct decoder's
    * columns and the packs hold only those rows (`cuts` count from its first); the IPC buffers,
@@ -294,7 +296,7 @@ export class DecoderPool {
     types: ReadonlyMap<string, ColumnType>,
     batchSize = 65536,
     derived: readonly DerivedRequest[] = [],
-    pack?: PackShape & { readonly cuts: readonly number[]; readonly arena?: PackArena },
+    pack?: PackShape & PackPermute & { readonly cuts: readonly number[]; readonly arena?: PackArena },
     range?: RowRange,
   ): Promise<{ columns: Map<string, Column>; ipc: Uint8Array[]; packs: Pack[] | null }> {
     const inputs = new Set([...columns, ...derived.map((d) => d.input)]);
@@ -332,7 +334,7 @@ export class DecoderPool {
           rowGroup,
           spec: spec.id,
           ...s3,
-          ...(pack !== undefined ? { cuts: pack.cuts, slots } : {}),
+          ...(pack !== undefined ? { cuts: pack.cuts, slots, ...(pack.permute !== undefined ? { permute: pack.permute } : {}) } : {}),
           ...(range !== undefined ? { range } : {}),
         },
         { source, rowGroup, columns: [...inputs] },

@@ -4,10 +4,12 @@ import type { RowRange } from '../reader/parquet/index.js';
 import { columnFromVector } from '../reader/arrow.js';
 import type { Dataset, Unit } from '../reader/dataset.js';
 import type { DecoderPool } from '../reader/decoder-pool.js';
+import type { PackPermute } from '../reader/decode-protocol.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 import { START, type BatchLayout, type Cursor, type Pack, type PackArena } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
 import { newDictShare } from '../reader/dict-share.js';
+import { completeDerived, hasNull, packSlice } from './shuffle.js';
 
 // The cursor lives in the batch layer (a batch's `end` is one); re-exported for the stream's importers.
 export { START, type Cursor } from '../batch/index.js';
@@ -32,7 +34,11 @@ export interface Chunk {
   readonly lastInEpoch: boolean;
   /** Maps a chunk row to file, row group and file row, for error messages. */
   readonly locate: RowLocator;
-  /** The chunk's rows laid out as batch arrays by the decode worker (`SourceOptions.pack`); `columns` is then empty. */
+  /**
+   * The chunk's rows laid out as batch arrays (`SourceOptions.pack`): by the decode worker
+   * (unshuffled, or a shuffled window of one row group), else from the window's permuted columns
+   * on this thread; `columns` is then empty.
+   */
   readonly packed?: Pack;
   /** Its row group was read by several decoders at once (fewer row groups than decoders). */
   readonly shared?: true;
@@ -82,12 +88,14 @@ export interface SourceOptions {
   readonly decodeBatchRows?: number;
   readonly signal?: AbortSignal;
   /**
-   * Per-value op chains the reader may compute on dictionary entries (plan/pushdown.ts; unshuffled
-   * reads only). A chunk then holds each derived column, or the raw input column where the reader
-   * could not compute it.
+   * Per-value op chains the reader may compute on dictionary entries (plan/pushdown.ts). A chunk
+   * then holds each derived column, or (unshuffled) the raw input column where the reader could
+   * not compute it. Shuffled, the window's derived columns are completed on this thread before the
+   * permutation (stream/shuffle.ts); a window where an op rejects a value is read raw instead, so
+   * the error comes with the chunk that holds the row, as without pushdown.
    */
   readonly derived?: readonly DerivedColumn[];
-  /** Unshuffled reads with `derived` only. */
+  /** With `derived` only: every feature's output is a derived column. */
   readonly pack?: PackRequest;
   /**
    * Unshuffled reads with several decoders, when an epoch's row groups do not deal out evenly
@@ -177,6 +185,8 @@ interface PlanEntry {
   readonly at: number;
   readonly cuts: number[] | null;
   readonly range?: RowRange;
+  /** A shuffled window of this one row group, which its decoder lays out through the permutation (`cuts` are the window's). */
+  readonly permuted?: true;
 }
 
 /**
@@ -190,10 +200,12 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
   const start = opts.start ?? START;
   const names = [...opts.columns.keys()];
   const readAhead = Math.max(1, opts.readAhead ?? pool.size);
-  if (opts.derived !== undefined && opts.derived.length > 0 && opts.shuffle !== null) throw new RangeError('derived columns are read unshuffled only');
   const derived = opts.derived ?? [];
   const types = new Map<string, ColumnType>([...derived.map((d): [string, ColumnType] => [d.input, d.feature.inputType]), ...opts.columns]);
   const decodeRows = opts.decodeBatchRows ?? 1 << 20;
+  // A shuffled window read raw (an op rejected a value): the columns and the derived columns' inputs.
+  const rawNames = [...new Set([...names, ...derived.map((d) => d.input)])];
+  const rawSet = new Set(names);
 
   for (let epoch = start.epoch; epoch < opts.epochs; epoch++) {
     const windows = epochWindows(ds, epoch, opts);
@@ -204,9 +216,20 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     const shuffled = opts.shuffle !== null;
     const plan: PlanEntry[] = [];
     let emitted = 0;
+    // A shuffled window of one row group (bufferRows at most a row group's rows) is laid out by
+    // the decoder that reads it, through the window's permutation, when the reader computes
+    // every feature: its chunk cuts are known up front too.
+    const permuteInDecoder = shuffled && opts.pack !== undefined && derived.length > 0;
     for (let w = firstWindow; w < windows.length; w++) {
       const skip = epoch === start.epoch && w === start.window ? start.offset : 0;
       if (opts.windowBatches === true) emitted = 0;
+      if (permuteInDecoder && windows[w]!.units.length === 1) {
+        const cuts = chunkCuts(skip, windows[w]!.rows, emitted, opts.chunkRows);
+        emitted += windows[w]!.rows - skip;
+        plan.push({ w, u: 0, at: 0, cuts, permuted: true });
+        continue;
+      }
+      if (shuffled) emitted += windows[w]!.rows - skip;
       let at = 0;
       windows[w]!.units.forEach((unit, u) => {
         let cuts: number[] | null = null;
@@ -230,10 +253,13 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     // The row group being consumed plus `readAhead` more are decoding at any time.
     const issue = (): void => {
       while (inflight.length < readAhead + 1 && next < plan.length) {
-        const { w, u, cuts, range } = plan[next++]!;
+        const { w, u, cuts, range, permuted } = plan[next++]!;
         // A part's packs are cut from its own first row.
         const first = range?.first ?? 0;
-        const pack = opts.pack !== undefined && cuts !== null ? { ...opts.pack, cuts: first === 0 ? cuts : cuts.map((c) => c - first) } : undefined;
+        let pack: (PackRequest & PackPermute & { readonly cuts: readonly number[] }) | undefined;
+        // The decoder computes the window's permutation itself (this thread only for errors).
+        if (permuted === true) pack = { ...opts.pack!, cuts: cuts!, permute: { rows: windows[w]!.rows, keys: [opts.shuffle!.seed, epoch, w] } };
+        else if (opts.pack !== undefined && cuts !== null) pack = { ...opts.pack, cuts: first === 0 ? cuts : cuts.map((c) => c - first) };
         const unit = windows[w]!.units[u]!;
         const p =
           dealt !== null ? readUnitShared(ds, pool, unit, dealt, types, decodeRows) : readUnit(ds, pool, unit, names, types, decodeRows, derived, pack, range);
@@ -249,6 +275,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       const skip = epoch === start.epoch && w === start.window ? start.offset : 0;
       const lastWindow = w === windows.length - 1;
       const unitCols: Map<string, Column>[] = [];
+      let windowPacks: Pack[] | null = null;
       let windowShared = false;
       for (let u = 0; u < win.units.length; u++) {
         // A row group's reads: one, or its parts by rows (splitTail), in order.
@@ -260,6 +287,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
           throwIfAborted(opts.signal);
           if (shuffled) {
             unitCols.push(cols);
+            windowPacks = packs;
             windowShared ||= shared === true;
             continue;
           }
@@ -284,31 +312,105 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         } while (entry < plan.length && plan[entry]!.w === w && plan[entry]!.u === u);
       }
       if (!shuffled) continue;
-      // Shuffled window: permute all its rows with (seed, epoch, window), then slice chunks.
-      const merged = names.map((n) => concatColumns(unitCols.map((uc) => uc.get(n)!)));
-      const perm = permutation(win.rows, opts.shuffle!.seed, epoch, w);
-      const starts = win.units.map((_, i) => win.units.slice(0, i).reduce((a, x) => a + x.rows, 0));
       if (opts.windowBatches === true) emittedShuffled = 0;
       const cuts = chunkCuts(skip, win.rows, emittedShuffled, opts.chunkRows);
       emittedShuffled += win.rows - skip;
-      for (let i = 0; i + 1 < cuts.length; i++) {
-        const r = cuts[i]!;
-        const end = cuts[i + 1]!;
-        const idx = perm.subarray(r, end);
-        const cols = merged.map((m) => gatherColumn(m, idx));
-        const locate: RowLocator = (row) => {
-          const orig = idx[row]!;
+      const starts = win.units.map((_, i) => win.units.slice(0, i).reduce((a, x) => a + x.rows, 0));
+      // Rows [from, to) of the window's permutation (computed here on first use: a window its
+      // decoder permuted needs it only to locate a row in an error).
+      let perm: Int32Array | null = null;
+      const permOf = (): Int32Array => (perm ??= permutation(win.rows, opts.shuffle!.seed, epoch, w));
+      const locateIn =
+        (from: number): RowLocator =>
+        (row) => {
+          const orig = permOf()[from + row]!;
           let k = starts.length - 1;
           while (starts[k]! > orig) k--;
           const unit = win.units[k]!;
           return { file: ds.files[unit.file]!.source, rowGroup: unit.rowGroup, row: unit.firstRow + orig - starts[k]! };
         };
-        const chunk = makeChunk(names, cols, 0, end - r, { epoch, window: w, offset: r }, win.rows, lastWindow && end === win.rows, locate);
+      if (windowPacks !== null) {
+        // The decoder laid the window's chunks out through its permutation.
+        for (let i = 0; i + 1 < cuts.length; i++) {
+          const r = cuts[i]!;
+          const end = cuts[i + 1]!;
+          const last = lastWindow && end === win.rows;
+          const locate = locateIn(r);
+          yield {
+            columns: new Map(),
+            rows: end - r,
+            at: { epoch, window: w, offset: r },
+            windowRows: win.rows,
+            lastInEpoch: last,
+            locate,
+            packed: windowPacks[i]!,
+          };
+        }
+        continue;
+      }
+      // Shuffled window: the derived columns the reader could not compute are computed here;
+      // when an op rejects a value, the window is read again raw (see completeDerived).
+      let windowNames = names;
+      let computed = derived.length > 0;
+      if (computed) {
+        computed = win.units.every((unit, k) => completeDerived(unitCols[k]!, derived, rawSet, unitLocator(ds, unit)));
+        if (computed) windowNames = [...names, ...derived.map((d) => d.name)];
+        else {
+          windowNames = rawNames;
+          const raw = await Promise.all(win.units.map((unit) => readUnit(ds, pool, unit, rawNames, types, decodeRows)));
+          unitCols.splice(0, unitCols.length, ...raw.map((r) => r.columns));
+          throwIfAborted(opts.signal);
+        }
+      }
+      // Permute all the window's rows with (seed, epoch, window), then slice chunks.
+      const merged = windowNames.map((n) => concatColumns(unitCols.map((uc) => uc.get(n)!)));
+      unitCols.length = 0;
+      // Computed columns are permuted a column at a time over the rest of the window (the column
+      // stays in cache while read at random; bench/README.md, "Shuffled reads"), and chunks are
+      // slices of them: laid out as batch arrays here when the reader computed every feature. A
+      // read without pushdown keeps gathering each chunk's rows from the window.
+      const gathered = computed ? merged.map((m) => gatherColumn(m, permOf().subarray(skip))) : null;
+      const byName = gathered === null ? null : new Map(windowNames.map((n, i) => [n, gathered[i]!]));
+      const packer = byName !== null && opts.pack !== undefined && (opts.pack.label === null || !hasNull(byName.get(opts.pack.label)!)) ? opts.pack : null;
+      for (let i = 0; i + 1 < cuts.length; i++) {
+        const r = cuts[i]!;
+        const end = cuts[i + 1]!;
+        const locate = locateIn(r);
+        const at0 = { epoch, window: w, offset: r };
+        const last = lastWindow && end === win.rows;
+        const chunk: Chunk =
+          packer !== null
+            ? {
+                columns: new Map(),
+                rows: end - r,
+                at: at0,
+                windowRows: win.rows,
+                lastInEpoch: last,
+                locate,
+                packed: packSlice(packer, byName!, r - skip, end - skip, locate),
+              }
+            : gathered !== null
+              ? makeChunk(windowNames, gathered, r - skip, end - skip, at0, win.rows, last, locate)
+              : makeChunk(
+                  windowNames,
+                  merged.map((m) => gatherColumn(m, permOf().subarray(r, end))),
+                  0,
+                  end - r,
+                  at0,
+                  win.rows,
+                  last,
+                  locate,
+                );
         yield windowShared ? { ...chunk, shared: true } : chunk;
       }
     }
   }
 }
+
+/** Maps a row of a row group's read to its file, row group and file row. */
+const unitLocator =
+  (ds: Dataset, unit: Unit): RowLocator =>
+  (row) => ({ file: ds.files[unit.file]!.source, rowGroup: unit.rowGroup, row: unit.firstRow + row });
 
 function makeChunk(names: string[], cols: Column[], from: number, to: number, at: Cursor, windowRows: number, lastInEpoch: boolean, locate: RowLocator): Chunk {
   const whole = from === 0 && cols.length > 0 && to === columnLength(cols[0]!);
@@ -427,7 +529,7 @@ async function readUnit(
   types: ReadonlyMap<string, ColumnType>,
   batchRows: number,
   derived: readonly DerivedColumn[] = [],
-  pack?: PackRequest & { readonly cuts: readonly number[] },
+  pack?: PackRequest & PackPermute & { readonly cuts: readonly number[] },
   range?: RowRange,
 ): Promise<UnitRead> {
   const source = ds.files[unit.file]!.source;

@@ -1,0 +1,79 @@
+/**
+ * A shuffle window's computed columns and the chunks cut from them (stream/source.ts does the
+ * windows, cuts and cursors).
+ *
+ * The reader computes the pushed-down features (plan/pushdown.ts) per row group, as it does
+ * unshuffled; their op chains map one value to one value, so computing them before the
+ * permutation gives the values computing them after would. The window then holds numeric columns
+ * only (strings never reach this thread for a pushed-down feature), and a chunk's rows are
+ * gathered straight into batch arrays here when the reader computed every feature.
+ */
+import { runFeature, type Column, type ColumnType, type PlanState, type RowLocator } from '@sluice/ops';
+import { packBytes, packInSlot, packRows, type BatchLayout, type Pack, type PackArena, type PackSource } from '../batch/index.js';
+import type { DerivedColumn } from '../plan/pushdown.js';
+
+/** How chunks are laid out as batch arrays (source.ts's PackRequest, which imports this file). */
+interface PackShape {
+  readonly layout: BatchLayout;
+  readonly outputs: ReadonlyArray<readonly [string, string]>;
+  readonly label: string | null;
+  readonly arena?: PackArena;
+}
+
+const NO_FEATURES: ReadonlyMap<string, Column> = new Map();
+const NO_TYPES: ReadonlyMap<string, ColumnType> = new Map();
+const NO_STATE: PlanState = new Map();
+
+/**
+ * Computes, on this thread, each derived column a row group's read came back without (its raw
+ * input came instead: a page or a codec the reader's pushdown does not handle), and drops raw
+ * inputs no one else reads. Returns false, leaving `cols` as it was, when an op rejects a value:
+ * the caller then reads the window raw, so that the error is raised where and as it was before
+ * (at the chunk holding the row, in shuffled order, with the feature, op and row).
+ */
+export function completeDerived(cols: Map<string, Column>, derived: readonly DerivedColumn[], rawNames: ReadonlySet<string>, locate: RowLocator): boolean {
+  const made = new Map<string, Column>();
+  for (const d of derived) {
+    if (cols.has(d.name)) continue;
+    try {
+      // Per-value ops are stateless: no other feature and no fitted state.
+      made.set(d.name, runFeature(d.feature, cols.get(d.input)!, NO_FEATURES, NO_TYPES, NO_STATE, locate));
+    } catch {
+      return false;
+    }
+  }
+  for (const [n, c] of made) cols.set(n, c);
+  for (const d of derived) if (!rawNames.has(d.input)) cols.delete(d.input);
+  return true;
+}
+
+/** Whether a column has a null (a null label is reported by batch assembly, with its row). */
+export const hasNull = (c: Column): boolean => c.valid !== null && c.valid.includes(0);
+
+/**
+ * Lays rows [from, to) of a window's permuted columns out as batch arrays, in a slot of the pack
+ * arena when it lends one (as a decode worker lays out an unshuffled chunk). `columns`: the
+ * window's columns by name (derived and raw); `locate` maps a row of the chunk.
+ */
+export function packSlice(pack: PackShape, columns: ReadonlyMap<string, Column>, from: number, to: number, locate: RowLocator): Pack {
+  const outputs = new Map<string, Column>();
+  for (const [feature, name] of pack.outputs) outputs.set(feature, columns.get(name)!);
+  const label = pack.label === null ? null : columns.get(pack.label)!;
+  const source: PackSource = { outputs, label, locate: (row) => locate(row - from) };
+  const arena = pack.arena;
+  const lent = arena?.lend(1)[0];
+  const p = packRows(pack.layout, [{ chunk: source, from, to }], lent?.[1]);
+  if (arena === undefined) return p;
+  // A pack that outgrew its slot (list features): later slots are made big enough.
+  if (lent !== undefined && !packInSlot(p, lent[1])) arena.grow(packBytes(p));
+  if (lent !== undefined && !p.inSlot) arena.give(lent[0]);
+  // Released by its batch's consumer, a pack turns pooling on (arena.ts), slot or not.
+  let given = lent === undefined || !p.inSlot;
+  const release = (byConsumer: boolean): void => {
+    if (byConsumer) arena.activate();
+    if (given) return;
+    given = true;
+    arena.give(lent![0]);
+  };
+  return { rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, release };
+}
