@@ -69,3 +69,5 @@ export { fit, openInput } from './pipeline/fit.js';
 export { pipeline, Pipeline, type IteratorState, type PipelineInfo, type PipelineMetrics, type PipelineOptions } from './pipeline/pipeline.js';
 export { batchToArrow } from './output/batch-arrow.js';
 export { ParquetFileWriter, writeParquetTable, type ParquetWriteOptions } from './output/parquet-write.js';
+export { readFooter } from './reader/parquet/check.js';
+export { chunkPages } from './reader/parquet/page.js';
