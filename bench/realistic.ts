@@ -13,7 +13,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
@@ -40,7 +40,7 @@ import {
   type Measurement,
 } from './lib.js';
 import { ensurePolars, loadPolars, POLARS_VERSION, polarsQuery } from './polars.js';
-import { arrowRewrite, duckdbCopy, encodingCensus, fmtCensus, WRITER_NOTES, type EncodingCensus, type WriterName } from './writers.js';
+import { ARROW_DICT_PAGE_LIMIT, arrowRewrite, duckdbCopy, encodingCensus, fmtCensus, WRITER_NOTES, type EncodingCensus, type WriterName } from './writers.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -358,7 +358,8 @@ async function runDataset(w: Workload, con: DuckDBConnection, polars: PolarsStat
   const files: Record<WriterName, () => Promise<string>> = {
     'sluice-gen': () => Promise.resolve(gen.path),
     duckdb: () => duckdbCopy(con, gen.path),
-    arrow: () => arrowRewrite(gen.path, w.rowGroupSize),
+    // Tiny quick-mode row groups stay under 32 KiB of dictionary: a smaller limit still mixes pages.
+    arrow: () => arrowRewrite(gen.path, w.rowGroupSize, QUICK ? 2048 : ARROW_DICT_PAGE_LIMIT),
   };
   const out: FileResult[] = [];
   let features = 0;
@@ -446,7 +447,7 @@ if (args.json) {
   for (const d of results) {
     for (const f of d.files)
       process.stdout.write(
-        `  ${d.preset} × ${f.writer}: ${fmtMB(f.bytes)}, ${f.rowGroups} row groups; ${fmtCensus(f.census)}; Polars = DuckDB: ${f.peersAgree}\n`,
+        `  ${d.preset} × ${f.writer}: ${basename(f.path)}, ${fmtMB(f.bytes)}, ${f.rowGroups} row groups; ${fmtCensus(f.census)}; Polars = DuckDB: ${f.peersAgree}\n`,
       );
     printDataset(d);
   }
