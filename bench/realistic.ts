@@ -417,14 +417,6 @@ if ('skipped' in polars) log(polars.skipped);
 const duckdb = await DuckDBInstance.create(':memory:');
 const con = await duckdb.connect();
 const duckVersion = String((await con.runAndReadAll('SELECT version()')).getRows()[0]![0]);
-const results: DatasetResult[] = [];
-try {
-  for (const w of WORKLOADS) results.push(await runDataset(w, con, polars, tmp));
-} finally {
-  con.closeSync();
-  rmSync(tmp, { recursive: true, force: true });
-}
-
 const env = {
   ...machine(),
   duckdb: duckVersion,
@@ -436,20 +428,29 @@ const env = {
   seed: SEED,
   writers: WRITERS.map((w) => `${w}: ${WRITER_NOTES[w]}`).join(' | '),
 };
-if (args.json) {
-  emitJson({ bench: 'realistic', env, datasets: results });
-} else {
+if (!args.json)
   process.stdout.write(
     `\nSluice realistic benchmark\n${Object.entries(env)
       .map(([k, v]) => `  ${k}: ${String(v)}`)
       .join('\n')}\n`,
   );
-  for (const d of results) {
+// Each data set's tables as soon as it is done: a full run takes a while on a busy host.
+const results: DatasetResult[] = [];
+try {
+  for (const w of WORKLOADS) {
+    const d = await runDataset(w, con, polars, tmp);
+    results.push(d);
+    if (args.json) continue;
     for (const f of d.files)
       process.stdout.write(
-        `  ${d.preset} × ${f.writer}: ${basename(f.path)}, ${fmtMB(f.bytes)}, ${f.rowGroups} row groups; ${fmtCensus(f.census)}; Polars = DuckDB: ${f.peersAgree}\n`,
+        `\n  ${d.preset} × ${f.writer}: ${basename(f.path)}, ${fmtMB(f.bytes)}, ${f.rowGroups} row groups; ${fmtCensus(f.census)}; Polars = DuckDB: ${f.peersAgree}`,
       );
+    process.stdout.write('\n');
     printDataset(d);
   }
-  process.stdout.write('\n✓ the target holds in every round; ~ it holds for the medians but not in every round; ✗ it does not hold.\n');
+} finally {
+  con.closeSync();
+  rmSync(tmp, { recursive: true, force: true });
 }
+if (args.json) emitJson({ bench: 'realistic', env, datasets: results });
+else process.stdout.write('\n✓ the target holds in every round; ~ it holds for the medians but not in every round; ✗ it does not hold.\n');
