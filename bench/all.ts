@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- ARGS] [--report FILE.html] [--benches kernels,e2e,rss]`: the benchmarks one
+ * `npm run bench [-- ARGS] [--report FILE.html] [--benches kernels,e2e,rss,realistic]`: the benchmarks one
  * after another, each given ARGS (as before). With `--report`, each runs with `--json`, its tables
  * are not printed, and their results become one self-contained HTML report with plots
  * (packages/core/src/report/report.ts): the machine, the date and the raw numbers are in it.
@@ -26,7 +26,7 @@ function take(name: string): string | undefined {
   return v;
 }
 const report = take('report');
-const benches = (take('benches') ?? 'kernels,e2e,rss').split(',').filter(Boolean);
+const benches = (take('benches') ?? 'kernels,e2e,rss,realistic').split(',').filter(Boolean);
 const dir = fileURLToPath(new URL('.', import.meta.url));
 for (const b of benches) {
   if (!/^[a-z0-9-]+$/.test(b) || !existsSync(`${dir}${b}.ts`)) {

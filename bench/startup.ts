@@ -1,7 +1,9 @@
 /**
  * CLI start-up: wall time of `sluice --help`, `sluice run --help` and `sluice --version`, each a
  * fresh `node packages/core/bin/sluice.js` process, beside a bare `node -e ''` measured in the same
- * rounds (the peer: what any Node command costs on this machine). These answer from static text
+ * rounds (the peer: what any Node command costs on this machine); and of a short `sluice bench`
+ * run, 2 workers over 8,192 RM1 rows in one row group — one batch, so its wall time is the time to
+ * the first batch plus the exit. These answer from static text
  * (cli/usage.ts) through the parser (cli/program.ts, commander: the one library they load), so
  * they should cost bare Node plus a few milliseconds; they must stay under 150 ms. (Building that
  * text must not call toLocaleString: its first call loads ICU's data, ~15 ms here.)
@@ -10,18 +12,23 @@
  * cache at exit) lists the modules it loaded and flags the heavy ones (Parquet, Arrow, RxJS, the
  * HTTP stack, the backends, core's pipeline layers): none are expected.
  *
- *   npm run bench:startup [-- --runs 20 --json]
+ * `--compare DIR` times each command of another build too (DIR/bin/sluice.js, e.g. a copy of
+ * packages/core's bin/, dist/ and package.json made before a change, placed inside this checkout so
+ * that it resolves the same node_modules), in the same rounds.
+ *
+ *   npm run bench:startup [-- --runs 20 --compare DIR --json]
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { importRecorder } from './module-recorder.js';
 import { parseArgs } from 'node:util';
-import { emitJson, fmtRatio, intArg, log, machine, median, printTable } from './lib.js';
+import { getPreset } from '@sluice/core/gen';
+import { cachedDataset, emitJson, fmtRatio, intArg, log, machine, median, printTable } from './lib.js';
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '20' }, json: { type: 'boolean' } } });
+const { values } = parseArgs({ options: { runs: { type: 'string', default: '20' }, compare: { type: 'string' }, json: { type: 'boolean' } } });
 const RUNS = intArg(values.runs, 20, 'runs');
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN = join(ROOT, 'packages', 'core', 'bin', 'sluice.js');
@@ -32,11 +39,22 @@ interface Case {
 }
 
 const PEER: Case = { name: "node -e ''", args: ['-e', ''] };
-const CASES: readonly Case[] = [
-  { name: 'sluice --help', args: [BIN, '--help'] },
-  { name: 'sluice run --help', args: [BIN, 'run', '--help'] },
-  { name: 'sluice --version', args: [BIN, '--version'] },
+const dir = mkdtempSync(join(tmpdir(), 'sluice-startup-'));
+const plan = join(dir, 'rm1-plan.json');
+writeFileSync(plan, JSON.stringify(getPreset('rm1').defaultPlan()));
+const oneBatch = await cachedDataset({ preset: 'rm1', rows: 8192, rowGroupSize: 8192 });
+const casesOf = (bin: string, tag: string): Case[] => [
+  { name: `sluice --help${tag}`, args: [bin, '--help'] },
+  { name: `sluice run --help${tag}`, args: [bin, 'run', '--help'] },
+  { name: `sluice --version${tag}`, args: [bin, '--version'] },
+  { name: `sluice bench, 1 batch${tag}`, args: [bin, 'bench', '--plan', plan, '--input', oneBatch.path, '--workers', '2', '--json', '--quiet'] },
 ];
+const CASES: readonly Case[] = [
+  ...casesOf(BIN, ''),
+  ...(values.compare === undefined ? [] : casesOf(join(resolve(values.compare), 'bin', 'sluice.js'), ` (${values.compare})`)),
+];
+/** What a help or version answer must not load; a bench run loads the pipeline by design. */
+const answersFromText = (c: Case): boolean => !c.name.startsWith('sluice bench');
 
 /** Heavy dependencies a help or version answer must not load, by a pattern of their file URLs. */
 const HEAVY: ReadonlyArray<readonly [string, RegExp]> = [
@@ -84,11 +102,17 @@ wallMs(PEER);
 for (const c of CASES) wallMs(c);
 for (let i = 0; i < RUNS; i++) for (const c of [PEER, ...CASES]) times.get(c.name)!.push(wallMs(c));
 
-const dir = mkdtempSync(join(tmpdir(), 'sluice-startup-'));
 const rows = [PEER, ...CASES].map((c) => {
   const ms = times.get(c.name)!;
   const l = c === PEER ? { modules: 0, heavy: [] } : loaded(c, dir);
-  return { command: c.name, medianMs: median(ms), p90Ms: p90(ms), vsNode: median(ms) / median(times.get(PEER.name)!), modules: l.modules, heavy: l.heavy };
+  return {
+    command: c.name,
+    medianMs: median(ms),
+    p90Ms: p90(ms),
+    vsNode: median(ms) / median(times.get(PEER.name)!),
+    modules: l.modules,
+    heavy: answersFromText(c) ? l.heavy : null,
+  };
 });
 rmSync(dir, { recursive: true, force: true });
 
@@ -104,7 +128,7 @@ if (values.json) {
       r.p90Ms.toFixed(0),
       fmtRatio(r.vsNode),
       r === rows[0] ? '-' : String(r.modules),
-      r === rows[0] ? '-' : r.heavy.join(', ') || 'none',
+      r === rows[0] ? '-' : r.heavy === null ? 'n/a (runs the pipeline)' : r.heavy.join(', ') || 'none',
     ]),
     'lrrrrl',
   );

@@ -72,3 +72,5 @@ export { sumMetrics } from './pipeline/metrics.js';
 export { batchToArrow } from './output/batch-arrow.js';
 export { ParquetFileWriter, writeParquetTable, type ParquetWriteOptions } from './output/parquet-write.js';
 export { chartsFor, parseBenchOutput, renderReport, reportMachine, type BenchDoc, type ChartSpec } from './report/report.js';
+export { readFooter } from './reader/parquet/check.js';
+export { chunkPages } from './reader/parquet/page.js';

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { SluiceError } from '@sluice/ops/errors';
-import { UsageError, type Values } from './args.js';
+import { UsageError, positiveInt, type Values } from './args.js';
 import { CommanderError, ParseError, buildProgram, type Invocation } from './program.js';
 import { COMMAND_HELP, USAGE, commandUsage, isCommand, type CommandName } from './usage.js';
 
@@ -84,6 +84,9 @@ export async function main(argv: string[]): Promise<number> {
   const stray = strayArguments(call);
   if (stray !== null) return usageError(command, stray);
   try {
+    // Decode threads start while this thread loads the command's modules (the pipeline, RxJS,
+    // Arrow): a pipeline has as many decoders as workers when the reader computes every feature.
+    if (command === 'run' || command === 'bench') (await import('../reader/decoder-pool.js')).prestartDecoders(positiveInt(values, 'workers') ?? 1);
     return await COMMANDS[command](values, args);
   } catch (e) {
     if (e instanceof UsageError) return usageError(command, e.message);

@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
-import { tableFromIPC, type Schema } from 'apache-arrow';
+import type { Schema } from 'apache-arrow';
 import { InputError, SluiceError, type Column, type ColumnType } from '@sluice/ops';
 import { isUrl } from '../util/url.js';
 import type { S3Access } from './s3/access.js';
@@ -106,7 +106,7 @@ const WORKER_URL = new URL('../../dist/reader/decode-worker.js', import.meta.url
  * batches then reuse warm ones. Parked workers are unref'd (they never keep the process alive),
  * forget every file they had open (`reset`), and end after `idleMs()` unused.
  */
-const idle: Array<{ worker: Worker; unpark: () => void }> = [];
+const idle: Array<{ worker: Worker; started: () => boolean; unpark: () => void }> = [];
 const IDLE_MS = 10_000;
 let idleSetting: { readonly raw: string | undefined; readonly ms: number } | null = null;
 
@@ -131,7 +131,7 @@ function idleMs(): number {
 }
 const MAX_IDLE = 8;
 
-function park(worker: Worker): void {
+function park(worker: Worker, started: () => boolean = () => true): void {
   if (idle.length >= MAX_IDLE) {
     void worker.terminate();
     return;
@@ -155,6 +155,7 @@ function park(worker: Worker): void {
   worker.once('exit', drop);
   idle.push({
     worker,
+    started,
     unpark: () => {
       clearTimeout(timer);
       worker.off('exit', drop);
@@ -162,11 +163,39 @@ function park(worker: Worker): void {
   });
 }
 
-function takeIdle(): Worker | null {
+function takeIdle(): { worker: Worker; started: boolean } | null {
   const e = idle.pop();
   if (e === undefined) return null;
   e.unpark();
-  return e.worker;
+  return { worker: e.worker, started: e.started() };
+}
+
+/**
+ * Starts decode workers now, up to `n` idle ones, and parks them for the first pools of this
+ * process to take. Why: a pool starts its workers only when it has a task, so a short run started
+ * its first decoder after the main thread had loaded the pipeline's modules, and its second only
+ * once the footers were read; each then spent its first ~150 ms (more on a busy host) loading
+ * modules and compiling parquet-wasm. The CLI calls this before it loads a command that reads
+ * Parquet, so that the threads start while the main thread loads (bench/README.md, "startup.ts").
+ *
+ * @example
+ * prestartDecoders(2); // then pipeline(…): its decoder pool takes these two
+ */
+export function prestartDecoders(n: number): void {
+  for (let i = idle.length; i < Math.min(n, MAX_IDLE); i++) {
+    const worker = new Worker(WORKER_URL, { execArgv: workerExecArgv() });
+    let started = false;
+    const onMessage = (m: DecodeReply): void => {
+      if (m.kind !== 'started') return;
+      started = true;
+      worker.off('message', onMessage);
+    };
+    worker.on('message', onMessage);
+    // One that fails to start while parked just exits (and leaves the idle list); a pool that took
+    // it reports the failure from its own listeners.
+    worker.on('error', () => undefined);
+    park(worker, () => started);
+  }
 }
 
 /**
@@ -240,6 +269,8 @@ export class DecoderPool {
       return known;
     }
     const { meta } = (await this.submit({ kind: 'open', source, ...(await this.s3Of(source)) }, { source })).reply;
+    // Loaded here, not at the top: the CLI imports this module to start decode threads early.
+    const { tableFromIPC } = await import('apache-arrow');
     const out: FileMeta = { source, rowGroups: meta.rowGroups, numRows: meta.numRows, createdBy: meta.createdBy, schema: tableFromIPC(meta.schemaIpc).schema };
     if (key !== null) {
       footerCache.set(key, out);
@@ -423,8 +454,8 @@ export class DecoderPool {
 
   private spawn(): Slot {
     const warm = takeIdle();
-    const worker = warm ?? new Worker(WORKER_URL, { execArgv: workerExecArgv() });
-    const slot: Slot = { worker, busy: new Map(), specs: new Set(), started: warm !== null, detach: () => undefined, failed: false };
+    const worker = warm?.worker ?? new Worker(WORKER_URL, { execArgv: workerExecArgv() });
+    const slot: Slot = { worker, busy: new Map(), specs: new Set(), started: warm?.started ?? false, detach: () => undefined, failed: false };
     const onMessage = (m: DecodeReply): void => {
       if (m.kind === 'started') {
         slot.started = true;

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DecoderPool, idleDecoders } from '../../src/reader/decoder-pool.js';
+import { DecoderPool, idleDecoders, prestartDecoders } from '../../src/reader/decoder-pool.js';
 import { openDataset } from '@sluice/core/internal';
 import { pipeline, type Batch, type PlanSpec } from '@sluice/core';
 import { tempDir, writeSmall } from '../helpers.js';
@@ -35,6 +35,22 @@ describe('decode workers kept warm between pools', () => {
     expect(idleDecoders()).toBe(before + 1); // one of them is working for b now
     await b.close();
     expect(idleDecoders()).toBe(before + 2);
+  });
+
+  it('prestartDecoders parks started workers for the next pools, and tops up only to the number asked', async () => {
+    const f = writeSmall(join(tempDir(), 'p.parquet'), 300, 100);
+    const before = idleDecoders();
+    prestartDecoders(before + 2);
+    expect(idleDecoders()).toBe(before + 2);
+    prestartDecoders(before + 1); // already that many idle: starts none
+    expect(idleDecoders()).toBe(before + 2);
+    const a = new DecoderPool(2);
+    await Promise.all([a.open(f), a.readRowGroup(f, 0, ['id']), a.readRowGroup(f, 1, ['id'])]);
+    expect(idleDecoders()).toBe(before); // both taken, no third started
+    await a.close();
+    expect(idleDecoders()).toBe(before + 2);
+    // A prestarted worker reads like any other: the rows come back in order.
+    expect(await ids(f)).toEqual(Array.from({ length: 300 }, (_, i) => i));
   });
 
   it('SLUICE_DECODER_IDLE_MS sets how long a parked worker waits; a bad value warns and the default applies', async () => {
