@@ -1,32 +1,28 @@
 /**
  * `sluice worker`: one member of a cluster job. It leases splits (cluster/lease.ts), makes their
  * batches with a pipeline run, keeps them until trainers fetch them over the same HTTP protocol as
- * `sluice serve`, and acknowledges a split once every batch of it was delivered. A request for a
- * batch another worker holds is redirected there; one not made yet waits (bounded).
+ * `sluice serve` (cluster/http.ts), and acknowledges a split once every batch of it was delivered.
  */
 import { hostname } from 'node:os';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { SluiceError, loadPlan, type Plan } from '@sluice/ops';
 import type { Redis } from 'ioredis';
 import type { Batch } from '../batch/index.js';
 import { emptyMetrics, sumMetrics, type PipelineMetrics } from '../pipeline/metrics.js';
 import { pipeline, type Pipeline, type PipelineInfo, type PipelineOptions } from '../pipeline/pipeline.js';
 import { fingerprint } from '../pipeline/resume.js';
-import { ARROW_STREAM, MSGPACK, batchFromMsgpack, batchToArrowStream, batchToMsgpack, negotiate } from '../serve/encode.js';
-import { tokenCheck, type TokenCheck } from '../serve/auth.js';
-import { createDashboard, type Dashboard } from '../serve/dashboard.js';
-import { ConnectionGuard, guardServerOptions, type GuardOptions } from '../serve/guard.js';
-import { TargetError, parseTarget } from '../serve/target.js';
+import { batchToMsgpack } from '../serve/encode.js';
+import { createDashboard } from '../serve/dashboard.js';
+import type { GuardOptions } from '../serve/guard.js';
 import { Heartbeat } from './heartbeat.js';
 import type { HeartbeatData } from './heartbeat-thread.js';
-import { describeSplit, loadJob, splitOf, type JobSpec, type Split } from './job.js';
+import { WorkerHttp, type JobFailure } from './http.js';
+import { describeSplit, loadJob, type JobSpec, type Split } from './job.js';
 import { jobKeys, type JobKeys } from './keys.js';
 import { Leases, type Lease } from './lease.js';
 import { workerMetrics, type WorkerMetrics } from './metrics.js';
 import { connectRedis } from './connect.js';
 import { DEAD_LETTER, DELIVER } from './scripts.js';
-import { clusterStatus, type WorkerRecord } from './status.js';
+import type { WorkerRecord } from './status.js';
 
 /**
  * Options of `startWorker`.
@@ -152,16 +148,12 @@ class WorkerNode implements ClusterWorker {
   /** The counters of the runs that ended (the dashboard shows them summed with the current one's). */
   private finishedMetrics: PipelineMetrics = emptyMetrics();
   private batchesMade = 0;
-  private batchesServed = 0;
   private rowsWindow: Array<[number, number]> = [];
   private state: WorkerRecord['state'] = 'active';
   /** The job's first dead split, once there is one (the `failed` key). */
-  private failure: { split: number; message: string } | null = null;
+  private failure: JobFailure | null = null;
   private loop: Promise<void> = Promise.resolve();
-  private readonly server: Server;
-  private readonly guard: ConnectionGuard;
-  private readonly auth: TokenCheck;
-  private dashboard!: Dashboard;
+  private http!: WorkerHttp;
 
   constructor(
     private readonly o: WorkerOptions,
@@ -176,15 +168,12 @@ class WorkerNode implements ClusterWorker {
     readonly id: string,
   ) {
     this.leases = new Leases(redis, blocking, job, id, lim.leaseMs);
-    this.server = createServer(guardServerOptions(o), (req, res) => this.onRequest(req, res));
-    this.guard = new ConnectionGuard(this.server, o);
-    this.auth = tokenCheck(o.token);
   }
 
   async start(): Promise<this> {
     this.metrics = await workerMetrics({ held: () => this.held.size, leases: () => this.leases.taken, reclaims: () => this.leases.reclaims });
     // The live page of `sluice serve` (docs/dashboard.md), with the cluster panel from /v1/cluster.
-    this.dashboard = createDashboard({
+    const dashboard = createDashboard({
       ...(this.o.token === undefined ? {} : { token: this.o.token }),
       title: `sluice worker ${this.id} (job ${this.job.name})`,
       backend: this.info.backend,
@@ -192,23 +181,36 @@ class WorkerNode implements ClusterWorker {
       metrics: () => sumMetrics([this.finishedMetrics, ...(this.run === null ? [] : [this.run.p.metrics()])]),
       counters: () => ({
         'batches made': this.batchesMade,
-        'batches served': this.batchesServed,
+        'batches served': this.http.batchesServed,
         'batches held': this.held.size,
         'splits leased': this.leases.taken,
         'splits reclaimed': this.leases.reclaims,
       }),
       cluster: true,
     });
-    this.server.maxHeadersCount = 64;
-    const host = this.o.host ?? '127.0.0.1';
-    const port = this.o.port ?? 0;
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', (e: NodeJS.ErrnoException) =>
-        reject(new SluiceError(`cannot listen on ${host}:${port}: ${e.code === 'EADDRINUSE' ? 'the port is in use' : e.message}`)),
-      );
-      this.server.listen(port, host, () => resolve());
+    this.http = new WorkerHttp(this.o, {
+      id: this.id,
+      job: this.job,
+      k: this.k,
+      redis: this.redis,
+      plan: this.plan,
+      info: this.info,
+      waitMs: this.lim.waitMs,
+      metrics: this.metrics,
+      dashboard,
+      held: this.held,
+      state: () => this.state,
+      leased: (index) => this.mine.get(index),
+      failure: () => this.failure,
+      setFailure: (f) => {
+        this.failure = f;
+      },
+      wake: () => this.wake(),
+      waitForChange: (ms) => this.waitForChange(ms),
+      delivered: (s, seq) => this.delivered(s, seq),
+      replay: (s) => this.replay(s),
     });
-    const a = this.server.address() as AddressInfo;
+    const a = await this.http.listen(this.o.host ?? '127.0.0.1', this.o.port ?? 0);
     this.url = (this.o.advertise ?? `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`).replace(/\/+$/, '');
     await this.redis.hset(this.k.workers, this.id, this.record());
     this.startHeartbeat();
@@ -425,7 +427,7 @@ class WorkerNode implements ClusterWorker {
       // Whether the job failed, so that batches held here after a dead split are refused too.
       this.redis.get(this.k.failed).then(
         (f) => {
-          if (f !== null) this.failure = JSON.parse(f) as { split: number; message: string };
+          if (f !== null) this.failure = JSON.parse(f) as JobFailure;
         },
         () => undefined,
       );
@@ -448,7 +450,7 @@ class WorkerNode implements ClusterWorker {
       state: this.state,
       lastSeenMs: now,
       batchesMade: this.batchesMade,
-      batchesServed: this.batchesServed,
+      batchesServed: this.http.batchesServed,
       rowsPerSec: Math.round((rows / span) * 1000),
     };
     return JSON.stringify(r);
@@ -478,188 +480,7 @@ class WorkerNode implements ClusterWorker {
     });
   }
 
-  // ---- HTTP ----
-
-  private onRequest(req: IncomingMessage, res: ServerResponse): void {
-    const t0 = performance.now();
-    this.handle(req, res).then(
-      (route) => this.metrics.latency.observe({ route, status: String(res.statusCode) }, (performance.now() - t0) / 1000),
-      (e: unknown) => {
-        if (!res.headersSent) json(res, 500, { error: (e as Error).message });
-        else res.destroy();
-      },
-    );
-  }
-
-  private authorized(req: IncomingMessage): boolean {
-    return this.auth.header(req.headers.authorization);
-  }
-
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<string> {
-    if (await this.dashboard.handle(req, res)) return 'dashboard';
-    const url = req.url ?? '/';
-    if (url.length > 256) {
-      json(res, 414, { error: 'request target longer than 256 bytes' });
-      return 'other';
-    }
-    if (req.method !== 'GET') {
-      res.setHeader('allow', 'GET');
-      json(res, 405, { error: `method ${req.method} not allowed` });
-      return 'other';
-    }
-    const path = url.split('?')[0]!;
-    if (path === '/v1/cluster') {
-      if (!this.authorized(req)) return deny(res);
-      json(res, 200, await clusterStatus(this.redis, this.job));
-      return 'cluster';
-    }
-    let route;
-    try {
-      route = parseTarget(url);
-    } catch (e) {
-      if (!(e instanceof TargetError)) throw e;
-      json(res, 400, { error: e.message });
-      return 'other';
-    }
-    switch (route.kind) {
-      case 'healthz':
-        json(res, 200, { ok: true, worker: this.id, state: this.state });
-        return 'healthz';
-      case 'metrics':
-        if ((this.o.metricsAuth ?? 'token') === 'token' && !this.authorized(req)) return deny(res);
-        res.writeHead(200, { 'content-type': this.metrics.registry.contentType });
-        res.end(await this.metrics.registry.metrics());
-        return 'metrics';
-      case 'unknown':
-        json(res, 404, { error: `no such path ${route.path}` });
-        return 'other';
-      default:
-    }
-    if (!this.authorized(req)) return deny(res);
-    if (route.kind === 'info') {
-      json(res, 200, this.infoBody());
-      return 'info';
-    }
-    if (route.kind === 'unknown-v1') {
-      json(res, 404, { error: `no such path ${route.path}` });
-      return 'other';
-    }
-    const format = negotiate(req.headers.accept);
-    if (format === null) {
-      json(res, 406, { error: `can send ${ARROW_STREAM} or ${MSGPACK}` });
-      return 'batch';
-    }
-    await this.batchRequest(route.seq, format, req, res);
-    return 'batch';
-  }
-
-  private infoBody(): object {
-    const p = this.info.plan;
-    return {
-      job: this.job.name,
-      worker: this.id,
-      batchSize: p.batchSize,
-      rowsPerEpoch: this.info.rowsPerEpoch,
-      epochs: p.epochs,
-      dropLast: p.dropLast,
-      shuffle: p.shuffle,
-      backend: this.info.backend,
-      label: p.label,
-      features: p.features.map((f) => ({ name: f.name, kind: f.kind, ops: f.ops.map((x) => x.op), width: f.width })),
-      dense: { names: this.info.layout.denseNames, dim: this.info.layout.dim },
-      sparse: { keys: this.info.layout.sparseKeys },
-      formats: [ARROW_STREAM, MSGPACK],
-      batches: this.job.batches,
-    };
-  }
-
-  /** Serves batch `seq`: held here, redirected to its holder, made again after delivery, or waited for. */
-  private async batchRequest(seq: number, format: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (seq >= this.job.batches) {
-      json(res, 404, { end: true, batches: this.job.batches });
-      return;
-    }
-    const s = splitOf(this.job, seq);
-    const i = String(s.index);
-    const deadline = performance.now() + this.lim.waitMs;
-    for (;;) {
-      if (this.failsAt(s, seq)) {
-        json(res, 410, { error: this.failure!.message });
-        return;
-      }
-      const body = this.held.get(seq);
-      if (body !== undefined) {
-        if (await this.send(res, seq, body, format)) {
-          this.held.delete(seq);
-          this.wake();
-          await this.delivered(s, seq);
-        }
-        return;
-      }
-      const m = this.mine.get(s.index);
-      if (m === undefined || m.made) {
-        const [state, owner, bit, failed] = (await this.redis
-          .multi()
-          .hget(this.k.state, i)
-          .hget(this.k.owner, i)
-          .getbit(this.k.delivered, seq)
-          .get(this.k.failed)
-          .exec())!.map(([, v]) => v) as [string | null, string | null, number, string | null];
-        if (failed !== null) this.failure = JSON.parse(failed) as { split: number; message: string };
-        if (this.failsAt(s, seq)) continue; // answered at the top
-        if (state === 'done' || bit === 1) {
-          const again = await this.replay(s);
-          if (await this.send(res, seq, again.get(seq)!, format)) {
-            this.metrics.replays.inc();
-            await this.delivered(s, seq);
-          }
-          return;
-        }
-        if (owner !== null && owner !== this.id) {
-          const rec = await this.redis.hget(this.k.workers, owner);
-          const alive = rec !== null && (await this.redis.exists(this.k.alive(owner))) === 1;
-          if (alive) {
-            const to = (JSON.parse(rec) as WorkerRecord).url;
-            this.metrics.redirects.inc();
-            res.setHeader('location', `${to}${req.url}`);
-            res.setHeader('cache-control', 'no-store');
-            json(res, 307, { redirect: `${to}${req.url}`, worker: owner });
-            return;
-          }
-        }
-      }
-      const left = deadline - performance.now();
-      if (left <= 0) {
-        res.setHeader('retry-after', '1');
-        json(res, 503, { error: `batch ${seq} (${describeSplit(s)}) was not made within ${this.lim.waitMs} ms: no worker has it yet` });
-        return;
-      }
-      await this.waitForChange(Math.min(left, m !== undefined && !m.made ? 1000 : 100));
-    }
-  }
-
-  /** Whether batch `seq` of split `s` is at or after the dead split of its epoch: the epoch fails from there on, never skips it. */
-  private failsAt(s: Split, seq: number): boolean {
-    if (this.failure === null) return false;
-    const dead = this.job.splits[this.failure.split]!;
-    return dead.epoch === s.epoch && seq >= dead.firstSeq;
-  }
-
-  /** Sends a body (msgpack as held, or Arrow made from it); true once the whole body was written. */
-  private async send(res: ServerResponse, seq: number, body: Uint8Array, format: string): Promise<boolean> {
-    const out = format === MSGPACK ? body : batchToArrowStream(batchFromMsgpack(body, this.info.layout), this.plan.label);
-    res.writeHead(200, { 'content-type': format, 'content-length': out.byteLength, 'x-sluice-seq': String(seq), 'cache-control': 'no-store' });
-    this.guard.sending(res);
-    await new Promise<void>((resolve) => {
-      res.once('close', resolve);
-      res.end(out);
-    });
-    if (!res.writableFinished) return false;
-    this.batchesServed++;
-    this.metrics.served.inc({ format: format === MSGPACK ? 'msgpack' : 'arrow' });
-    this.metrics.bytes.inc(out.byteLength);
-    return true;
-  }
+  // ---- replays ----
 
   /**
    * Split `s` made again, for a trainer that asks for a batch already delivered (it resumed from
@@ -727,25 +548,10 @@ class WorkerNode implements ClusterWorker {
     } catch {
       /* Redis away: the leases expire instead */
     }
-    await new Promise<void>((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
-    });
+    await this.http.close();
     this.blocking.disconnect();
     this.redis.disconnect();
   }
-}
-
-function json(res: ServerResponse, status: number, obj: unknown): void {
-  const text = JSON.stringify(obj);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-function deny(res: ServerResponse): string {
-  res.setHeader('www-authenticate', 'Bearer');
-  json(res, 401, { error: 'missing or wrong bearer token' });
-  return 'other';
 }
 
 function positive(name: string, v: number | undefined, dflt: number): number {
