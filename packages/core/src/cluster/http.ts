@@ -14,7 +14,7 @@ import { ARROW_STREAM, MSGPACK, batchFromMsgpack, batchToArrowStream, negotiate 
 import { tokenCheck, type TokenCheck } from '../serve/auth.js';
 import type { Dashboard } from '../serve/dashboard.js';
 import { ConnectionGuard, guardServerOptions, type GuardOptions } from '../serve/guard.js';
-import { TargetError, parseTarget } from '../serve/target.js';
+import { acceptGet, deny, json, routeOf } from '../serve/reply.js';
 import { describeSplit, splitOf, type JobSpec, type Split } from './job.js';
 import type { JobKeys } from './keys.js';
 import type { WorkerMetrics } from './metrics.js';
@@ -120,31 +120,21 @@ export class WorkerHttp {
       json(res, 414, { error: 'request target longer than 256 bytes' });
       return 'other';
     }
-    if (req.method !== 'GET') {
-      res.setHeader('allow', 'GET');
-      json(res, 405, { error: `method ${req.method} not allowed` });
-      return 'other';
-    }
+    if (!acceptGet(req, res)) return 'other';
     const path = url.split('?')[0]!;
     if (path === '/v1/cluster') {
-      if (!this.authorized(req)) return deny(res);
+      if (!this.authorized(req)) return refuse(res);
       json(res, 200, await clusterStatus(this.w.redis, this.w.job));
       return 'cluster';
     }
-    let route;
-    try {
-      route = parseTarget(url);
-    } catch (e) {
-      if (!(e instanceof TargetError)) throw e;
-      json(res, 400, { error: e.message });
-      return 'other';
-    }
+    const route = routeOf(url, res);
+    if (route === null) return 'other';
     switch (route.kind) {
       case 'healthz':
         json(res, 200, { ok: true, worker: this.w.id, state: this.w.state() });
         return 'healthz';
       case 'metrics':
-        if ((this.o.metricsAuth ?? 'token') === 'token' && !this.authorized(req)) return deny(res);
+        if ((this.o.metricsAuth ?? 'token') === 'token' && !this.authorized(req)) return refuse(res);
         res.writeHead(200, { 'content-type': this.w.metrics.registry.contentType });
         res.end(await this.w.metrics.registry.metrics());
         return 'metrics';
@@ -153,7 +143,7 @@ export class WorkerHttp {
         return 'other';
       default:
     }
-    if (!this.authorized(req)) return deny(res);
+    if (!this.authorized(req)) return refuse(res);
     if (route.kind === 'info') {
       json(res, 200, this.infoBody());
       return 'info';
@@ -279,14 +269,8 @@ export class WorkerHttp {
   }
 }
 
-function json(res: ServerResponse, status: number, obj: unknown): void {
-  const text = JSON.stringify(obj);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-function deny(res: ServerResponse): string {
-  res.setHeader('www-authenticate', 'Bearer');
-  json(res, 401, { error: 'missing or wrong bearer token' });
+/** Answers 401; the route the latency metric records for it. */
+function refuse(res: ServerResponse): string {
+  deny(res);
   return 'other';
 }
