@@ -10,11 +10,11 @@ import type { AddressInfo } from 'node:net';
 import { SluiceError, type Plan } from '@sluice/ops';
 import type { Redis } from 'ioredis';
 import type { PipelineInfo } from '../pipeline/pipeline.js';
-import { ARROW_STREAM, MSGPACK, batchFromMsgpack, batchToArrowStream, negotiate } from '../serve/encode.js';
+import { ARROW_STREAM, MSGPACK, batchFromMsgpack, batchToArrowStream } from '../serve/encode.js';
 import { tokenCheck, type TokenCheck } from '../serve/auth.js';
 import type { Dashboard } from '../serve/dashboard.js';
 import { ConnectionGuard, guardServerOptions, type GuardOptions } from '../serve/guard.js';
-import { acceptGet, deny, json, routeOf } from '../serve/reply.js';
+import { acceptGet, bodyFormat, deny, json, routeOf } from '../serve/reply.js';
 import { describeSplit, splitOf, type JobSpec, type Split } from './job.js';
 import type { JobKeys } from './keys.js';
 import type { WorkerMetrics } from './metrics.js';
@@ -152,11 +152,8 @@ export class WorkerHttp {
       json(res, 404, { error: `no such path ${route.path}` });
       return 'other';
     }
-    const format = negotiate(req.headers.accept);
-    if (format === null) {
-      json(res, 406, { error: `can send ${ARROW_STREAM} or ${MSGPACK}` });
-      return 'batch';
-    }
+    const format = bodyFormat(req, res);
+    if (format === null) return 'batch';
     await this.batchRequest(route.seq, format, req, res);
     return 'batch';
   }

@@ -1,9 +1,10 @@
 /**
  * The answers the batch server and a cluster worker give in the same words: JSON bodies, the 401
- * for a missing token, the 405 for a method other than GET and the 400 for a target that cannot be
- * read. Shared so a client sees one protocol whichever of the two it talks to.
+ * for a missing token, the 405 for a method other than GET, the 400 for a target that cannot be
+ * read and the 406 for an Accept that neither body format meets. Shared so a client sees one protocol whichever of the two it talks to.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ARROW_STREAM, MSGPACK, negotiate, type BodyFormat } from './encode.js';
 import { TargetError, parseTarget, type Route } from './target.js';
 
 /** Ends `res` with `obj` as JSON and its length. */
@@ -36,4 +37,11 @@ export function routeOf(url: string, res: ServerResponse): Route | null {
     json(res, 400, { error: e.message });
     return null;
   }
+}
+
+/** The body format `req` accepts, or null after answering 406 naming the two on offer. */
+export function bodyFormat(req: IncomingMessage, res: ServerResponse): BodyFormat | null {
+  const format = negotiate(req.headers.accept);
+  if (format === null) json(res, 406, { error: `can send ${ARROW_STREAM} or ${MSGPACK}` });
+  return format;
 }

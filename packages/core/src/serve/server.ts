@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { pipeline as pipeStreams } from 'node:stream/promises';
 import { PlanError, SluiceError, loadPlan, type Plan, type PlanSpec } from '@sluice/ops';
 import { pipeline, type PipelineInfo, type PipelineOptions } from '../pipeline/pipeline.js';
-import { ARROW_STREAM, MSGPACK, negotiate } from './encode.js';
+import { ARROW_STREAM, MSGPACK } from './encode.js';
 import { tokenCheck } from './auth.js';
 import { createDashboard } from './dashboard.js';
 import { registerPipelineMetrics } from '../pipeline/prometheus.js';
@@ -15,7 +15,7 @@ import { ConnectionGuard, guardServerOptions, type GuardOptions } from './guard.
 import { serveMetrics } from './metrics.js';
 import type { Body } from './shelf.js';
 import { BatchStore, type BatchStoreOptions } from './store.js';
-import { acceptGet, deny, json, routeOf } from './reply.js';
+import { acceptGet, bodyFormat, deny, json, routeOf } from './reply.js';
 
 /**
  * Options of `createBatchServer`: the token, who may read `/metrics`, the store's bounds and the
@@ -181,11 +181,8 @@ async function serveStore(plan: Plan, info: PipelineInfo, store: BatchStore, opt
       json(res, 404, { error: `no such path ${route.path}` });
       return 'other';
     }
-    const format = negotiate(req.headers.accept);
-    if (format === null) {
-      json(res, 406, { error: `can send ${ARROW_STREAM} or ${MSGPACK}` });
-      return 'batch';
-    }
+    const format = bodyFormat(req, res);
+    if (format === null) return 'batch';
     metrics.waiting.inc();
     let body: Body | null;
     try {
