@@ -7,13 +7,13 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
-import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
 import { cacheDir, generateDataset } from '@sluice/core/gen';
+import { reportMachine } from '@sluice/core/internal';
 
 // ---------------------------------------------------------------------------------------------
 // Output: progress goes to stderr, results to stdout (a table, or one line of JSON with --json)
@@ -57,18 +57,8 @@ export const fmtRatio = (r: number): string => `${r.toFixed(2)}×`;
 export const fmtMB = (bytes: number): string => `${(bytes / 1e6).toFixed(1)} MB`;
 export const fmtInt = (n: number): string => n.toLocaleString('en-US');
 
-/** What the numbers were measured on (printed with every report). */
-export function machine(): Record<string, unknown> {
-  const c = cpus();
-  return {
-    node: process.version,
-    platform: `${process.platform}-${process.arch}`,
-    cpus: c.length,
-    cpuModel: c[0]?.model ?? 'unknown',
-    memGB: +(totalmem() / 2 ** 30).toFixed(1),
-    loadavg1: +loadavg()[0]!.toFixed(2),
-  };
-}
+/** What the numbers were measured on (printed with every report): the same fields `sluice report` shows. */
+export const machine = reportMachine;
 
 // ---------------------------------------------------------------------------------------------
 // Arguments

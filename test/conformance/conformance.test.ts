@@ -4,27 +4,15 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fit, type Batch, type PlanSpec } from '@sluice/core';
-import { generateDataset, getPreset, presetNames } from '@sluice/core/gen';
+import { getPreset } from '@sluice/core/gen';
 import { type PlanState } from '@sluice/core/internal';
 import { i32, i64, listI64, str, tempDir, vec, writeParquet } from '../../packages/core/test/helpers.js';
+import { SMALL_PRESETS, writePresetFile } from '../../packages/core/test/presets.js';
 import { Float64 } from 'apache-arrow';
 import { BACKENDS } from './backends.js';
 import { collect, expectSameBatches } from '../batches.js';
 
 const dir = tempDir('sluice-conformance-');
-// Small files: enough rows for several row groups and chunks, few enough for CI.
-const ROWS: Record<string, number> = {
-  rm1: 3000,
-  rm2: 300,
-  rm3: 300,
-  rm4: 300,
-  rm5: 300,
-  'piper-d1': 3000,
-  'rap-plan0': 2000,
-  'rap-plan1': 2000,
-  'rap-plan2': 1500,
-  'rap-plan3': 1000,
-};
 const files = new Map<string, string>();
 
 function allOpsFile(): string {
@@ -168,14 +156,13 @@ async function fitState(plan: PlanSpec, input: string): Promise<PlanState> {
   return (await fit(plan, { input })).state;
 }
 
-const presets = presetNames().filter((p) => p in ROWS);
+const presets = SMALL_PRESETS;
 const reference = new Map<string, Batch[]>();
 let allOpsFit: PlanState;
 
 beforeAll(async () => {
   for (const p of presets) {
-    const f = join(dir, `${p}.parquet`);
-    await generateDataset({ preset: p, rows: ROWS[p]!, out: f, seed: 11, rowGroupSize: ROWS[p]! > 1000 ? 700 : 120 });
+    const f = await writePresetFile(dir, p);
     files.set(p, f);
     reference.set(p, await collect(getPreset(p).defaultPlan(), f, 'reference'));
   }

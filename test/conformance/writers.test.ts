@@ -6,41 +6,27 @@
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { pipeline, type Batch, type PlanSpec } from '@sluice/core';
-import { generateDataset, getPreset, presetNames } from '@sluice/core/gen';
+import { getPreset } from '@sluice/core/gen';
 import { str, tempDir, writeParquet } from '../../packages/core/test/helpers.js';
+import { SMALL_PRESETS, presetRowGroupSize, writePresetFile } from '../../packages/core/test/presets.js';
 import { chunkShape, pageEncodings, writeArrowMixed, writeDuckdb } from '../../packages/core/test/writers.js';
 import { expectSameBatches } from '../batches.js';
 
 const dir = tempDir('sluice-writers-');
-// Small files, as in conformance.test.ts: several row groups, few enough rows for CI.
-const ROWS: Record<string, number> = {
-  rm1: 3000,
-  rm2: 300,
-  rm3: 300,
-  rm4: 300,
-  rm5: 300,
-  'piper-d1': 3000,
-  'rap-plan0': 2000,
-  'rap-plan1': 2000,
-  'rap-plan2': 1500,
-  'rap-plan3': 1000,
-};
 const WRITERS = ['sluice', 'duckdb', 'arrow-mixed'] as const;
 type Writer = (typeof WRITERS)[number];
 const SHUFFLES: Array<{ seed: number; bufferRows: number } | null> = [null, { seed: 5, bufferRows: 500 }];
 
-const presets = presetNames().filter((p) => p in ROWS);
+const presets = SMALL_PRESETS;
 const files = new Map<string, string>();
 const key = (preset: string, writer: Writer): string => `${preset}/${writer}`;
 
 beforeAll(async () => {
   for (const p of presets) {
-    const rowGroupSize = ROWS[p]! > 1000 ? 700 : 120;
-    const src = join(dir, `${p}.parquet`);
-    await generateDataset({ preset: p, rows: ROWS[p]!, out: src, seed: 11, rowGroupSize });
+    const src = await writePresetFile(dir, p);
     files.set(key(p, 'sluice'), src);
     files.set(key(p, 'duckdb'), await writeDuckdb(src, join(dir, `${p}-duckdb.parquet`)));
-    files.set(key(p, 'arrow-mixed'), writeArrowMixed(src, join(dir, `${p}-mixed.parquet`), { rowGroupRows: rowGroupSize }));
+    files.set(key(p, 'arrow-mixed'), writeArrowMixed(src, join(dir, `${p}-mixed.parquet`), { rowGroupRows: presetRowGroupSize(p) }));
   }
 }, 300_000);
 

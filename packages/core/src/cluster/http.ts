@@ -10,11 +10,11 @@ import type { AddressInfo } from 'node:net';
 import { SluiceError, type Plan } from '@sluice/ops';
 import type { Redis } from 'ioredis';
 import type { PipelineInfo } from '../pipeline/pipeline.js';
-import { ARROW_STREAM, MSGPACK, batchFromMsgpack, batchToArrowStream, negotiate } from '../serve/encode.js';
+import { ARROW_STREAM, MSGPACK, batchFromMsgpack, batchToArrowStream } from '../serve/encode.js';
 import { tokenCheck, type TokenCheck } from '../serve/auth.js';
 import type { Dashboard } from '../serve/dashboard.js';
 import { ConnectionGuard, guardServerOptions, type GuardOptions } from '../serve/guard.js';
-import { TargetError, parseTarget } from '../serve/target.js';
+import { acceptGet, bodyFormat, deny, json, routeOf } from '../serve/reply.js';
 import { describeSplit, splitOf, type JobSpec, type Split } from './job.js';
 import type { JobKeys } from './keys.js';
 import type { WorkerMetrics } from './metrics.js';
@@ -120,31 +120,21 @@ export class WorkerHttp {
       json(res, 414, { error: 'request target longer than 256 bytes' });
       return 'other';
     }
-    if (req.method !== 'GET') {
-      res.setHeader('allow', 'GET');
-      json(res, 405, { error: `method ${req.method} not allowed` });
-      return 'other';
-    }
+    if (!acceptGet(req, res)) return 'other';
     const path = url.split('?')[0]!;
     if (path === '/v1/cluster') {
-      if (!this.authorized(req)) return deny(res);
+      if (!this.authorized(req)) return refuse(res);
       json(res, 200, await clusterStatus(this.w.redis, this.w.job));
       return 'cluster';
     }
-    let route;
-    try {
-      route = parseTarget(url);
-    } catch (e) {
-      if (!(e instanceof TargetError)) throw e;
-      json(res, 400, { error: e.message });
-      return 'other';
-    }
+    const route = routeOf(url, res);
+    if (route === null) return 'other';
     switch (route.kind) {
       case 'healthz':
         json(res, 200, { ok: true, worker: this.w.id, state: this.w.state() });
         return 'healthz';
       case 'metrics':
-        if ((this.o.metricsAuth ?? 'token') === 'token' && !this.authorized(req)) return deny(res);
+        if ((this.o.metricsAuth ?? 'token') === 'token' && !this.authorized(req)) return refuse(res);
         res.writeHead(200, { 'content-type': this.w.metrics.registry.contentType });
         res.end(await this.w.metrics.registry.metrics());
         return 'metrics';
@@ -153,7 +143,7 @@ export class WorkerHttp {
         return 'other';
       default:
     }
-    if (!this.authorized(req)) return deny(res);
+    if (!this.authorized(req)) return refuse(res);
     if (route.kind === 'info') {
       json(res, 200, this.infoBody());
       return 'info';
@@ -162,11 +152,8 @@ export class WorkerHttp {
       json(res, 404, { error: `no such path ${route.path}` });
       return 'other';
     }
-    const format = negotiate(req.headers.accept);
-    if (format === null) {
-      json(res, 406, { error: `can send ${ARROW_STREAM} or ${MSGPACK}` });
-      return 'batch';
-    }
+    const format = bodyFormat(req, res);
+    if (format === null) return 'batch';
     await this.batchRequest(route.seq, format, req, res);
     return 'batch';
   }
@@ -279,14 +266,8 @@ export class WorkerHttp {
   }
 }
 
-function json(res: ServerResponse, status: number, obj: unknown): void {
-  const text = JSON.stringify(obj);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-function deny(res: ServerResponse): string {
-  res.setHeader('www-authenticate', 'Bearer');
-  json(res, 401, { error: 'missing or wrong bearer token' });
+/** Answers 401; the route the latency metric records for it. */
+function refuse(res: ServerResponse): string {
+  deny(res);
   return 'other';
 }

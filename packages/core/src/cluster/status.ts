@@ -40,15 +40,12 @@ export interface ClusterStatus {
   readonly slowestSplit: { id: string; seconds: number } | null;
 }
 
-/** What a worker stores of itself with each heartbeat (cluster/worker.ts). */
-export interface WorkerRecord {
-  readonly id: string;
-  readonly url: string;
-  readonly state: 'active' | 'draining' | 'dead';
+/**
+ * What a worker stores of itself with each heartbeat (cluster/worker.ts): the status's fields,
+ * except that `lastSeenMs` is when (ms since the Unix epoch), which the status turns into an age.
+ */
+export interface WorkerRecord extends Omit<WorkerStatus, 'lastSeenMs'> {
   readonly lastSeenMs: number;
-  readonly batchesMade: number;
-  readonly batchesServed: number;
-  readonly rowsPerSec: number;
 }
 
 /**

@@ -9,7 +9,7 @@ import type { Redis } from 'ioredis';
 import type { Batch } from '../batch/index.js';
 import { emptyMetrics, sumMetrics, type PipelineMetrics } from '../pipeline/metrics.js';
 import { pipeline, type Pipeline, type PipelineInfo, type PipelineOptions } from '../pipeline/pipeline.js';
-import { fingerprint } from '../pipeline/resume.js';
+import { fingerprint, type IteratorState } from '../pipeline/resume.js';
 import { batchToMsgpack } from '../serve/encode.js';
 import { createDashboard } from '../serve/dashboard.js';
 import type { GuardOptions } from '../serve/guard.js';
@@ -311,21 +311,25 @@ class WorkerNode implements ClusterWorker {
     if (![...this.held.keys()].some((q) => q >= s.firstSeq && q < s.firstSeq + s.batches)) await this.delivered(s, s.firstSeq);
   }
 
+  /** The resume point at split `s`'s start: a run from it yields exactly the split's batches first. */
+  private resumeAt(s: Split): IteratorState {
+    return {
+      version: 1,
+      epoch: s.epoch,
+      window: s.window,
+      offset: s.offset,
+      seq: s.firstSeq,
+      seed: this.plan.shuffle?.seed ?? null,
+      fingerprint: this.job.fingerprint,
+    };
+  }
+
   /** The batches of split `s`, from the run in progress when it is at the split's start, else a new run. */
   private async *batchesOf(s: Split): AsyncGenerator<Batch> {
     const r = this.run;
     if (r === null || r.seq !== s.firstSeq || r.next.epoch !== s.epoch || r.next.window !== s.window || r.next.offset !== s.offset) {
       this.closeRun();
-      const resume = {
-        version: 1 as const,
-        epoch: s.epoch,
-        window: s.window,
-        offset: s.offset,
-        seq: s.firstSeq,
-        seed: this.plan.shuffle?.seed ?? null,
-        fingerprint: this.job.fingerprint,
-      };
-      const p = pipeline(this.plan, { ...this.runOptions, resume });
+      const p = pipeline(this.plan, { ...this.runOptions, resume: this.resumeAt(s) });
       this.run = { p, it: p[Symbol.asyncIterator](), next: { epoch: s.epoch, window: s.window, offset: s.offset }, seq: s.firstSeq };
     }
     const run = this.run!;
@@ -491,17 +495,8 @@ class WorkerNode implements ClusterWorker {
     let p = this.replays.get(s.index);
     if (p !== undefined) return p;
     p = (async () => {
-      const resume = {
-        version: 1 as const,
-        epoch: s.epoch,
-        window: s.window,
-        offset: s.offset,
-        seq: s.firstSeq,
-        seed: this.plan.shuffle?.seed ?? null,
-        fingerprint: this.job.fingerprint,
-      };
       const out = new Map<number, Uint8Array>();
-      for await (const b of pipeline(this.plan, { ...this.runOptions, resume })) {
+      for await (const b of pipeline(this.plan, { ...this.runOptions, resume: this.resumeAt(s) })) {
         out.set(b.seq, batchToMsgpack(b));
         b.release?.();
         this.metrics.made.inc();

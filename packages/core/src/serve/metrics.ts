@@ -3,6 +3,8 @@
  * the batch store and the connection guard when scraped.
  */
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+type Prom = typeof import('prom-client');
 import type { BatchStore } from './store.js';
 import type { ConnectionGuard } from './guard.js';
 
@@ -27,16 +29,7 @@ export async function serveMetrics(store: BatchStore, guard: ConnectionGuard): P
   // prom-client is loaded only by a process that serves, so no other process pays for its heap.
   const prom = await import('prom-client');
   const registry = new prom.Registry();
-  const reading = (name: string, help: string, read: () => number): void => {
-    new prom.Gauge({
-      name,
-      help,
-      registers: [registry],
-      collect() {
-        this.set(read());
-      },
-    });
-  };
+  const reading = gaugeReader(prom, registry);
   reading('sluice_cached_batches', 'Batch bodies held (on disk with the spill, else in memory), both formats', () => store.cached);
   reading('sluice_cached_bytes', 'Bytes of batch bodies held', () => store.cachedBytes);
   reading('sluice_cache_evictions_total', 'Batch bodies dropped to stay within the cache or spill size', () => store.evicted);
@@ -51,15 +44,45 @@ export async function serveMetrics(store: BatchStore, guard: ConnectionGuard): P
   reading('sluice_send_timeouts_total', 'Responses cut off because the client did not read them within the send timeout', () => guard.sendTimeouts);
   return {
     registry,
+    ...requestMetrics(prom, registry, 5),
+    waiting: new prom.Gauge({ name: 'sluice_queue_depth', help: 'Batch requests waiting for their batch to be made', registers: [registry] }),
+  };
+}
+
+/** Registers a gauge on `registry` whose value is `read()` at each scrape. */
+export function gaugeReader(prom: Prom, registry: Registry): (name: string, help: string, read: () => number) => void {
+  return (name, help, read) => {
+    new prom.Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  };
+}
+
+/**
+ * The request metrics the batch server and a cluster worker both keep, under the same names, so
+ * one dashboard reads either; latency buckets run up to `maxSeconds`.
+ */
+export function requestMetrics(
+  prom: Prom,
+  registry: Registry,
+  maxSeconds: number,
+): { served: Counter<'format'>; bytes: Counter; latency: Histogram<'route' | 'status'> } {
+  return {
     served: new prom.Counter({ name: 'sluice_batches_served_total', help: 'Batch responses sent', labelNames: ['format'], registers: [registry] }),
     bytes: new prom.Counter({ name: 'sluice_bytes_served_total', help: 'Batch body bytes sent', registers: [registry] }),
     latency: new prom.Histogram({
       name: 'sluice_request_duration_seconds',
       help: 'Time from request to response body handed to the socket',
       labelNames: ['route', 'status'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      buckets: LATENCY_BUCKETS.filter((b) => b <= maxSeconds),
       registers: [registry],
     }),
-    waiting: new prom.Gauge({ name: 'sluice_queue_depth', help: 'Batch requests waiting for their batch to be made', registers: [registry] }),
   };
 }
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { pipeline as pipeStreams } from 'node:stream/promises';
 import { PlanError, SluiceError, loadPlan, type Plan, type PlanSpec } from '@sluice/ops';
 import { pipeline, type PipelineInfo, type PipelineOptions } from '../pipeline/pipeline.js';
-import { ARROW_STREAM, MSGPACK, negotiate } from './encode.js';
+import { ARROW_STREAM, MSGPACK } from './encode.js';
 import { tokenCheck } from './auth.js';
 import { createDashboard } from './dashboard.js';
 import { registerPipelineMetrics } from '../pipeline/prometheus.js';
@@ -15,7 +15,7 @@ import { ConnectionGuard, guardServerOptions, type GuardOptions } from './guard.
 import { serveMetrics } from './metrics.js';
 import type { Body } from './shelf.js';
 import { BatchStore, type BatchStoreOptions } from './store.js';
-import { TargetError, parseTarget } from './target.js';
+import { acceptGet, bodyFormat, deny, json, routeOf } from './reply.js';
 
 /**
  * Options of `createBatchServer`: the token, who may read `/metrics`, the store's bounds and the
@@ -125,11 +125,6 @@ async function serveStore(plan: Plan, info: PipelineInfo, store: BatchStore, opt
 
   const auth = tokenCheck(options.token);
   const authorized = (req: IncomingMessage): boolean => auth.header(req.headers.authorization);
-  const deny = (res: ServerResponse): void => {
-    res.setHeader('www-authenticate', 'Bearer');
-    json(res, 401, { error: 'missing or wrong bearer token' });
-  };
-
   const infoBody = {
     batchSize: plan.batchSize,
     rowsPerEpoch: info.rowsPerEpoch,
@@ -152,19 +147,9 @@ async function serveStore(plan: Plan, info: PipelineInfo, store: BatchStore, opt
       return 'other';
     }
     if (await dashboard.handle(req, res)) return 'dashboard';
-    if (req.method !== 'GET') {
-      res.setHeader('allow', 'GET');
-      json(res, 405, { error: `method ${req.method} not allowed` });
-      return 'other';
-    }
-    let route;
-    try {
-      route = parseTarget(url);
-    } catch (e) {
-      if (!(e instanceof TargetError)) throw e;
-      json(res, 400, { error: e.message });
-      return 'other';
-    }
+    if (!acceptGet(req, res)) return 'other';
+    const route = routeOf(url, res);
+    if (route === null) return 'other';
     switch (route.kind) {
       case 'healthz':
         json(res, 200, { ok: true });
@@ -196,11 +181,8 @@ async function serveStore(plan: Plan, info: PipelineInfo, store: BatchStore, opt
       json(res, 404, { error: `no such path ${route.path}` });
       return 'other';
     }
-    const format = negotiate(req.headers.accept);
-    if (format === null) {
-      json(res, 406, { error: `can send ${ARROW_STREAM} or ${MSGPACK}` });
-      return 'batch';
-    }
+    const format = bodyFormat(req, res);
+    if (format === null) return 'batch';
     metrics.waiting.inc();
     let body: Body | null;
     try {
@@ -261,10 +243,4 @@ async function serveStore(plan: Plan, info: PipelineInfo, store: BatchStore, opt
       await store.close();
     },
   };
-}
-
-function json(res: ServerResponse, status: number, obj: unknown): void {
-  const text = JSON.stringify(obj);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
 }

@@ -2,46 +2,28 @@
  * Every batch of every epoch reaches the trainers exactly once, in order, with 1, 2 and 3 worker
  * processes, and the sequence is the one `pipeline({ windowBatches: true })` yields on one machine.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
-import { tempDir } from '../helpers.js';
-import { checkExactlyOnce, dataset, oracle, plan, startWorker, submit, train, type WorkerProc } from './cluster.js';
-import { RedisServer, redisMissing } from './redis.js';
+import { describe, expect, it } from 'vitest';
+import { checkExactlyOnce, plan, startWorker, submit, train } from './cluster.js';
+import { redisMissing } from './redis.js';
+import { clusterSuite } from './suite.js';
 
 const missing = redisMissing();
 
 describe.skipIf(missing !== null)(`cluster: exactly once${missing ? ` (skipped: ${missing})` : ''}`, () => {
-  let server: RedisServer;
-  let redis: Redis;
-  let input: string;
-  let expected: string[];
-  const workers: WorkerProc[] = [];
-
-  beforeAll(async () => {
-    server = await RedisServer.start();
-    redis = server.client();
-    input = await dataset(tempDir());
-    expected = await oracle(plan(), input);
-  }, 120_000);
-
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.kill('SIGKILL')));
-    redis?.disconnect();
-    await server?.stop();
-  });
+  const env = clusterSuite();
 
   for (const n of [1, 2, 3]) {
     it(`${n} worker${n > 1 ? 's' : ''}: two trainers (seq mod 2) get every batch once, identical to pipeline()`, async () => {
-      const job = await submit(redis, `once-${n}`, plan(), input);
-      expect(job.batches).toBe(expected.length);
+      const job = await submit(env.redis, `once-${n}`, plan(), env.input);
+      expect(job.batches).toBe(env.expected.length);
       // Each holds few batches and leases one split at a time: no worker can take the whole job
       // before the last has started, so every one of them makes some.
-      const ws = await Promise.all(Array.from({ length: n }, () => startWorker(server.url, job.name, ['--max-held', '4', '--lease-splits', '1'])));
-      workers.push(...ws);
+      const ws = await Promise.all(Array.from({ length: n }, () => startWorker(env.server.url, job.name, ['--max-held', '4', '--lease-splits', '1'])));
+      env.track(...ws);
       // Trainer r asks worker r mod n: with several workers most batches come by redirect.
       const [a, b] = await Promise.all([train(ws[0]!.url, 0, 2), train(ws[1 % n]!.url, 1, 2)]);
       for (const t of [a, b]) expect(t.map(([s]) => s)).toEqual([...t.map(([s]) => s)].sort((x, y) => x - y));
-      checkExactlyOnce(expected, a, b);
+      checkExactlyOnce(env.expected, a, b);
       // Every split acknowledged once all its batches were delivered.
       const status = await (await fetch(`${ws[0]!.url}/v1/cluster`)).json();
       expect(status.splits).toEqual({ total: job.splits.length, done: job.splits.length, leased: 0, pending: 0, dead: 0 });

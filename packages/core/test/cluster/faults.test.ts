@@ -3,43 +3,21 @@
  * and while delivering), stopped with SIGTERM, and added mid-epoch: the trainers still get every
  * batch exactly once, identical to pipeline()'s sequence.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { tempDir } from '../helpers.js';
 import { jobKeys } from '../../src/cluster/keys.js';
-import { checkExactlyOnce, dataset, gauge, oracle, plan, startWorker, submit, train, until, type WorkerProc } from './cluster.js';
-import { RedisServer, redisMissing } from './redis.js';
+import { checkExactlyOnce, gauge, plan, submit, train, until, type WorkerProc } from './cluster.js';
+import { redisMissing } from './redis.js';
+import { clusterSuite } from './suite.js';
 
 const missing = redisMissing();
 
 describe.skipIf(missing !== null)(`cluster: faults${missing ? ` (skipped: ${missing})` : ''}`, () => {
-  let server: RedisServer;
-  let redis: Redis;
-  let input: string;
-  let expected: string[];
-  const workers: WorkerProc[] = [];
-  const worker = async (job: string, extra: string[] = []): Promise<WorkerProc> => {
-    const w = await startWorker(server.url, job, extra);
-    workers.push(w);
-    return w;
-  };
-
-  beforeAll(async () => {
-    server = await RedisServer.start();
-    redis = server.client();
-    input = await dataset(tempDir());
-    expected = await oracle(plan(), input);
-  }, 120_000);
-
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.kill('SIGKILL')));
-    redis?.disconnect();
-    await server?.stop();
-  });
+  const env = clusterSuite();
 
   it('backpressure: a worker nobody reads from stops leasing once it holds --max-held batches', async () => {
-    const job = await submit(redis, 'backpressure', plan(), input);
-    const a = await worker(job.name, ['--max-held', '4', '--lease-splits', '1']);
+    const job = await submit(env.redis, 'backpressure', plan(), env.input);
+    const a = await env.worker(job.name, ['--max-held', '4', '--lease-splits', '1']);
     await until('worker A to fill up', async () => (await gauge(a.url, 'sluice_cluster_held_batches')) >= 4);
     await new Promise((r) => setTimeout(r, 2_000));
     // Full: at most max-held plus the rest of the split it was making (2-batch splits), and no more leases.
@@ -55,14 +33,14 @@ describe.skipIf(missing !== null)(`cluster: faults${missing ? ` (skipped: ${miss
   }, 60_000);
 
   it('SIGKILL after making splits but before delivering them: recomputed elsewhere, nothing lost or twice', async () => {
-    const job = await submit(redis, 'kill-undelivered', plan(), input);
-    const a = await worker(job.name, ['--max-held', '6']);
+    const job = await submit(env.redis, 'kill-undelivered', plan(), env.input);
+    const a = await env.worker(job.name, ['--max-held', '6']);
     // A makes splits and holds their batches: nobody has asked for them yet.
     await until('worker A to hold made batches', async () => (await gauge(a.url, 'sluice_cluster_held_batches')) >= 4);
-    const b = await worker(job.name);
+    const b = await env.worker(job.name);
     await a.kill('SIGKILL');
     const [t0, t1] = await Promise.all([train(b.url, 0, 2), train(b.url, 1, 2)]);
-    checkExactlyOnce(expected, t0, t1);
+    checkExactlyOnce(env.expected, t0, t1);
     const status = await (await fetch(`${b.url}/v1/cluster`)).json();
     expect(status.reclaims).toBeGreaterThan(0);
     expect(status.splits.done).toBe(job.splits.length);
@@ -71,28 +49,28 @@ describe.skipIf(missing !== null)(`cluster: faults${missing ? ` (skipped: ${miss
   }, 120_000);
 
   it('SIGKILL of two of three workers while trainers read (different epochs): the third finishes the job', async () => {
-    const job = await submit(redis, 'kill-delivering', plan(), input);
-    const [a, b, c] = [await worker(job.name), await worker(job.name), await worker(job.name)];
+    const job = await submit(env.redis, 'kill-delivering', plan(), env.input);
+    const [a, b, c] = [await env.worker(job.name), await env.worker(job.name), await env.worker(job.name)];
     const kills: Record<number, WorkerProc> = { 8: a, 30: b };
     const onBatch = async (seq: number): Promise<void> => {
       const w = kills[seq];
       if (w !== undefined) await w.kill('SIGKILL');
     };
     const [t0, t1] = await Promise.all([train(c.url, 0, 2, { onBatch }), train(c.url, 1, 2, { onBatch })]);
-    checkExactlyOnce(expected, t0, t1);
+    checkExactlyOnce(env.expected, t0, t1);
     expect(a.proc.signalCode).toBe('SIGKILL');
     expect(b.proc.signalCode).toBe('SIGKILL');
     await c.kill('SIGTERM');
   }, 120_000);
 
   it('SIGTERM hands the leases back within a second; a worker added mid-epoch takes splits at once', async () => {
-    const job = await submit(redis, 'term-join', plan(), input);
+    const job = await submit(env.redis, 'term-join', plan(), env.input);
     const k = jobKeys(job.name);
-    const a = await worker(job.name, ['--max-held', '4']);
-    await until('worker A to lease', async () => (await pendingOf(redis, k.splits, a.id)) > 0);
+    const a = await env.worker(job.name, ['--max-held', '4']);
+    await until('worker A to lease', async () => (await pendingOf(env.redis, k.splits, a.id)) > 0);
     const t0 = performance.now();
     const exited = a.kill('SIGTERM');
-    await until('A to hand its leases back', async () => (await pendingOf(redis, k.splits, a.id)) === 0, 5_000);
+    await until('A to hand its leases back', async () => (await pendingOf(env.redis, k.splits, a.id)) === 0, 5_000);
     const released = performance.now() - t0;
     await exited;
     console.log(`leases handed back ${released.toFixed(0)} ms after SIGTERM`);
@@ -100,13 +78,13 @@ describe.skipIf(missing !== null)(`cluster: faults${missing ? ` (skipped: ${miss
     expect(a.proc.exitCode).toBe(0);
     // B starts after: the released splits are taken without waiting for the lease time. B may
     // hold few batches, so that splits are left for C, which joins mid-epoch.
-    const b = await worker(job.name, ['--max-held', '4']);
+    const b = await env.worker(job.name, ['--max-held', '4']);
     let c: WorkerProc | null = null;
     const onBatch = async (seq: number): Promise<void> => {
-      if (seq === 10) c = await worker(job.name);
+      if (seq === 10) c = await env.worker(job.name);
     };
     const [r0, r1] = await Promise.all([train(b.url, 0, 2, { onBatch }), train(b.url, 1, 2)]);
-    checkExactlyOnce(expected, r0, r1);
+    checkExactlyOnce(env.expected, r0, r1);
     // Its counters reach Redis with its next heartbeat.
     const made = async (): Promise<number> => {
       const status = await (await fetch(`${b.url}/v1/cluster`)).json();

@@ -7,11 +7,11 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
-import { runSluice, tempDir } from '../helpers.js';
-import { checkExactlyOnce, dataset, oracle, plan, startWorker, type WorkerProc } from './cluster.js';
-import { RedisServer, redisMissing } from './redis.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { runSluice } from '../helpers.js';
+import { checkExactlyOnce, oracle, plan, startWorker } from './cluster.js';
+import { redisMissing } from './redis.js';
+import { clusterSuite } from './suite.js';
 import { createClient } from '@sluice/client';
 
 const missing = redisMissing();
@@ -22,35 +22,21 @@ const pythonMissing =
   spawnSync('/usr/bin/python3', ['-c', 'import numpy, msgpack'], { encoding: 'utf8' }).status === 0 ? null : '/usr/bin/python3 lacks numpy or msgpack';
 
 describe.skipIf(missing !== null)(`cluster: operations${missing ? ` (skipped: ${missing})` : ''}`, () => {
-  let server: RedisServer;
-  let redis: Redis;
-  let dir: string;
-  let input: string;
   let planPath: string;
   let url: string;
-  const workers: WorkerProc[] = [];
+  const env = clusterSuite({ oracle: false });
 
   beforeAll(async () => {
-    server = await RedisServer.start();
-    redis = server.client();
     // From here on the server asks for a password: every URL below carries it.
-    await redis.config('SET', 'requirepass', PASSWORD);
-    await redis.auth(PASSWORD);
-    url = `redis://:${PASSWORD}@127.0.0.1:${server.port}`;
-    dir = tempDir();
-    input = await dataset(dir);
-    planPath = join(dir, 'plan.json');
+    await env.redis.config('SET', 'requirepass', PASSWORD);
+    await env.redis.auth(PASSWORD);
+    url = `redis://:${PASSWORD}@127.0.0.1:${env.server.port}`;
+    planPath = join(env.dir, 'plan.json');
     writeFileSync(planPath, JSON.stringify(plan()));
-  }, 120_000);
-
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.kill('SIGKILL')));
-    redis?.disconnect();
-    await server?.stop();
   });
 
   it('job submit is idempotent, refuses another job under a used name, and a wrong password is one line', async () => {
-    const args = ['job', 'submit', 'ops', '--redis', url, '--plan', planPath, '--input', input, '--split-batches', '4'];
+    const args = ['job', 'submit', 'ops', '--redis', url, '--plan', planPath, '--input', env.input, '--split-batches', '4'];
     const first = await runSluice(args);
     expect(first.status).toBe(0);
     expect(first.stderr).toMatch(/^submitted: job ops: 48 batches in 12 splits over 1 file\n$/);
@@ -60,7 +46,7 @@ describe.skipIf(missing !== null)(`cluster: operations${missing ? ` (skipped: ${
     const other = await runSluice([...args.slice(0, -1), '2']);
     expect(other.status).toBe(1);
     expect(other.stderr).toBe('sluice job: job ops exists with another plan, input or split size: choose another name (or delete its keys sluice:{ops}:*)\n');
-    const wrong = await runSluice(['job', 'status', 'ops', '--redis', `redis://:nope@127.0.0.1:${server.port}`]);
+    const wrong = await runSluice(['job', 'status', 'ops', '--redis', `redis://:nope@127.0.0.1:${env.server.port}`]);
     expect(wrong.status).toBe(1);
     expect(wrong.stderr.split('\n')).toHaveLength(2);
     expect(wrong.stderr).toMatch(/^sluice job: .*(WRONGPASS|invalid password|NOAUTH)/);
@@ -71,7 +57,7 @@ describe.skipIf(missing !== null)(`cluster: operations${missing ? ` (skipped: ${
     // Each holds few batches, so that both make splits and a trainer of one is redirected to the other.
     const a = await startWorker(url, 'ops', ['--token', TOKEN, '--max-held', '8']);
     const b = await startWorker(url, 'ops', ['--token', TOKEN, '--max-held', '8']);
-    workers.push(a, b);
+    env.track(a, b);
     for (const path of ['/v1/batches/0', '/v1/info', '/v1/cluster', '/metrics']) expect((await fetch(`${a.url}${path}`)).status, path).toBe(401);
     expect((await fetch(`${a.url}/healthz`)).status).toBe(200);
     const auth = { authorization: `Bearer ${TOKEN}` };
@@ -86,7 +72,7 @@ describe.skipIf(missing !== null)(`cluster: operations${missing ? ` (skipped: ${
       x.release?.();
     }
     await c.close();
-    checkExactlyOnce(await oracle(plan(), input), got);
+    checkExactlyOnce(await oracle(plan(), env.input), got);
     const metrics = await (await fetch(`${a.url}/metrics`, { headers: auth })).text();
     for (const name of [
       'sluice_cluster_leases_total',

@@ -5,47 +5,22 @@
  */
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
 import { createClient } from '@sluice/client';
 import type { PlanSpec } from '@sluice/ops';
-import { tempDir } from '../helpers.js';
 import { jobKeys } from '../../src/cluster/keys.js';
-import { checkExactlyOnce, dataset, oracle, plan, startWorker, submit, train, type WorkerProc } from './cluster.js';
-import { RedisServer, redisMissing } from './redis.js';
+import { checkExactlyOnce, plan, submit, train } from './cluster.js';
+import { redisMissing } from './redis.js';
+import { clusterSuite } from './suite.js';
 
 const missing = redisMissing();
 
 describe.skipIf(missing !== null)(`cluster: recovery${missing ? ` (skipped: ${missing})` : ''}`, () => {
-  let server: RedisServer;
-  let redis: Redis;
-  let dir: string;
-  let input: string;
-  let expected: string[];
-  const workers: WorkerProc[] = [];
-  const worker = async (job: string, extra: string[] = []): Promise<WorkerProc> => {
-    const w = await startWorker(server.url, job, extra);
-    workers.push(w);
-    return w;
-  };
-
-  beforeAll(async () => {
-    server = await RedisServer.start();
-    redis = server.client();
-    dir = tempDir();
-    input = await dataset(dir);
-    expected = await oracle(plan(), input);
-  }, 120_000);
-
-  afterAll(async () => {
-    await Promise.all(workers.map((w) => w.kill('SIGKILL')));
-    redis?.disconnect();
-    await server?.stop();
-  });
+  const env = clusterSuite();
 
   it('a trainer restarted from its checkpoint {job, epoch, next seq} continues with exactly the remaining batches', async () => {
-    const job = await submit(redis, 'resume', plan(), input);
-    const [a, b] = [await worker(job.name), await worker(job.name)];
+    const job = await submit(env.redis, 'resume', plan(), env.input);
+    const [a, b] = [await env.worker(job.name), await env.worker(job.name)];
     // The trainer checkpoints after batch 10, reads on to 15, and dies (its process would be gone).
     let checkpoint: { job: string; epoch: number; next: number } | null = null;
     const first = await train(a.url, 0, 1, {
@@ -59,30 +34,30 @@ describe.skipIf(missing !== null)(`cluster: recovery${missing ? ` (skipped: ${mi
     expect(cp).toEqual({ job: job.name, epoch: 0, next: 11 });
     // Restarted from the checkpoint, against the other worker: 11, 12, … to the end, once each.
     const rest = await train(b.url, 0, 1, { from: cp.next });
-    expect(rest.map(([s]) => s)).toEqual(expected.map((_, i) => i).slice(cp.next));
-    checkExactlyOnce(expected, first.slice(0, cp.next), rest);
+    expect(rest.map(([s]) => s)).toEqual(env.expected.map((_, i) => i).slice(cp.next));
+    checkExactlyOnce(env.expected, first.slice(0, cp.next), rest);
     await Promise.all([a.kill('SIGTERM'), b.kill('SIGTERM')]);
   }, 120_000);
 
   it('Redis killed and restarted (AOF on) mid-epoch: the job completes with the identical sequence', async () => {
-    const job = await submit(redis, 'restart', plan(), input);
-    const [a, b] = [await worker(job.name), await worker(job.name)];
+    const job = await submit(env.redis, 'restart', plan(), env.input);
+    const [a, b] = [await env.worker(job.name), await env.worker(job.name)];
     let restarted: Promise<void> | null = null;
     const onBatch = async (seq: number): Promise<void> => {
       if (seq !== 10) return;
       restarted = (async () => {
-        await server.kill();
+        await env.server.kill();
         await new Promise((r) => setTimeout(r, 700));
-        await server.up();
+        await env.server.up();
       })();
       await restarted;
     };
     const [t0, t1] = await Promise.all([train(a.url, 0, 2, { onBatch }), train(b.url, 1, 2)]);
     expect(restarted).not.toBeNull();
-    checkExactlyOnce(expected, t0, t1);
+    checkExactlyOnce(env.expected, t0, t1);
     // The progress survived the restart: every split is done, none is dead.
     const k = jobKeys(job.name);
-    const counters = await redis.hgetall(k.counters);
+    const counters = await env.redis.hgetall(k.counters);
     expect(Number(counters.done)).toBe(job.splits.length);
     expect(counters.dead).toBeUndefined();
     await Promise.all([a.kill('SIGTERM'), b.kill('SIGTERM')]);
@@ -90,14 +65,14 @@ describe.skipIf(missing !== null)(`cluster: recovery${missing ? ` (skipped: ${mi
 
   it('a split that fails every time goes to the dead-letter stream, and the trainer gets an error naming it', async () => {
     // Unshuffled: one split per row group's batches; the middle of the file (row groups 2-3) is scribbled over.
-    const bad = join(dir, 'corrupt.parquet');
-    copyFileSync(input, bad);
+    const bad = join(env.dir, 'corrupt.parquet');
+    copyFileSync(env.input, bad);
     const bytes = readFileSync(bad);
     bytes.fill(0xab, Math.floor(bytes.length * 0.45), Math.floor(bytes.length * 0.5));
     writeFileSync(bad, bytes);
     const spec: PlanSpec = { ...plan(), shuffle: false, epochs: 1 };
-    const job = await submit(redis, 'dead-letter', spec, bad, 4);
-    const a = await worker(job.name, ['--max-attempts', '3']);
+    const job = await submit(env.redis, 'dead-letter', spec, bad, 4);
+    const a = await env.worker(job.name, ['--max-attempts', '3']);
     const c = createClient(a.url, { retries: 0 });
     let err: Error | null = null;
     let got = 0;
@@ -118,7 +93,7 @@ describe.skipIf(missing !== null)(`cluster: recovery${missing ? ` (skipped: ${mi
     const index = Number(/split (\d+)/.exec(err!.message)![1]);
     // The batches before the dead split came through; none after it did.
     expect(got).toBe(job.splits[index]!.firstSeq);
-    const dead = (await redis.xrange(jobKeys(job.name).dead, '-', '+')) as Array<[string, string[]]>;
+    const dead = (await env.redis.xrange(jobKeys(job.name).dead, '-', '+')) as Array<[string, string[]]>;
     expect(dead).toHaveLength(1);
     expect(dead[0]![1].slice(0, 4)).toEqual(['split', String(index), 'attempts', '3']);
     const status = await (await fetch(`${a.url}/v1/cluster`)).json();

@@ -11,10 +11,11 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fit, pipeline, type Batch, type PlanSpec } from '@sluice/core';
 import type { PipelineMetrics } from '@sluice/core/internal';
-import { generateDataset, getPreset, presetNames } from '@sluice/core/gen';
+import { getPreset } from '@sluice/core/gen';
 import { Table, tableToIPC } from 'apache-arrow';
 import * as pw from 'parquet-wasm';
 import { i32, str, tempDir, writeParquet } from '../helpers.js';
+import { SMALL_PRESETS, writePresetFile } from '../presets.js';
 
 const dir = tempDir('sluice-shuffle-pd-');
 const GOLDEN = fileURLToPath(new URL('./shuffle-golden.json', import.meta.url));
@@ -22,21 +23,7 @@ const record = process.env.SLUICE_RECORD_GOLDEN === '1';
 const golden: Record<string, string> = !record && existsSync(GOLDEN) ? (JSON.parse(readFileSync(GOLDEN, 'utf8')) as Record<string, string>) : {};
 const recorded: Record<string, string> = {};
 
-// As in test/conformance: several row groups per file (700 or 120 rows), so a 1000-row window
-// spans two to nine of them and a batch crosses window ends.
-const ROWS: Record<string, number> = {
-  rm1: 3000,
-  rm2: 300,
-  rm3: 300,
-  rm4: 300,
-  rm5: 300,
-  'piper-d1': 3000,
-  'rap-plan0': 2000,
-  'rap-plan1': 2000,
-  'rap-plan2': 1500,
-  'rap-plan3': 1000,
-};
-const presets = presetNames().filter((p) => p in ROWS);
+const presets = SMALL_PRESETS;
 const files = new Map<string, string>();
 
 /** A digest of every batch: its place in the sequence, its end cursor and every array, bit for bit. */
@@ -103,9 +90,7 @@ const planOf = (preset: string, over: Partial<PlanSpec>): PlanSpec => ({ ...getP
 
 beforeAll(async () => {
   for (const p of presets) {
-    const f = join(dir, `${p}.parquet`);
-    await generateDataset({ preset: p, rows: ROWS[p]!, out: f, seed: 11, rowGroupSize: ROWS[p]! > 1000 ? 700 : 120 });
-    files.set(p, f);
+    files.set(p, await writePresetFile(dir, p));
   }
 }, 300_000);
 

@@ -1,6 +1,7 @@
 /** `sluice serve`: serve a plan's batches over HTTP until SIGINT or SIGTERM. */
 import { loadPlan } from '@sluice/ops';
 import { createBatchServer, type ServeOptions } from '../../serve/server.js';
+import { untilStopped } from '../stop.js';
 import { int, parseSize, pipelineOptions, planArg, UsageError, type Values } from '../args.js';
 
 export async function cmdServe(values: Values): Promise<number> {
@@ -11,15 +12,7 @@ export async function cmdServe(values: Values): Promise<number> {
   const s = await createBatchServer(plan, pipelineOptions(values, plan), { ...(token === undefined ? {} : { token }), ...serveLimits(values) });
   const host = (values.host as string | undefined) ?? '127.0.0.1';
   // Listening for the stop signals before saying "serving", which a supervisor may answer at once.
-  const stopped = new Promise<void>((resolve) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  const stopped = untilStopped();
   const url = await s.listen(port, host).catch(async (e: unknown) => {
     await s.close();
     throw e;

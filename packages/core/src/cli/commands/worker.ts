@@ -1,5 +1,6 @@
 /** `sluice worker`: join a cluster job, make its splits and serve their batches until SIGINT or SIGTERM. */
 import { startWorker, type WorkerOptions } from '../../cluster/worker.js';
+import { untilStopped } from '../stop.js';
 import { int, need, UsageError, type Values } from '../args.js';
 
 export async function cmdWorker(values: Values): Promise<number> {
@@ -27,15 +28,7 @@ export async function cmdWorker(values: Values): Promise<number> {
     onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
   };
   // Listening for the stop signals before saying "serving", which a supervisor may answer at once.
-  const stopped = new Promise<void>((resolve) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  const stopped = untilStopped();
   const w = await startWorker(o);
   if (token === undefined && !/^(127\.|::1$|localhost$)/.test(host)) {
     process.stderr.write(`warning: serving on ${host} without --token (or SLUICE_TOKEN): anyone who can reach it can read the data\n`);
