@@ -14,5 +14,6 @@ export type * from './plan/types.js';
 export * from './plan/load.js';
 export * from './plan/execute.js';
 export * from './pack.js';
+export { HEX_DIGITS } from './ops/hex2int.js';
 export { show } from './util/show.js';
 export { defineRelease } from './util/release.js';

@@ -3,10 +3,16 @@ import { compactValid, int64FromWords, mapElements } from './elementwise.js';
 import { badColumn, checkKeys } from './params.js';
 import { type OpDef, OpDataError, OpPlanError } from './types.js';
 
-/** Hex digit value per byte, -1 for every other byte. */
-const HEX = new Int8Array(256).fill(-1);
-for (let c = 0; c < 10; c++) HEX[48 + c] = c;
-for (let c = 0; c < 6; c++) HEX[65 + c] = HEX[97 + c] = 10 + c;
+/**
+ * Hex digit value per byte, -1 for every other byte: what hex2int accepts as a digit. The reader's
+ * fused PLAIN-page parse (core's reader/parquet/plain-hex.ts) reads this table, so both agree.
+ *
+ * @example
+ * HEX_DIGITS['f'.charCodeAt(0)]; // 15
+ */
+export const HEX_DIGITS: Int8Array = new Int8Array(256).fill(-1);
+for (let c = 0; c < 10; c++) HEX_DIGITS[48 + c] = c;
+for (let c = 0; c < 6; c++) HEX_DIGITS[65 + c] = HEX_DIGITS[97 + c] = 10 + c;
 
 function invalid(data: Uint8Array, start: number, end: number, row: number): OpDataError {
   const text = new TextDecoder().decode(data.subarray(start, Math.min(end, start + 64)));
@@ -31,7 +37,7 @@ export function hex2intUtf8(offsets: Int32Array, data: Uint8Array, valid: Uint8A
     let lo = 0;
     let hi = 0;
     for (let j = start; j < end; j++) {
-      const d = HEX[data[j]!]!;
+      const d = HEX_DIGITS[data[j]!]!;
       if (d < 0) throw invalid(data, start, end, i);
       // (hi, lo) <<= 4, then add the digit; at most 16 digits, so nothing is shifted out.
       hi = (hi << 4) | (lo >>> 28);

@@ -6,11 +6,8 @@
  * string is null. Anything else is not parsed here: `parsePlainHex` reports where it stopped, and
  * the caller leaves the column to the pipeline, whose hex2int reports it with its row.
  */
+import { HEX_DIGITS as HEX } from '@sluice/ops';
 
-/** Hex digit value per byte, -1 for every other byte (as in the ops' kernel). */
-const HEX = new Int8Array(256).fill(-1);
-for (let c = 0; c < 10; c++) HEX[48 + c] = c;
-for (let c = 0; c < 6; c++) HEX[65 + c] = HEX[97 + c] = 10 + c;
 /**
  * The byte value of two hex digits, indexed by the two bytes (first << 8 | second), -1 when either
  * is not a digit: half the loop iterations of a table per byte (bench/README.md, 'PLAIN pages').
