@@ -242,20 +242,213 @@ export function gatherColumn(c: Column, idx: Int32Array | Uint32Array): Column {
       return { type: 'fixed', size: s, values: o, valid };
     }
     case 'utf8':
+    case 'list':
+      return gatherJagged(c, idx, valid);
+  }
+}
+/**
+ * Lists and strings gathered in one pass per array: the offsets first, then each row's run of
+ * elements (words of a numeric child, bytes of a string) copied whole. A list of strings gathers
+ * its child through per-element indices.
+ */
+function gatherJagged(c: Utf8Column | ListColumn, idx: Int32Array | Uint32Array, valid: ValidMask): Utf8Column | ListColumn {
+  const n = idx.length;
+  const src = c.offsets;
+  const offsets = new Int32Array(n + 1);
+  for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i]! + src[idx[i]! + 1]! - src[idx[i]!]!;
+  const total = offsets[n]!;
+  if (c.type === 'utf8') {
+    const data = new Uint8Array(total);
+    for (let i = 0; i < n; i++) copyBytes(c.data, src[idx[i]!]!, src[idx[i]! + 1]!, data, offsets[i]!);
+    return { type: 'utf8', offsets, data, valid };
+  }
+  if (c.child.type === 'utf8') {
+    const childIdx = new Int32Array(total);
+    for (let i = 0, k = 0; i < n; i++) for (let j = src[idx[i]!]!; j < src[idx[i]! + 1]!; j++) childIdx[k++] = j;
+    return { type: 'list', offsets, child: gatherColumn(c.child, childIdx) as PrimitiveColumn, valid };
+  }
+  const child = c.child;
+  const values = newValues(child.type, total);
+  const w = wordWidth(child.type);
+  const from = wordsOf(child.values);
+  const to = wordsOf(values);
+  for (let i = 0; i < n; i++) copyWords(from, src[idx[i]!]! * w, src[idx[i]! + 1]! * w, to, offsets[i]! * w);
+  let childValid: ValidMask = null;
+  if (child.valid !== null) {
+    childValid = new Uint8Array(total);
+    for (let i = 0; i < n; i++) copyBytes(child.valid, src[idx[i]!]!, src[idx[i]! + 1]!, childValid, offsets[i]!);
+  }
+  return { type: 'list', offsets, child: { type: child.type, values, valid: childValid } as NumericColumn, valid };
+}
+
+/** A fresh zeroed array of a numeric type. */
+function newValues(type: NumericType, n: number): NumericColumn['values'] {
+  return type === 'int32' ? new Int32Array(n) : type === 'int64' ? new BigInt64Array(n) : type === 'float32' ? new Float32Array(n) : new Float64Array(n);
+}
+
+/** 32-bit words per value of a numeric type. */
+const wordWidth = (type: NumericType): number => (type === 'int64' || type === 'float64' ? 2 : 1);
+
+/**
+ * The 32-bit words of a numeric array. Values are copied as words, never read as numbers: a
+ * float copied through a number may have its NaN payload changed, and an int64 read through a
+ * BigInt64Array allocates a BigInt per value.
+ */
+function wordsOf(values: NumericColumn['values']): Uint32Array {
+  return new Uint32Array(values.buffer, values.byteOffset, values.byteLength >>> 2);
+}
+
+/**
+ * Copies from[s, e) to `to` at `at`. Runs are short (a row's ids): a plain loop beats `set` on a
+ * subarray, which allocates. Words and bytes have a function each: one function called with both
+ * array types takes V8's slower polymorphic element access.
+ */
+function copyWords(from: Uint32Array, s: number, e: number, to: Uint32Array, at: number): void {
+  for (let j = s, k = at; j < e; j++, k++) to[k] = from[j]!;
+}
+
+/** `copyWords` for bytes (string data, validity). */
+function copyBytes(from: Uint8Array, s: number, e: number, to: Uint8Array, at: number): void {
+  for (let j = s, k = at; j < e; j++, k++) to[k] = from[j]!;
+}
+
+/**
+ * Several same-typed columns (a shuffle window's row groups) as one column of `n` rows, each row
+ * placed where `dest` says: row r of parts[p] becomes row dest[first + r], first being the rows of
+ * the parts before p; dest -1 leaves the row out. The same rows as gathering the concatenated
+ * parts through the inverse permutation, without that copy of the window, and faster: each part
+ * is read in order and written at random, where a gather reads at random, and a read that misses
+ * the cache stalls while a write does not (bench/README.md, "Shuffled reads").
+ */
+export function scatterParts(parts: readonly Column[], dest: Int32Array, n: number): Column {
+  const first = parts[0]!;
+  const lengths = parts.map(columnLength);
+  const valid = parts.some((c) => c.valid !== null) ? scatterValid(parts, lengths, dest, n) : null;
+  switch (first.type) {
+    case 'int32':
+    case 'int64':
+    case 'float32':
+    case 'float64': {
+      const out = newValues(first.type, n);
+      const to = wordsOf(out);
+      const w = wordWidth(first.type);
+      for (let p = 0, base = 0; p < parts.length; base += lengths[p]!, p++) {
+        scatterWords(wordsOf((parts[p] as NumericColumn).values), w, dest, base, lengths[p]!, to);
+      }
+      return { type: first.type, values: out, valid } as NumericColumn;
+    }
+    case 'fixed': {
+      const s = first.size;
+      const out = new Float32Array(n * s);
+      for (let p = 0, base = 0; p < parts.length; base += lengths[p]!, p++) {
+        const v = (parts[p] as FixedColumn).values;
+        for (let r = 0; r < lengths[p]!; r++) {
+          const d = dest[base + r]!;
+          if (d >= 0) out.set(v.subarray(r * s, r * s + s), d * s);
+        }
+      }
+      return { type: 'fixed', size: s, values: out, valid };
+    }
+    case 'utf8':
     case 'list': {
+      const jagged = parts as ReadonlyArray<Utf8Column | ListColumn>;
+      if (first.type === 'list' && first.child.type === 'utf8') {
+        // Strings inside lists (not computed features): gather the concatenated window.
+        const order = new Int32Array(n);
+        for (let i = 0; i < dest.length; i++) if (dest[i]! >= 0) order[dest[i]!] = i;
+        return gatherColumn(concatColumns(parts), order);
+      }
       const offsets = new Int32Array(n + 1);
-      for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i]! + (c.offsets[idx[i]! + 1]! - c.offsets[idx[i]!]!);
-      if (c.type === 'utf8') {
-        const data = new Uint8Array(offsets[n]!);
-        for (let i = 0; i < n; i++) data.set(c.data.subarray(c.offsets[idx[i]!]!, c.offsets[idx[i]! + 1]!), offsets[i]!);
+      for (let p = 0, base = 0; p < parts.length; base += lengths[p]!, p++) {
+        const o = jagged[p]!.offsets;
+        for (let r = 0; r < lengths[p]!; r++) {
+          const d = dest[base + r]!;
+          if (d >= 0) offsets[d + 1] = o[r + 1]! - o[r]!;
+        }
+      }
+      for (let i = 0; i < n; i++) offsets[i + 1] += offsets[i]!;
+      const total = offsets[n]!;
+      if (first.type === 'utf8') {
+        const data = new Uint8Array(total);
+        for (let p = 0, base = 0; p < parts.length; base += lengths[p]!, p++) {
+          const u = jagged[p] as Utf8Column;
+          scatterByteRuns(u.data, u.offsets, dest, base, lengths[p]!, offsets, data);
+        }
         return { type: 'utf8', offsets, data, valid };
       }
-      const childIdx = new Int32Array(offsets[n]!);
-      for (let i = 0, k = 0; i < n; i++) {
-        for (let j = c.offsets[idx[i]!]!; j < c.offsets[idx[i]! + 1]!; j++) childIdx[k++] = j;
+      const lists = jagged as readonly ListColumn[];
+      const childType = first.child.type as NumericType;
+      const values = newValues(childType, total);
+      const to = wordsOf(values);
+      const w = wordWidth(childType);
+      for (let p = 0, base = 0; p < lists.length; base += lengths[p]!, p++) {
+        scatterWordRuns(wordsOf((lists[p]!.child as NumericColumn).values), w, lists[p]!.offsets, dest, base, lengths[p]!, offsets, to);
       }
-      return { type: 'list', offsets, child: gatherColumn(c.child, childIdx) as PrimitiveColumn, valid };
+      let childValid: ValidMask = null;
+      if (lists.some((l) => l.child.valid !== null)) {
+        childValid = new Uint8Array(total).fill(1);
+        for (let p = 0, base = 0; p < lists.length; base += lengths[p]!, p++) {
+          const cv = lists[p]!.child.valid;
+          if (cv !== null) scatterByteRuns(cv, lists[p]!.offsets, dest, base, lengths[p]!, offsets, childValid);
+        }
+      }
+      return { type: 'list', offsets, child: { type: childType, values, valid: childValid } as NumericColumn, valid };
     }
+  }
+}
+
+/** The scattered validity of several parts (a part without a mask is all valid). */
+function scatterValid(parts: readonly Column[], lengths: readonly number[], dest: Int32Array, n: number): Uint8Array {
+  const out = new Uint8Array(n);
+  for (let p = 0, base = 0; p < parts.length; base += lengths[p]!, p++) {
+    const m = parts[p]!.valid;
+    for (let r = 0; r < lengths[p]!; r++) {
+      const d = dest[base + r]!;
+      if (d >= 0) out[d] = m === null ? 1 : m[r]!;
+    }
+  }
+  return out;
+}
+
+/** Value r of `from` (w words each) to slot dest[base + r] of `to`, for r < rows. */
+function scatterWords(from: Uint32Array, w: number, dest: Int32Array, base: number, rows: number, to: Uint32Array): void {
+  if (w === 1)
+    for (let r = 0; r < rows; r++) {
+      const d = dest[base + r]!;
+      if (d >= 0) to[d] = from[r]!;
+    }
+  else
+    for (let r = 0; r < rows; r++) {
+      const d = dest[base + r]!;
+      if (d >= 0) {
+        to[2 * d] = from[2 * r]!;
+        to[2 * d + 1] = from[2 * r + 1]!;
+      }
+    }
+}
+
+/** Row r's run of elements (w words each) to where output row dest[base + r] starts. */
+function scatterWordRuns(
+  from: Uint32Array,
+  w: number,
+  o: Int32Array,
+  dest: Int32Array,
+  base: number,
+  rows: number,
+  offsets: Int32Array,
+  to: Uint32Array,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const d = dest[base + r]!;
+    if (d >= 0) copyWords(from, o[r]! * w, o[r + 1]! * w, to, offsets[d]! * w);
+  }
+}
+
+/** `scatterWordRuns` for bytes (string data, validity). */
+function scatterByteRuns(from: Uint8Array, o: Int32Array, dest: Int32Array, base: number, rows: number, offsets: Int32Array, to: Uint8Array): void {
+  for (let r = 0; r < rows; r++) {
+    const d = dest[base + r]!;
+    if (d >= 0) copyBytes(from, o[r]!, o[r + 1]!, to, offsets[d]!);
   }
 }
 

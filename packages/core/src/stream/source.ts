@@ -1,5 +1,16 @@
 import { tableFromIPC } from 'apache-arrow';
-import { columnLength, concatColumns, gatherColumn, sliceColumn, InputError, SluiceError, type Column, type ColumnType, type RowLocator } from '@sluice/ops';
+import {
+  columnLength,
+  concatColumns,
+  gatherColumn,
+  scatterParts,
+  sliceColumn,
+  InputError,
+  SluiceError,
+  type Column,
+  type ColumnType,
+  type RowLocator,
+} from '@sluice/ops';
 import type { RowRange } from '../reader/parquet/index.js';
 import { columnFromVector } from '../reader/arrow.js';
 import type { Dataset, Unit } from '../reader/dataset.js';
@@ -363,13 +374,17 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         }
       }
       // Permute all the window's rows with (seed, epoch, window), then slice chunks.
-      const merged = windowNames.map((n) => concatColumns(unitCols.map((uc) => uc.get(n)!)));
+      const parts = windowNames.map((n) => unitCols.map((uc) => uc.get(n)!));
       unitCols.length = 0;
+      const dest = computed ? destinations(permOf().subarray(skip), win.rows) : null;
+      const merged = dest === null ? parts.map((p) => concatColumns(p)) : [];
       // Computed columns are permuted a column at a time over the rest of the window (the column
-      // stays in cache while read at random; bench/README.md, "Shuffled reads"), and chunks are
+      // stays in cache while read at random; bench/README.md, "Shuffled reads"), scattered
+      // straight from each row group's read when there are several (`scatterParts`), and chunks are
       // slices of them: laid out as batch arrays here when the reader computed every feature. A
-      // read without pushdown keeps gathering each chunk's rows from the window.
-      const gathered = computed ? merged.map((m) => gatherColumn(m, permOf().subarray(skip))) : null;
+      // read without pushdown concatenates the window and gathers each chunk's rows from it.
+      const gathered =
+        dest !== null ? parts.map((p) => (p.length === 1 ? gatherColumn(p[0]!, permOf().subarray(skip)) : scatterParts(p, dest, win.rows - skip))) : null;
       const byName = gathered === null ? null : new Map(windowNames.map((n, i) => [n, gathered[i]!]));
       const packer = byName !== null && opts.pack !== undefined && (opts.pack.label === null || !hasNull(byName.get(opts.pack.label)!)) ? opts.pack : null;
       for (let i = 0; i + 1 < cuts.length; i++) {
@@ -405,6 +420,16 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       }
     }
   }
+}
+
+/**
+ * Where each of a window's rows goes: dest[row] = i where order[i] = row, -1 for a row not in
+ * `order` (rows before a resumed window's offset).
+ */
+function destinations(order: Int32Array, rows: number): Int32Array {
+  const dest = new Int32Array(rows).fill(-1);
+  for (let i = 0; i < order.length; i++) dest[order[i]!] = i;
+  return dest;
 }
 
 /** Maps a row of a row group's read to its file, row group and file row. */
