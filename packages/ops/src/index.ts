@@ -7,6 +7,7 @@
  * import { executePlan, loadPlan, typeCheckPlan } from '@sluice/ops';
  */
 export * from './column.js';
+export * from './scatter.js';
 export * from './errors.js';
 export * from './ops/index.js';
 export * from './ops/types.js';

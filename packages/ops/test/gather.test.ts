@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { concatColumns, gatherColumn, scatterParts, sliceColumn, type Column, type PrimitiveType } from '../src/column.js';
+import { concatColumns, gatherColumn, sliceColumn, type Column, type PrimitiveType } from '../src/column.js';
+import { ColumnScatter, scatterParts } from '../src/scatter.js';
 import { col, list, randLists, randScalars, rng, rows, type Row, type Rng } from './helpers.js';
 
 const TYPES: readonly PrimitiveType[] = ['int32', 'int64', 'float32', 'float64', 'utf8'];
@@ -38,6 +39,11 @@ function check(ps: Column[], r: Rng): void {
   kept.forEach((row, i) => (dest[row] = i));
   const want = expected(ps, kept);
   expect(rows(scatterParts(ps, dest, kept.length))).toEqual(want);
+  // Parts may arrive in any order.
+  const s = new ColumnScatter(dest, kept.length);
+  const bases = ps.map((_, i) => ps.slice(0, i).reduce((a, c) => a + rows(c).length, 0));
+  for (let i = ps.length - 1; i >= 0; i--) s.add(ps[i]!, bases[i]!);
+  expect(rows(s.finish())).toEqual(want);
   expect(rows(gatherColumn(concatColumns(ps), kept))).toEqual(want);
 }
 

@@ -8,7 +8,7 @@
  * only (strings never reach this thread for a pushed-down feature), and a chunk's rows are
  * gathered straight into batch arrays here when the reader computed every feature.
  */
-import { runFeature, type Column, type ColumnType, type PlanState, type RowLocator } from '@sluice/ops';
+import { ColumnScatter, runFeature, type Column, type ColumnType, type PlanState, type RowLocator } from '@sluice/ops';
 import { packBytes, packInSlot, packRows, type BatchLayout, type Pack, type PackArena, type PackSource } from '../batch/index.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 
@@ -45,6 +45,44 @@ export function completeDerived(cols: Map<string, Column>, derived: readonly Der
   for (const [n, c] of made) cols.set(n, c);
   for (const d of derived) if (!rawNames.has(d.input)) cols.delete(d.input);
   return true;
+}
+
+/**
+ * A shuffled window's computed columns, scattered into their permuted places as its row groups'
+ * reads arrive (in window order), so that most of the permutation's work overlaps the decoding of
+ * the rest of the window: fixed-width columns are placed at once, lists once every length is
+ * known (`ColumnScatter`). `dest[row]` is where a window row goes, -1 for rows a resumed window
+ * skips.
+ */
+export class WindowScatter {
+  private readonly columns: ReadonlyArray<readonly [string, ColumnScatter]>;
+  private base = 0;
+  /** False once an op rejected a value of a read: the window is then read again raw. */
+  ok = true;
+
+  constructor(
+    /** The window's computed columns: the chunk's columns, then the derived ones. */
+    readonly names: readonly string[],
+    dest: Int32Array,
+    n: number,
+    private readonly derived: readonly DerivedColumn[],
+    private readonly rawNames: ReadonlySet<string>,
+  ) {
+    this.columns = names.map((name) => [name, new ColumnScatter(dest, n)] as const);
+  }
+
+  /** Adds the next read of the window (`rows` rows), computing what the reader left (`completeDerived`). */
+  add(cols: Map<string, Column>, rows: number, locate: RowLocator): void {
+    if (this.ok && completeDerived(cols, this.derived, this.rawNames, locate)) {
+      for (const [name, s] of this.columns) s.add(cols.get(name)!, this.base);
+    } else this.ok = false;
+    this.base += rows;
+  }
+
+  /** The window's permuted columns, in the order of `names`. */
+  finish(): Column[] {
+    return this.columns.map(([, s]) => s.finish());
+  }
 }
 
 /** Whether a column has a null (a null label is reported by batch assembly, with its row). */

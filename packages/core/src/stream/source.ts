@@ -1,16 +1,5 @@
 import { tableFromIPC } from 'apache-arrow';
-import {
-  columnLength,
-  concatColumns,
-  gatherColumn,
-  scatterParts,
-  sliceColumn,
-  InputError,
-  SluiceError,
-  type Column,
-  type ColumnType,
-  type RowLocator,
-} from '@sluice/ops';
+import { columnLength, concatColumns, gatherColumn, sliceColumn, InputError, SluiceError, type Column, type ColumnType, type RowLocator } from '@sluice/ops';
 import type { RowRange } from '../reader/parquet/index.js';
 import { columnFromVector } from '../reader/arrow.js';
 import type { Dataset, Unit } from '../reader/dataset.js';
@@ -20,7 +9,7 @@ import type { DerivedColumn } from '../plan/pushdown.js';
 import { START, type BatchLayout, type Cursor, type Pack, type PackArena } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
 import { newDictShare } from '../reader/dict-share.js';
-import { completeDerived, hasNull, packSlice } from './shuffle.js';
+import { hasNull, packSlice, WindowScatter } from './shuffle.js';
 
 // The cursor lives in the batch layer (a batch's `end` is one); re-exported for the stream's importers.
 export { START, type Cursor } from '../batch/index.js';
@@ -288,6 +277,13 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       const unitCols: Map<string, Column>[] = [];
       let windowPacks: Pack[] | null = null;
       let windowShared = false;
+      // The window's permutation (computed on first use: a window its decoder permuted needs it
+      // only to locate a row in an error).
+      let perm: Int32Array | null = null;
+      const permOf = (): Int32Array => (perm ??= permutation(win.rows, opts.shuffle!.seed, epoch, w));
+      // A window the reader computes features of, and its decoder did not lay out: its reads are
+      // completed and scattered into place as they arrive.
+      let scatter: WindowScatter | null = null;
       for (let u = 0; u < win.units.length; u++) {
         // A row group's reads: one, or its parts by rows (splitTail), in order.
         do {
@@ -297,7 +293,16 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
           const { at, cuts, range } = plan[entry++]!;
           throwIfAborted(opts.signal);
           if (shuffled) {
-            unitCols.push(cols);
+            if (packs === null && derived.length > 0) {
+              scatter ??= new WindowScatter(
+                [...names, ...derived.map((d) => d.name)],
+                destinations(permOf().subarray(skip), win.rows),
+                win.rows - skip,
+                derived,
+                rawSet,
+              );
+              scatter.add(cols, win.units[u]!.rows, unitLocator(ds, win.units[u]!));
+            } else unitCols.push(cols);
             windowPacks = packs;
             windowShared ||= shared === true;
             continue;
@@ -327,10 +332,6 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       const cuts = chunkCuts(skip, win.rows, emittedShuffled, opts.chunkRows);
       emittedShuffled += win.rows - skip;
       const starts = win.units.map((_, i) => win.units.slice(0, i).reduce((a, x) => a + x.rows, 0));
-      // Rows [from, to) of the window's permutation (computed here on first use: a window its
-      // decoder permuted needs it only to locate a row in an error).
-      let perm: Int32Array | null = null;
-      const permOf = (): Int32Array => (perm ??= permutation(win.rows, opts.shuffle!.seed, epoch, w));
       const locateIn =
         (from: number): RowLocator =>
         (row) => {
@@ -359,32 +360,23 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         }
         continue;
       }
-      // Shuffled window: the derived columns the reader could not compute are computed here;
-      // when an op rejects a value, the window is read again raw (see completeDerived).
+      // Shuffled window: the derived columns the reader could not compute were computed as its
+      // reads arrived; when an op rejected a value, the window is read again raw (see
+      // completeDerived), and each chunk gathers its rows from the concatenated window.
       let windowNames = names;
-      let computed = derived.length > 0;
-      if (computed) {
-        computed = win.units.every((unit, k) => completeDerived(unitCols[k]!, derived, rawSet, unitLocator(ds, unit)));
-        if (computed) windowNames = [...names, ...derived.map((d) => d.name)];
-        else {
-          windowNames = rawNames;
-          const raw = await Promise.all(win.units.map((unit) => readUnit(ds, pool, unit, rawNames, types, decodeRows)));
-          unitCols.splice(0, unitCols.length, ...raw.map((r) => r.columns));
-          throwIfAborted(opts.signal);
-        }
+      let gathered: Column[] | null = null;
+      if (scatter !== null && scatter.ok) {
+        windowNames = [...scatter.names];
+        gathered = scatter.finish();
+      } else if (scatter !== null) {
+        windowNames = rawNames;
+        const raw = await Promise.all(win.units.map((unit) => readUnit(ds, pool, unit, rawNames, types, decodeRows)));
+        unitCols.splice(0, unitCols.length, ...raw.map((r) => r.columns));
+        throwIfAborted(opts.signal);
       }
-      // Permute all the window's rows with (seed, epoch, window), then slice chunks.
-      const parts = windowNames.map((n) => unitCols.map((uc) => uc.get(n)!));
+      scatter = null;
+      const merged = gathered === null ? windowNames.map((n) => concatColumns(unitCols.map((uc) => uc.get(n)!))) : [];
       unitCols.length = 0;
-      const dest = computed ? destinations(permOf().subarray(skip), win.rows) : null;
-      const merged = dest === null ? parts.map((p) => concatColumns(p)) : [];
-      // Computed columns are permuted a column at a time over the rest of the window (the column
-      // stays in cache while read at random; bench/README.md, "Shuffled reads"), scattered
-      // straight from each row group's read when there are several (`scatterParts`), and chunks are
-      // slices of them: laid out as batch arrays here when the reader computed every feature. A
-      // read without pushdown concatenates the window and gathers each chunk's rows from it.
-      const gathered =
-        dest !== null ? parts.map((p) => (p.length === 1 ? gatherColumn(p[0]!, permOf().subarray(skip)) : scatterParts(p, dest, win.rows - skip))) : null;
       const byName = gathered === null ? null : new Map(windowNames.map((n, i) => [n, gathered[i]!]));
       const packer = byName !== null && opts.pack !== undefined && (opts.pack.label === null || !hasNull(byName.get(opts.pack.label)!)) ? opts.pack : null;
       for (let i = 0; i + 1 < cuts.length; i++) {
