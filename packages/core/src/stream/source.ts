@@ -216,6 +216,8 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     const shuffled = opts.shuffle !== null;
     const plan: PlanEntry[] = [];
     let emitted = 0;
+    /** Each shuffled window's chunk cuts (window-relative). */
+    const windowCuts: number[][] = [];
     // A shuffled window of one row group (bufferRows at most a row group's rows) is laid out by
     // the decoder that reads it, through the window's permutation, when the reader computes
     // every feature: its chunk cuts are known up front too.
@@ -223,13 +225,16 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     for (let w = firstWindow; w < windows.length; w++) {
       const skip = epoch === start.epoch && w === start.window ? start.offset : 0;
       if (opts.windowBatches === true) emitted = 0;
-      if (permuteInDecoder && windows[w]!.units.length === 1) {
+      if (shuffled) {
+        // A shuffled window's chunks are cut from its permuted rows.
         const cuts = chunkCuts(skip, windows[w]!.rows, emitted, opts.chunkRows);
         emitted += windows[w]!.rows - skip;
-        plan.push({ w, u: 0, at: 0, cuts, permuted: true });
-        continue;
+        windowCuts[w] = cuts;
+        if (permuteInDecoder && windows[w]!.units.length === 1) {
+          plan.push({ w, u: 0, at: 0, cuts, permuted: true });
+          continue;
+        }
       }
-      if (shuffled) emitted += windows[w]!.rows - skip;
       let at = 0;
       windows[w]!.units.forEach((unit, u) => {
         let cuts: number[] | null = null;
@@ -269,7 +274,6 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     };
 
     let entry = 0;
-    let emittedShuffled = 0;
     for (let w = firstWindow; w < windows.length; w++) {
       const win = windows[w]!;
       const skip = epoch === start.epoch && w === start.window ? start.offset : 0;
@@ -328,9 +332,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         } while (entry < plan.length && plan[entry]!.w === w && plan[entry]!.u === u);
       }
       if (!shuffled) continue;
-      if (opts.windowBatches === true) emittedShuffled = 0;
-      const cuts = chunkCuts(skip, win.rows, emittedShuffled, opts.chunkRows);
-      emittedShuffled += win.rows - skip;
+      const cuts = windowCuts[w]!;
       const starts = win.units.map((_, i) => win.units.slice(0, i).reduce((a, x) => a + x.rows, 0));
       const locateIn =
         (from: number): RowLocator =>
