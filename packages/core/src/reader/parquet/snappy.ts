@@ -2,8 +2,9 @@
  * SNAPPY page decompression for the direct Parquet decoder: hysnappy's WebAssembly decoder
  * (snappy-c compiled with clang), writing into reused wasm memory.
  *
- * Why: hyparquet's pure-JS `snappyUncompress` was the decode threads' largest single codec cost on
- * DuckDB's and arrow-rs's files (see bench/README.md, 'snappy.ts'). hysnappy's own
+ * Why: DuckDB, arrow-rs and pyarrow write SNAPPY by default, and hyparquet's pure-JS
+ * `snappyUncompress` is several times slower than this wasm on their pages (bench/README.md,
+ * 'snappy.ts'). hysnappy's own
  * `snappyUncompressor()` returns a `slice()` of its output, a fresh ArrayBuffer per page (the
  * external-memory garbage ../zstd.ts avoids), so its module is instantiated here and the caller
  * gets a view of the output, valid until the next call (the Zstd contract, see page.ts).
