@@ -4,10 +4,10 @@
  *
  * Why: DuckDB, arrow-rs and pyarrow write SNAPPY by default, and hyparquet's pure-JS
  * `snappyUncompress` is several times slower than this wasm on their pages (bench/README.md,
- * 'snappy.ts'). hysnappy's own
- * `snappyUncompressor()` returns a `slice()` of its output, a fresh ArrayBuffer per page (the
- * external-memory garbage ../zstd.ts avoids), so its module is instantiated here and the caller
- * gets a view of the output, valid until the next call (the Zstd contract, see page.ts).
+ * 'snappy.ts'). hysnappy's own `snappyUncompressor()` returns a `slice()` of its output, a fresh
+ * ArrayBuffer per page (the external-memory garbage ../zstd.ts avoids), so its module is
+ * instantiated here and the caller gets a view of the output, valid until the next call (the Zstd
+ * contract, see page.ts).
  *
  * The module is a few KB and compiles synchronously, once per thread on the first SNAPPY page.
  * Where it cannot be found or instantiated (a hysnappy layout this does not know), and for a page
