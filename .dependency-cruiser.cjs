@@ -39,7 +39,7 @@ const layerRules = CORE_LEVELS.slice(0, -1).map((level, i) => ({
 const pkg = (names) => `(^|/)(packages|node_modules/@sluice)/(${names})/`;
 const BACKENDS = 'backend-[^/]+';
 /** The npm packages the trainer-side client must not need. */
-const SERVER_SIDE_NPM = '(^|/)node_modules/(rxjs|parquet-wasm|hyparquet[^/]*|zstddec|prom-client)/';
+const SERVER_SIDE_NPM = '(^|/)node_modules/(rxjs|parquet-wasm|hyparquet[^/]*|hysnappy|zstddec|prom-client)/';
 
 module.exports = {
   forbidden: [

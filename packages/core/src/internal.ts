@@ -74,3 +74,4 @@ export { ParquetFileWriter, writeParquetTable, type ParquetWriteOptions } from '
 export { chartsFor, parseBenchOutput, renderReport, reportMachine, type BenchDoc, type ChartSpec } from './report/report.js';
 export { readFooter } from './reader/parquet/check.js';
 export { chunkPages } from './reader/parquet/page.js';
+export { jsSnappy, pageSnappy, wasmSnappy, type Snappy } from './reader/parquet/snappy.js';

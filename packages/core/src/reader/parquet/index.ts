@@ -18,8 +18,8 @@
  * encodings or codecs, logical types that change the Arrow type) is left to parquet-wasm, column
  * by column (`decodeFlatRowGroup` returns them in `rest`). Page headers and the footer are parsed
  * with hyparquet (thrift compact protocol), ZSTD with zstddec (zstd's own C decoder in
- * WebAssembly, ../zstd.ts); the value decoding is here because it writes typed arrays directly,
- * with no per-value objects.
+ * WebAssembly, ../zstd.ts), SNAPPY with hysnappy (snappy-c in WebAssembly, snappy.ts); the value
+ * decoding is here because it writes typed arrays directly, with no per-value objects.
  *
  * It never guesses: a page that does not add up (a header whose sizes do not fit, a CRC that does
  * not match, value counts, RLE runs past the page end, dictionary indices out of range) throws a

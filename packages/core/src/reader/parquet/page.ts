@@ -4,9 +4,9 @@
  */
 import * as zlib from 'node:zlib';
 import { parquetHeader } from 'hyparquet/src/column.js';
-import { snappyUncompress } from 'hyparquet/src/snappy.js';
 import type { ColumnMetaData, PageHeader } from 'hyparquet/src/types.js';
 import { Refusal, type PagePlace } from './refusal.js';
+import { pageSnappy, type Snappy } from './snappy.js';
 
 /**
  * Decompresses `src` into exactly `size` bytes. The result may be a view that the next call
@@ -175,17 +175,18 @@ function checkHeader(h: PageHeader, left: number, col: string, place: PagePlace)
   }
 }
 
-/** A page body decompressed with the chunk's codec, checked to be `size` bytes (ZSTD's may be reused memory: see Zstd). */
+/** This thread's SNAPPY decoder, loaded on the first SNAPPY page (files of other codecs never load it). */
+let snappy: Snappy | null = null;
+
+/** A page body decompressed with the chunk's codec, checked to be `size` bytes (ZSTD's and SNAPPY's may be reused memory: see Zstd). */
 export function decompress(body: Uint8Array, size: number, codec: string, zstd: Zstd): Uint8Array {
   let out: Uint8Array;
   if (codec === 'UNCOMPRESSED') out = body;
   else {
     try {
       if (codec === 'ZSTD') out = zstd(body, size);
-      else if (codec === 'SNAPPY') {
-        out = new Uint8Array(size);
-        snappyUncompress(body, out);
-      } else if (codec === 'GZIP') out = zlib.gunzipSync(body, { maxOutputLength: Math.max(size, 1) });
+      else if (codec === 'SNAPPY') out = (snappy ??= pageSnappy())(body, size);
+      else if (codec === 'GZIP') out = zlib.gunzipSync(body, { maxOutputLength: Math.max(size, 1) });
       else throw new Error(`unsupported codec ${codec}`);
     } catch {
       throw new Error(`the page does not decompress with ${codec} to the ${size} bytes its header says`);
