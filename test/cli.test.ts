@@ -411,6 +411,17 @@ describe('sluice run', () => {
     expect(typesOf(t)).toEqual({ id: 'Float32', I1: 'Float32', cat: 'List<Float32>', C1: 'List<Int64>', C1raw: 'List<Int64>', label: 'Float32' });
   });
 
+  it('a backend package registers with the CLI it runs in: each writes the same file as --backend reference', async () => {
+    // A second copy of core (a bundle beside dist/) would leave these names unknown to the CLI.
+    const ref = await sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', path('ref-out.parquet'), '--backend', 'reference']);
+    expect(ref.status, ref.stderr).toBe(0);
+    for (const b of ['fpga-sim', 'smartssd-sim']) {
+      const r = await sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', path(`${b}-out.parquet`), '--backend', b]);
+      expect(r.status, r.stderr).toBe(0);
+      expect(readFileSync(path(`${b}-out.parquet`))).toEqual(readFileSync(path('ref-out.parquet')));
+    }
+  });
+
   it('writes one column per feature plus the label, in input row order, with the reference values', async () => {
     const out = path('mix-out.parquet');
     const r = await sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', out]);
@@ -680,6 +691,8 @@ describe('sluice errors', () => {
     const plan = await sluice(['run', '--plan', writePlan('bad2.json', '{"features": '), '--input', mixFile, '--output', path('d.parquet'), '--debug']);
     expect(plan.status).toBe(1);
     expect(plan.stderr).toMatch(/^\s+at /m);
+    // The CLI runs bundled: its frames are mapped back to the TypeScript sources.
+    expect(plan.stderr).toMatch(/^\s+at .*packages\/(ops|core)\/src\/[\w/.-]+\.ts:\d+:\d+\)$/m);
     expect(leftovers('d.parquet')).toEqual([]);
   });
 

@@ -1,6 +1,10 @@
 #!/usr/bin/env node
-// Thin launcher: the CLI is compiled to dist/ by `npm run build` (run by `npm install` through `prepare`).
-import { main } from '../dist/cli/main.js';
+// Thin launcher: the CLI is compiled and bundled to dist/bundle/ by `npm run build` (run by
+// `npm install` through `prepare`; scripts/bundle.js says why it is bundled).
+
+// --debug prints stack traces: map the bundle's lines back to the TypeScript sources. Only then,
+// as reading the source maps slows every start.
+if (process.argv.includes('--debug')) process.setSourceMapsEnabled(true);
 
 // `sluice plan ... | head` closes the pipe early: that is not an error.
 process.stdout.on('error', (err) => {
@@ -8,12 +12,14 @@ process.stdout.on('error', (err) => {
   throw err;
 });
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err) => {
-    console.error(err);
-    process.exitCode = 1;
-  },
-);
+import('../dist/bundle/main.js')
+  .then(({ main }) => main(process.argv.slice(2)))
+  .then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err) => {
+      console.error(err);
+      process.exitCode = 1;
+    },
+  );
