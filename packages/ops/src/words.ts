@@ -4,10 +4,13 @@
  * have its NaN payload changed, and an int64 read through a BigInt64Array allocates a BigInt per
  * value.
  */
-import type { NumericColumn, NumericType } from './column.js';
+
+/** The numeric column types' arrays and names (column.ts's, spelled out: column.ts imports this file). */
+type NumericArray = Int32Array | BigInt64Array | Float32Array | Float64Array;
+type NumericType = 'int32' | 'int64' | 'float32' | 'float64';
 
 /** A fresh zeroed array of a numeric type. */
-export function newValues(type: NumericType, n: number): NumericColumn['values'] {
+export function newValues(type: NumericType, n: number): NumericArray {
   return type === 'int32' ? new Int32Array(n) : type === 'int64' ? new BigInt64Array(n) : type === 'float32' ? new Float32Array(n) : new Float64Array(n);
 }
 
@@ -15,7 +18,7 @@ export function newValues(type: NumericType, n: number): NumericColumn['values']
 export const wordWidth = (type: NumericType): number => (type === 'int64' || type === 'float64' ? 2 : 1);
 
 /** The 32-bit words of a numeric array. */
-export function wordsOf(values: NumericColumn['values']): Uint32Array {
+export function wordsOf(values: NumericArray): Uint32Array {
   return new Uint32Array(values.buffer, values.byteOffset, values.byteLength >>> 2);
 }
 
