@@ -354,9 +354,9 @@ export function getPreset(name: string): Preset {
 /**
  * How concentrated a preset's hex id columns are (`sluice gen --ids`). `skewed` (the default) gives
  * every column BAGPIPE's 0.1% → 90% hot tier. Within one column that is far more concentrated than
- * Criteo's: a 16,384-row batch of it holds about half the unique ids BAGPIPE counted, and no column
- * chunk of DuckDB's has more distinct values than its dictionary limit, so DuckDB keeps a dictionary
- * where real files are PLAIN. `realistic` keeps the hot tier's size and lowers its mass on the large
+ * Criteo's: a 16,384-row batch of it holds about half the unique ids BAGPIPE counted, and even the
+ * largest column stays under DuckDB's dictionary limit in a full row group, so DuckDB keeps a
+ * dictionary where real files are PLAIN. `realistic` keeps the hot tier's size and lowers its mass on the large
  * columns only, so that both of BAGPIPE's numbers hold at once (docs/cli.md#gen has the figures).
  */
 export type IdCardinality = 'skewed' | 'realistic';
