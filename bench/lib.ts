@@ -12,7 +12,7 @@ import { createInterface } from 'node:readline';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
-import { cacheDir, generateDataset } from '@sluice/core/gen';
+import { cacheDir, generateDataset, type IdCardinality } from '@sluice/core/gen';
 import { reportMachine } from '@sluice/core/internal';
 
 // ---------------------------------------------------------------------------------------------
@@ -100,14 +100,16 @@ export function benchCacheDir(): string {
  * bench cache and reused afterwards. The key is preset, rows, seed and row-group size; the file
  * is written under a temporary name and renamed, so an interrupted run never leaves half a file.
  */
-export async function cachedDataset(opts: { preset: string; rows: number; seed?: number; rowGroupSize?: number }): Promise<CachedDataset> {
+export async function cachedDataset(opts: { preset: string; rows: number; seed?: number; rowGroupSize?: number; ids?: IdCardinality }): Promise<CachedDataset> {
   const seed = opts.seed ?? 42;
   const rowGroupSize = opts.rowGroupSize ?? 100_000;
-  const path = join(benchCacheDir(), `${opts.preset}-r${opts.rows}-s${seed}-g${rowGroupSize}.parquet`);
+  const ids = opts.ids ?? 'skewed';
+  // Default ids keep the old name, so files already cached stay in use; other ids get their own.
+  const path = join(benchCacheDir(), `${opts.preset}-r${opts.rows}-s${seed}-g${rowGroupSize}${ids === 'skewed' ? '' : `-ids-${ids}`}.parquet`);
   let generatedSeconds = 0;
   if (!existsSync(path)) {
     const tmp = `${path}.partial-${process.pid}`;
-    log(`generating ${fmtInt(opts.rows)} ${opts.preset} rows (seed ${seed}, row groups of ${fmtInt(rowGroupSize)}) into ${path} …`);
+    log(`generating ${fmtInt(opts.rows)} ${opts.preset} rows (seed ${seed}, row groups of ${fmtInt(rowGroupSize)}, ${ids} ids) into ${path} …`);
     const t0 = performance.now();
     let lastReport = t0;
     try {
@@ -117,6 +119,7 @@ export async function cachedDataset(opts: { preset: string; rows: number; seed?:
         out: tmp,
         seed,
         rowGroupSize,
+        ids,
         onProgress: (done, total) => {
           const now = performance.now();
           if (now - lastReport > 5000) {

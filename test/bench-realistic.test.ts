@@ -47,10 +47,13 @@ describe('bench/realistic.ts --quick', () => {
       // Two writers, each a median in seconds and a rate.
       expect(row, c).toMatch(/^[a-z, -]+?\s+\d+\.\d{3}\s+\S+\s+\d+\.\d{3}\s+\S+$/);
     }
-    // DuckDB's own file, and the Arrow writer's, whose chunks mix dictionary and PLAIN pages.
-    expect(out).toMatch(/rm1 × duckdb: rm1-r20000-s42-g5000-duckdb\.parquet, [\d.]+ MB, 1 row groups; 40 column chunks: /);
+    // RM1 with realistic ids (its own cache file): DuckDB writes the five columns of 1M+ ids PLAIN,
+    // and the Arrow writer's chunks mix dictionary and PLAIN pages.
     expect(out).toMatch(
-      /rm1 × arrow: rm1-r20000-s42-g5000-arrow-d2048\.parquet, [\d.]+ MB, 4 row groups; 160 column chunks: \d+ dictionary, \d+ PLAIN, [1-9]\d* mixed/,
+      /rm1 × duckdb: rm1-r20000-s42-g5000-ids-realistic-duckdb\.parquet, [\d.]+ MB, 1 row groups; 40 column chunks: 35 dictionary, 5 PLAIN, /,
+    );
+    expect(out).toMatch(
+      /rm1 × arrow: rm1-r20000-s42-g5000-ids-realistic-arrow-d2048\.parquet, [\d.]+ MB, 4 row groups; 160 column chunks: \d+ dictionary, \d+ PLAIN, [1-9]\d* mixed/,
     );
     if (!polarsSkipped) expect(out).toMatch(/Polars = DuckDB: yes: 40 input columns/);
     for (const k of ['sluice shuffled vs duckdb', 'sluice shuffled / unshuffled rate', 'in-process: shuffled / unshuffled rate'])

@@ -356,6 +356,37 @@ describe('sluice gen', () => {
     expect(sameColumns.length).toBeLessThan(base.schema.fields.length / 2);
   });
 
+  it('--ids realistic changes only the large id columns; a bad mode or a preset without hex columns exits 2', async () => {
+    const file = path('rm1-realistic.parquet');
+    const r = await sluice([
+      'gen',
+      '--preset',
+      'rm1',
+      '--rows',
+      '3000',
+      '--row-group-size',
+      '1000',
+      '--seed',
+      '5',
+      '--ids',
+      'realistic',
+      '--out',
+      file,
+      '--quiet',
+    ]);
+    expect(r.status, r.stderr).toBe(0);
+    const [base, real] = [readTable(rm1File), readTable(file)];
+    expect(JSON.stringify(values(real, 'C1'))).toBe(JSON.stringify(values(base, 'C1')));
+    expect(JSON.stringify(values(real, 'C3'))).not.toBe(JSON.stringify(values(base, 'C3')));
+    const never = path('never.parquet');
+    expectUsageError(
+      await sluice(['gen', '--preset', 'rm1', '--rows', '10', '--ids', 'uniform', '--out', never]),
+      '--ids must be skewed or realistic, got "uniform"',
+    );
+    expectUsageError(await sluice(['gen', '--preset', 'rm5', '--rows', '10', '--ids', 'realistic', '--out', never]), 'preset "rm5" has none');
+    expect(existsSync(never)).toBe(false);
+  });
+
   it('an unknown preset exits 2 listing the valid names', async () => {
     const r = await sluice(['gen', '--preset', 'rm0', '--rows', '10', '--out', path('never.parquet')]);
     expectUsageError(r, 'unknown preset "rm0"', 'rap-plan3');

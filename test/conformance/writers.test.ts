@@ -3,10 +3,12 @@
 // PLAIN pages part way. On each, and on Sluice's own file, the batches with pushdown (op chains
 // computed in the decode threads) must be bit-identical to `pushdown: false` (the pipeline runs
 // every op), shuffled and unshuffled; and the reader must really compute them (no fallback).
+// RM1 with realistic ids (`sluice gen --ids realistic`) at DuckDB's own row-group size shows
+// which of its columns DuckDB writes PLAIN, as the realistic benchmark's files have them.
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { pipeline, type Batch, type PlanSpec } from '@sluice/core';
-import { getPreset } from '@sluice/core/gen';
+import { generateDataset, getPreset } from '@sluice/core/gen';
 import { str, tempDir, writeParquet } from '../../packages/core/test/helpers.js';
 import { SMALL_PRESETS, presetRowGroupSize, writePresetFile } from '../../packages/core/test/presets.js';
 import { chunkShape, pageEncodings, writeArrowMixed, writeDuckdb } from '../../packages/core/test/writers.js';
@@ -77,6 +79,32 @@ describe('files from other writers', () => {
         }
       },
     );
+  });
+});
+
+describe('RM1 with realistic ids (sluice gen --ids realistic), rewritten by DuckDB with its defaults', () => {
+  // One full DuckDB row group (122,880 rows): its dictionary limit is a fifth of that.
+  const ROWS = 122_880;
+  const LARGE = ['C3', 'C4', 'C12', 'C16', 'C21'];
+  const paths = { realistic: '', skewed: '' };
+
+  beforeAll(async () => {
+    for (const ids of ['realistic', 'skewed'] as const) {
+      const src = join(dir, `rm1-ids-${ids}.parquet`);
+      await generateDataset({ preset: 'rm1', rows: ROWS, out: src, seed: 11, rowGroupSize: 30_000, ids });
+      paths[ids] = await writeDuckdb(src, join(dir, `rm1-ids-${ids}-duckdb.parquet`));
+    }
+  }, 120_000);
+
+  it('has the columns of 1M+ ids PLAIN and the rest dictionary-encoded; with skewed ids every column keeps its dictionary', () => {
+    const shape = (file: string): Record<string, string> => {
+      const enc = pageEncodings(file);
+      expect(enc.length).toBe(1);
+      return Object.fromEntries([...enc[0]!.keys()].filter((c) => /^C\d+$/.test(c)).map((c) => [c, chunkShape(enc, c)]));
+    };
+    const realistic = shape(paths.realistic);
+    for (const [c, s] of Object.entries(realistic)) expect(s, c).toBe(LARGE.includes(c) ? 'plain' : 'dictionary');
+    expect(new Set(Object.values(shape(paths.skewed)))).toEqual(new Set(['dictionary']));
   });
 });
 

@@ -80,7 +80,7 @@ export const COMMAND_HELP = {
     options: [['--preset NAME', `the preset: ${PRESET_NAMES}`]],
   },
   gen: {
-    args: '--preset NAME --rows N --output F [--seed S] [--row-group-size R]',
+    args: '--preset NAME --rows N --output F [--seed S] [--row-group-size R] [--ids MODE]',
     summary: 'write seeded synthetic Parquet data',
     options: [
       ['--preset NAME', `the data set's shape: ${PRESET_NAMES}`],
@@ -88,6 +88,7 @@ export const COMMAND_HELP = {
       ['-o, --output F', `the Parquet file to write (renamed into place when complete) ${OLD_OUT}`],
       ['--seed S', 'generator seed (default 42); the same seed writes the same data'],
       ['--row-group-size R', 'rows per Parquet row group (default 100,000)'],
+      ['--ids MODE', "hex ids: skewed (default) or realistic (Criteo's spread on columns of 1M+ ids; docs/cli.md#gen)"],
       QUIET,
     ],
   },

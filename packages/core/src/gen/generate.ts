@@ -9,7 +9,7 @@
  */
 import * as arrow from 'apache-arrow';
 import { ParquetFileWriter, type ParquetCompression } from '../output/parquet-write.js';
-import { getPreset, type Preset } from './presets.js';
+import { getPreset, withIds, type IdCardinality, type Preset } from './presets.js';
 import { listSalt2, type ColumnSpec, type DenseColumnSpec, type HexColumnSpec, type IdListColumnSpec, type LabelColumnSpec } from './spec.js';
 import { LogNormalTable, mix32, Rng, SkewedIdSampler } from '../util/rng.js';
 
@@ -240,11 +240,13 @@ export interface GenerateBatchesOptions {
   seed?: number;
   /** Rows per batch (default `defaultSlabRows(preset)`); does not change the values. */
   slabRows?: number;
+  /** How concentrated the hex id columns are (default 'skewed'; see {@link withIds}). */
+  ids?: IdCardinality;
 }
 
 /** Yields `rows` rows of a preset's synthetic data as Arrow record batches of `slabRows` rows (arguments are checked eagerly). */
 export function generateBatches(preset: string | Preset, rows: number, opts: GenerateBatchesOptions = {}): Generator<arrow.RecordBatch> {
-  const p = typeof preset === 'string' ? getPreset(preset) : preset;
+  const p = withIds(typeof preset === 'string' ? getPreset(preset) : preset, opts.ids ?? 'skewed');
   const seed = opts.seed ?? 42;
   const slab = opts.slabRows ?? defaultSlabRows(p);
   if (!Number.isSafeInteger(rows) || rows < 0) throw new Error(`rows must be a non-negative integer, got ${rows}`);
@@ -253,8 +255,13 @@ export function generateBatches(preset: string | Preset, rows: number, opts: Gen
   return batchesOf(p, rows, seed, slab);
 }
 
+/** The file metadata that says how the data was generated; `sluice.ids` only where it is not the default, so default files keep their bytes. */
+function genMetadata(p: Preset, seed: number): Record<string, string> {
+  return { 'sluice.seed': String(seed), ...(p.idCardinality !== undefined ? { 'sluice.ids': p.idCardinality } : {}) };
+}
+
 function* batchesOf(p: Preset, rows: number, seed: number, slab: number): Generator<arrow.RecordBatch> {
-  const schema = presetArrowSchema(p, { 'sluice.seed': String(seed) });
+  const schema = presetArrowSchema(p, genMetadata(p, seed));
   const gens = p.columns.map((c, i) => columnGen(c, new Rng(seed, i + 1)));
   const structType = new arrow.Struct(schema.fields);
   for (let done = 0; done < rows;) {
@@ -282,6 +289,8 @@ export interface GenerateOptions {
   statistics?: 'page' | 'chunk' | 'none';
   /** Rows generated per slab (default: ~64 MiB of Arrow data, at most 65,536). */
   slabRows?: number;
+  /** How concentrated the hex id columns are (default 'skewed'; `sluice gen --ids`). */
+  ids?: IdCardinality;
   /** Called after every slab has been handed to the writer, with the rows written so far. */
   onProgress?: (rowsDone: number, totalRows: number) => void;
 }
@@ -304,7 +313,7 @@ export interface GenerateResult {
  */
 export async function generateDataset(opts: GenerateOptions): Promise<GenerateResult> {
   const t0 = performance.now();
-  const p = typeof opts.preset === 'string' ? getPreset(opts.preset) : opts.preset;
+  const p = withIds(typeof opts.preset === 'string' ? getPreset(opts.preset) : opts.preset, opts.ids ?? 'skewed');
   const seed = opts.seed ?? 42;
   const batches = generateBatches(p, opts.rows, { seed, ...(opts.slabRows !== undefined ? { slabRows: opts.slabRows } : {}) });
   const writer = await ParquetFileWriter.open(opts.out, {
@@ -312,11 +321,11 @@ export async function generateDataset(opts: GenerateOptions): Promise<GenerateRe
     rowGroupSize: opts.rowGroupSize ?? 100_000,
     // No min/max statistics: encoding is faster without them, and nothing reads them for this data.
     statistics: opts.statistics ?? 'none',
-    metadata: { 'sluice.preset': p.name, 'sluice.seed': String(seed) },
+    metadata: { 'sluice.preset': p.name, ...genMetadata(p, seed) },
   });
   let rows = 0;
   try {
-    if (opts.rows === 0) await writer.write(new arrow.Table(presetArrowSchema(p, { 'sluice.seed': String(seed) })));
+    if (opts.rows === 0) await writer.write(new arrow.Table(presetArrowSchema(p, genMetadata(p, seed))));
     for (const batch of batches) {
       await writer.write(batch);
       rows += batch.numRows;

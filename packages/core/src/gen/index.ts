@@ -6,7 +6,7 @@
  * await generateDataset({ preset: 'rm1', rows: 100_000, out: 'rm1.parquet' });
  * const plan = getPreset('rm1').defaultPlan();
  */
-export { PRESETS, getPreset, presetNames, type Preset } from './presets.js';
+export { PRESETS, getPreset, presetNames, withIds, ID_CARDINALITIES, type IdCardinality, type Preset } from './presets.js';
 export { generateDataset, generateBatches, type GenerateOptions, type GenerateResult } from './generate.js';
 export { demoDataset, cacheDir, DEMO_ROWS } from './demo.js';
 export { ParquetFileWriter, writeParquetTable, type ParquetWriteOptions } from '../output/parquet-write.js';

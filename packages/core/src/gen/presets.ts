@@ -33,6 +33,8 @@ export interface Preset {
   defaultPlan(): PlanSpec;
   /** Further named plans over the same data (e.g. PIPER's P-I, P-II, P-III). */
   readonly variants?: Readonly<Record<string, () => PlanSpec>>;
+  /** Set by {@link withIds} when the hex ids are not the default `skewed`. */
+  readonly idCardinality?: IdCardinality;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -347,6 +349,38 @@ export function getPreset(name: string): Preset {
   const p = Object.prototype.hasOwnProperty.call(PRESETS, name) ? PRESETS[name] : undefined;
   if (!p) throw new Error(`unknown preset "${name}"; valid presets: ${presetNames().join(', ')}`);
   return p;
+}
+
+/**
+ * How concentrated a preset's hex id columns are (`sluice gen --ids`). `skewed` (the default) gives
+ * every column BAGPIPE's 0.1% → 90% hot tier. Within one column that is far more concentrated than
+ * Criteo's: a 16,384-row batch of it holds about half the unique ids BAGPIPE counted, and even the
+ * largest column stays under DuckDB's dictionary limit in a full row group, so DuckDB keeps a
+ * dictionary where real files are PLAIN. `realistic` keeps the hot tier's size and lowers its mass on the large
+ * columns only, so that both of BAGPIPE's numbers hold at once (docs/cli.md#gen has the figures).
+ */
+export type IdCardinality = 'skewed' | 'realistic';
+export const ID_CARDINALITIES: readonly IdCardinality[] = ['skewed', 'realistic'];
+
+/**
+ * BAGPIPE §2.3: a Criteo batch of 16,384 rows (425,984 lookups over 26 features) holds ~65,000
+ * unique embeddings, and (Fig. 3) the top 0.1% of the embeddings take ~90% of the accesses. Criteo
+ * Kaggle's five columns of 2.2M–10.1M ids carry the unique ones; a hot mass of 0.5 on columns of at
+ * least 1M ids meets both numbers within a few percent, the smaller columns keeping HOT_MASS.
+ */
+export const REALISTIC_LARGE_VOCAB = 1_000_000;
+export const REALISTIC_HOT_MASS = 0.5;
+
+/**
+ * `p` with its hex id columns' cardinality set to `ids` (the same preset object for `skewed`, so the
+ * default data and its digests are unchanged). Throws for `realistic` on a preset without hex columns.
+ */
+export function withIds(p: Preset, ids: IdCardinality): Preset {
+  if (ids === 'skewed') return p;
+  if (!ID_CARDINALITIES.includes(ids)) throw new Error(`unknown id cardinality "${String(ids)}"; valid: ${ID_CARDINALITIES.join(', ')}`);
+  if (!p.columns.some((c) => c.kind === 'hex')) throw new Error(`id cardinality "${ids}" shapes hex id columns, and preset "${p.name}" has none`);
+  const columns = p.columns.map((c) => (c.kind === 'hex' && c.vocab >= REALISTIC_LARGE_VOCAB ? { ...c, hotMass: REALISTIC_HOT_MASS } : c));
+  return { ...p, columns, idCardinality: ids };
 }
 
 function round4(x: number): number {
