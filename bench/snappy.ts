@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parquetMetadata } from 'hyparquet';
 import { snappyUncompressor } from 'hysnappy';
-import { chunkPages, jsSnappy, wasmSnappy, type Snappy } from '@sluice/core/internal';
+import { jsSnappy, snappyPages as pagesOf, wasmSnappy, type Snappy } from '@sluice/core/internal';
 import { benchCacheDir, emitJson, fmtRatio, intArg, log, machine, median, printTable, runNodeChild } from './lib.js';
 
 const { values: args, positionals } = parseArgs({
@@ -46,23 +46,7 @@ const DECODERS: Record<string, () => Snappy> = {
 /** Every SNAPPY page body of `file` (v2 pages: the compressed part after the levels) with its decompressed size. */
 function snappyPages(file: string): Array<[Uint8Array, number]> {
   const buf = readFileSync(file);
-  const md = parquetMetadata(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength));
-  const pages: Array<[Uint8Array, number]> = [];
-  for (const rg of md.row_groups)
-    for (const c of rg.columns) {
-      const m = c.meta_data!;
-      if (m.codec !== 'SNAPPY') continue;
-      const next = chunkPages(m, (at, n) => buf.subarray(at, at + n));
-      for (let p = next(); p !== null; p = next()) {
-        const v2 = p.h.data_page_header_v2;
-        if (v2 === undefined) pages.push([p.body, p.h.uncompressed_page_size]);
-        else if (v2.is_compressed !== false) {
-          const levels = v2.repetition_levels_byte_length + v2.definition_levels_byte_length;
-          pages.push([p.body.subarray(levels), p.h.uncompressed_page_size - levels]);
-        }
-      }
-    }
-  return pages;
+  return pagesOf(buf, parquetMetadata(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength)));
 }
 
 const pass = (d: Snappy, pages: Array<[Uint8Array, number]>): number => {

@@ -73,5 +73,5 @@ export { batchToArrow } from './output/batch-arrow.js';
 export { ParquetFileWriter, writeParquetTable, type ParquetWriteOptions } from './output/parquet-write.js';
 export { chartsFor, parseBenchOutput, renderReport, reportMachine, type BenchDoc, type ChartSpec } from './report/report.js';
 export { readFooter } from './reader/parquet/check.js';
-export { chunkPages } from './reader/parquet/page.js';
+export { chunkPages, snappyPages } from './reader/parquet/page.js';
 export { jsSnappy, pageSnappy, wasmSnappy, type Snappy } from './reader/parquet/snappy.js';

@@ -8,7 +8,7 @@ import { snappyCompress } from 'hysnappy';
 import * as pw from 'parquet-wasm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { pipeline, type PlanSpec } from '@sluice/core';
-import { chunkPages } from '../../src/reader/parquet/page.js';
+import { chunkPages, snappyPages as pagesOf } from '../../src/reader/parquet/page.js';
 import { jsSnappy, pageSnappy, snappyLength, wasmSnappy, type Snappy } from '../../src/reader/parquet/snappy.js';
 import { tempDir, writeSmall } from '../helpers.js';
 import { writePresetFile } from '../presets.js';
@@ -37,23 +37,7 @@ function stream(size: number, literal: Uint8Array, copy: number, offset: number)
 /** Every SNAPPY page of `file` (v2: the compressed part after the levels) with its decompressed size. */
 function snappyPages(file: string): Array<[Uint8Array, number]> {
   const buf = readFileSync(file);
-  const md = parquetMetadata(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength));
-  const pages: Array<[Uint8Array, number]> = [];
-  for (const rg of md.row_groups)
-    for (const c of rg.columns) {
-      const m = c.meta_data!;
-      if (m.codec !== 'SNAPPY') continue;
-      const next = chunkPages(m, (at, n) => buf.subarray(at, at + n));
-      for (let p = next(); p !== null; p = next()) {
-        const v2 = p.h.data_page_header_v2;
-        if (v2 === undefined) pages.push([p.body, p.h.uncompressed_page_size]);
-        else if (v2.is_compressed !== false) {
-          const levels = v2.repetition_levels_byte_length + v2.definition_levels_byte_length;
-          pages.push([p.body.subarray(levels), p.h.uncompressed_page_size - levels]);
-        }
-      }
-    }
-  return pages;
+  return pagesOf(buf, parquetMetadata(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength)));
 }
 
 describe('pageSnappy', () => {

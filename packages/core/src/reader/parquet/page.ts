@@ -4,7 +4,7 @@
  */
 import * as zlib from 'node:zlib';
 import { parquetHeader } from 'hyparquet/src/column.js';
-import type { ColumnMetaData, PageHeader } from 'hyparquet/src/types.js';
+import type { ColumnMetaData, FileMetaData, PageHeader } from 'hyparquet/src/types.js';
 import { Refusal, type PagePlace } from './refusal.js';
 import { pageSnappy, type Snappy } from './snappy.js';
 
@@ -194,4 +194,28 @@ export function decompress(body: Uint8Array, size: number, codec: string, zstd: 
   }
   if (out.length !== size) throw new Error(`the page decompressed to ${out.length} bytes, its header says ${size}`);
   return out;
+}
+
+/**
+ * Every SNAPPY page body of a Parquet file held in memory (of a v2 page, the compressed part after
+ * its levels), with its decompressed size: what the SNAPPY decoder's tests and bench/snappy.ts
+ * run over.
+ */
+export function snappyPages(buf: Uint8Array, md: FileMetaData): Array<[Uint8Array, number]> {
+  const pages: Array<[Uint8Array, number]> = [];
+  for (const rg of md.row_groups)
+    for (const c of rg.columns) {
+      const m = c.meta_data!;
+      if (m.codec !== 'SNAPPY') continue;
+      const next = chunkPages(m, (at, n) => buf.subarray(at, at + n));
+      for (let p = next(); p !== null; p = next()) {
+        const v2 = p.h.data_page_header_v2;
+        if (v2 === undefined) pages.push([p.body, p.h.uncompressed_page_size]);
+        else if (v2.is_compressed !== false) {
+          const levels = v2.repetition_levels_byte_length + v2.definition_levels_byte_length;
+          pages.push([p.body.subarray(levels), p.h.uncompressed_page_size - levels]);
+        }
+      }
+    }
+  return pages;
 }
