@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { createClient } from '@sluice/client';
 import type { PlanSpec } from '@sluice/ops';
 import { jobKeys } from '../../src/cluster/keys.js';
-import { checkExactlyOnce, plan, submit, train } from './cluster.js';
+import { checkExactlyOnce, plan, submit, train, until } from './cluster.js';
 import { redisMissing } from './redis.js';
 import { clusterSuite } from './suite.js';
 
@@ -55,8 +55,11 @@ describe.skipIf(missing !== null)(`cluster: recovery${missing ? ` (skipped: ${mi
     const [t0, t1] = await Promise.all([train(a.url, 0, 2, { onBatch }), train(b.url, 1, 2)]);
     expect(restarted).not.toBeNull();
     checkExactlyOnce(env.expected, t0, t1);
-    // The progress survived the restart: every split is done, none is dead.
+    // The progress survived the restart: every split is done, none is dead. A worker records a
+    // split's last delivery after the batch went out, so the trainer can finish a moment before
+    // the count does (CI once read 23 of 24): wait for it, bounded.
     const k = jobKeys(job.name);
+    await until('every split recorded done', async () => Number((await env.redis.hgetall(k.counters)).done) === job.splits.length, 10_000);
     const counters = await env.redis.hgetall(k.counters);
     expect(Number(counters.done)).toBe(job.splits.length);
     expect(counters.dead).toBeUndefined();
