@@ -13,9 +13,8 @@
  * found in the installed package (a layout this does not know), `pageZstd` falls back to
  * zstddec's own `decode`, which returns fresh memory and is correct with the same contract.
  */
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import { ZSTDDecoder } from 'zstddec';
+import { embeddedWasm } from './parquet/embedded-wasm.js';
 import type { Zstd } from './parquet/index.js';
 
 interface ZstdExports {
@@ -45,18 +44,6 @@ class Region {
   }
 }
 
-/** The wasm module zstddec embeds (base64 in its ES module), or null where its layout differs. */
-function zstddecWasm(): Uint8Array | null {
-  try {
-    const main = createRequire(import.meta.url).resolve('zstddec');
-    const src = fs.readFileSync(main.replace(/[^/\\]*$/, 'zstddec.mjs'), 'utf8');
-    const m = /const wasm = "([A-Za-z0-9+/=]+)"/.exec(src);
-    return m === null ? null : Buffer.from(m[1]!, 'base64');
-  } catch {
-    return null;
-  }
-}
-
 /**
  * A page decompressor for `decodeFlatRowGroup` and friends. Its result is a view into memory the
  * next call overwrites (see the file comment).
@@ -66,7 +53,8 @@ function zstddecWasm(): Uint8Array | null {
  * const page = zstd(compressed, uncompressedSize); // read it before the next call
  */
 export async function pageZstd(): Promise<Zstd> {
-  const bytes = zstddecWasm();
+  // The module zstddec embeds (base64 in its ES module).
+  const bytes = embeddedWasm('zstddec', 'zstddec.mjs', /const wasm = "([A-Za-z0-9+/=]+)"/);
   if (bytes !== null) {
     try {
       // Growth is seen by comparing buffers before each copy (below), so the hook does nothing.

@@ -14,9 +14,8 @@
  * whose snappy preamble disagrees with its page header's size, hyparquet's decoder runs instead,
  * as before.
  */
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import { snappyUncompress } from 'hyparquet/src/snappy.js';
+import { embeddedWasm } from './embedded-wasm.js';
 
 /** Decompresses a SNAPPY page `src` into exactly `size` bytes, or throws. The result may be a view that the next call overwrites. */
 export type Snappy = (src: Uint8Array, size: number) => Uint8Array;
@@ -33,18 +32,6 @@ export const jsSnappy: Snappy = (src, size) => {
   snappyUncompress(src, out);
   return out;
 };
-
-/** The wasm module hysnappy embeds (base64 in its uncompress.js), or null where its layout differs. */
-function hysnappyWasm(): Uint8Array | null {
-  try {
-    const main = createRequire(import.meta.url).resolve('hysnappy');
-    const src = fs.readFileSync(main.replace(/[^/\\]*$/, 'uncompress.js'), 'utf8');
-    const m = /const wasm64 = '([A-Za-z0-9+/=]+)'/.exec(src);
-    return m === null ? null : Buffer.from(m[1]!, 'base64');
-  } catch {
-    return null;
-  }
-}
 
 /**
  * The uncompressed length a snappy stream's preamble (a little-endian base-128 varint of at most
@@ -63,7 +50,8 @@ export function snappyLength(src: Uint8Array): number {
 
 /** The wasm decoder, or null where hysnappy's module cannot be loaded. */
 export function wasmSnappy(): Snappy | null {
-  const bytes = hysnappyWasm();
+  // The module hysnappy embeds (base64 in its uncompress.js).
+  const bytes = embeddedWasm('hysnappy', 'uncompress.js', /const wasm64 = '([A-Za-z0-9+/=]+)'/);
   if (bytes === null) return null;
   let x: SnappyExports;
   try {
