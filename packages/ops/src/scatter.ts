@@ -138,20 +138,6 @@ export class ColumnScatter {
   }
 }
 
-/**
- * `parts` (a window's row groups, in order) scattered as one column of `n` rows: row r of
- * parts[p] becomes row dest[first + r], first being the rows of the parts before p.
- */
-export function scatterParts(parts: readonly Column[], dest: Int32Array, n: number): Column {
-  const s = new ColumnScatter(dest, n);
-  let base = 0;
-  for (const p of parts) {
-    s.add(p, base);
-    base += columnLength(p);
-  }
-  return s.finish();
-}
-
 /** Byte r of `from` to slot dest[base + r] of `to`, for each of `rows`. */
 function scatterBytes(from: Uint8Array, dest: Int32Array, base: number, rows: number, to: Uint8Array): void {
   for (let r = 0; r < rows; r++) {

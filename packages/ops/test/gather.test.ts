@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { concatColumns, gatherColumn, sliceColumn, type Column, type PrimitiveType } from '../src/column.js';
-import { ColumnScatter, scatterParts } from '../src/scatter.js';
+import { columnLength, concatColumns, gatherColumn, sliceColumn, type Column, type PrimitiveType } from '../src/column.js';
+import { ColumnScatter } from '../src/scatter.js';
 import { col, list, randLists, randScalars, rng, rows, type Row, type Rng } from './helpers.js';
 
 const TYPES: readonly PrimitiveType[] = ['int32', 'int64', 'float32', 'float64', 'utf8'];
@@ -22,6 +22,17 @@ function parts(r: Rng, make: (n: number) => Column): Column[] {
     const extra = r.int(3);
     return sliceColumn(make(n + extra), extra, n + extra);
   });
+}
+
+/** `parts` (a window's row groups, in window order) scattered as one column of `n` rows. */
+function scatterParts(parts: readonly Column[], dest: Int32Array, n: number): Column {
+  const s = new ColumnScatter(dest, n);
+  let base = 0;
+  for (const p of parts) {
+    s.add(p, base);
+    base += columnLength(p);
+  }
+  return s.finish();
 }
 
 /** What row i of a window's order should hold: the JS values of the concatenated parts. */
@@ -47,7 +58,7 @@ function check(ps: Column[], r: Rng): void {
   expect(rows(gatherColumn(concatColumns(ps), kept))).toEqual(want);
 }
 
-describe('scatterParts and gatherColumn', () => {
+describe('ColumnScatter and gatherColumn', () => {
   for (const t of TYPES) {
     it(`${t}: scattered parts equal the gathered window, nulls and left-out rows included`, () => {
       const r = rng(17);
