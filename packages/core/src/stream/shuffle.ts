@@ -5,11 +5,12 @@
  * The reader computes the pushed-down features (plan/pushdown.ts) per row group, as it does
  * unshuffled; their op chains map one value to one value, so computing them before the
  * permutation gives the values computing them after would. The window then holds numeric columns
- * only (strings never reach this thread for a pushed-down feature), and a chunk's rows are
- * gathered straight into batch arrays here when the reader computed every feature.
+ * only (strings never reach this thread for a pushed-down feature). Where the reader computes
+ * every feature, the window's reads are laid out as batch arrays as they arrive
+ * (`WindowPackScatter`); else they are permuted as columns (`WindowScatter`) for the backend.
  */
 import { ColumnScatter, runFeature, type Column, type ColumnType, type PlanState, type RowLocator } from '@sluice/ops';
-import { packBytes, packInSlot, packRows, type BatchLayout, type Pack, type PackArena, type PackSource } from '../batch/index.js';
+import { packBytes, packInSlot, packRows, WindowPacks, type BatchLayout, type Pack, type PackArena, type PackSource } from '../batch/index.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 
 /** How chunks are laid out as batch arrays (source.ts's PackRequest, which imports this file). */
@@ -82,6 +83,47 @@ export class WindowScatter {
   /** The window's permuted columns, in the order of `names`. */
   finish(): Column[] {
     return this.columns.map(([, s]) => s.finish());
+  }
+}
+
+/**
+ * A shuffled window laid out as batch arrays as its reads arrive (`WindowPacks`), where the reader
+ * computes every feature: no window-sized copy of its permuted columns is made, and a chunk's ids
+ * are copied only when the stream takes the chunk. `ok` is false once a read had a value an op
+ * rejects or a null label: the window is then read again raw, and the error raised where and as it
+ * was before.
+ */
+export class WindowPackScatter {
+  private readonly packs: WindowPacks;
+  ok = true;
+  private base = 0;
+
+  constructor(
+    private readonly pack: PackShape,
+    order: Int32Array,
+    windowRows: number,
+    /** The window's chunk cuts, from its first output row (0). */
+    cuts: readonly number[],
+    private readonly derived: readonly DerivedColumn[],
+    private readonly rawNames: ReadonlySet<string>,
+  ) {
+    this.packs = new WindowPacks(pack.layout, order, windowRows, cuts);
+  }
+
+  /** Adds the next read of the window (`rows` rows), computing what the reader left (`completeDerived`). */
+  add(cols: Map<string, Column>, rows: number, locate: RowLocator): void {
+    if (this.ok && completeDerived(cols, this.derived, this.rawNames, locate)) {
+      const outputs = new Map<string, Column>();
+      for (const [feature, name] of this.pack.outputs) outputs.set(feature, cols.get(name)!);
+      const label = this.pack.label === null ? null : cols.get(this.pack.label)!;
+      this.ok = this.packs.add(outputs, label, this.base, rows);
+    } else this.ok = false;
+    this.base += rows;
+  }
+
+  /** Chunk c's pack, once every read was added (in chunk order, each once). */
+  take(c: number): Pack {
+    return this.packs.take(c);
   }
 }
 

@@ -9,7 +9,7 @@ import type { DerivedColumn } from '../plan/pushdown.js';
 import { START, type BatchLayout, type Cursor, type Pack, type PackArena } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
 import { newDictShare } from '../reader/dict-share.js';
-import { hasNull, packSlice, WindowScatter } from './shuffle.js';
+import { hasNull, packSlice, WindowPackScatter, WindowScatter } from './shuffle.js';
 
 // The cursor lives in the batch layer (a batch's `end` is one); re-exported for the stream's importers.
 export { START, type Cursor } from '../batch/index.js';
@@ -288,6 +288,9 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       // A window the reader computes features of, and its decoder did not lay out: its reads are
       // completed and scattered into place as they arrive.
       let scatter: WindowScatter | null = null;
+      // Where the reader computes every feature, the scatter lays the window's chunks out as
+      // batch arrays directly.
+      let packScatter: WindowPackScatter | null = null;
       for (let u = 0; u < win.units.length; u++) {
         // A row group's reads: one, or its parts by rows (splitTail), in order.
         do {
@@ -297,7 +300,17 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
           const { at, cuts, range } = plan[entry++]!;
           throwIfAborted(opts.signal);
           if (shuffled) {
-            if (packs === null && derived.length > 0) {
+            if (packs === null && derived.length > 0 && opts.pack !== undefined) {
+              packScatter ??= new WindowPackScatter(
+                opts.pack,
+                permOf().subarray(skip),
+                win.rows,
+                windowCuts[w]!.map((c) => c - skip),
+                derived,
+                rawSet,
+              );
+              packScatter.add(cols, win.units[u]!.rows, unitLocator(ds, win.units[u]!));
+            } else if (packs === null && derived.length > 0) {
               scatter ??= new WindowScatter(
                 [...names, ...derived.map((d) => d.name)],
                 destinations(permOf().subarray(skip), win.rows),
@@ -365,18 +378,36 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       // Shuffled window: the derived columns the reader could not compute were computed as its
       // reads arrived; when an op rejected a value, the window is read again raw (see
       // completeDerived), and each chunk gathers its rows from the concatenated window.
+      if (packScatter !== null && packScatter.ok) {
+        for (let i = 0; i + 1 < cuts.length; i++) {
+          const r = cuts[i]!;
+          const end = cuts[i + 1]!;
+          const chunk: Chunk = {
+            columns: new Map(),
+            rows: end - r,
+            at: { epoch, window: w, offset: r },
+            windowRows: win.rows,
+            lastInEpoch: lastWindow && end === win.rows,
+            locate: locateIn(r),
+            packed: packScatter.take(i),
+          };
+          yield windowShared ? { ...chunk, shared: true } : chunk;
+        }
+        continue;
+      }
       let windowNames = names;
       let gathered: Column[] | null = null;
       if (scatter !== null && scatter.ok) {
         windowNames = [...scatter.names];
         gathered = scatter.finish();
-      } else if (scatter !== null) {
+      } else if (scatter !== null || packScatter !== null) {
         windowNames = rawNames;
         const raw = await Promise.all(win.units.map((unit) => readUnit(ds, pool, unit, rawNames, types, decodeRows)));
         unitCols.splice(0, unitCols.length, ...raw.map((r) => r.columns));
         throwIfAborted(opts.signal);
       }
       scatter = null;
+      packScatter = null;
       const merged = gathered === null ? windowNames.map((n) => concatColumns(unitCols.map((uc) => uc.get(n)!))) : [];
       unitCols.length = 0;
       const byName = gathered === null ? null : new Map(windowNames.map((n, i) => [n, gathered[i]!]));

@@ -1,0 +1,237 @@
+// A shuffled window's chunks laid out as batch arrays straight from its row groups' reads, with
+// no window-sized copy of the permuted columns in between (stream/shuffle.ts, where the reader
+// computes every feature). The packs are the ones `packRows` makes from the permuted window.
+import { int64Words, type Column, type ListColumn } from '@sluice/ops';
+import type { BatchLayout } from './layout.js';
+import type { Pack } from './types.js';
+import { numberReader, writeDense, writeLengths, writeSparse } from './writers.js';
+
+/** One read of the window: its first window row and its sparse outputs, in layout order. */
+interface Part {
+  readonly base: number;
+  readonly sparse: readonly Column[];
+  /** Per sparse output, its ids' words where it is a list of int64 ids with no null id (the common case), else null. */
+  readonly ids: ReadonlyArray<Uint32Array | null>;
+  /** Each row's chunk (-1: skipped) and output row. */
+  readonly where: Int32Array;
+  readonly out: Int32Array;
+}
+
+/**
+ * The packs of one shuffled window. As each read of the window arrives (`add`), its rows' dense
+ * values, labels and id counts are written where the permutation sends them, in the pack of the
+ * chunk each row falls in: those need nothing from the window's other rows. A row's ids go after
+ * the ids of the rows before it in its chunk, so they wait until every read is in; the first
+ * `take` then copies every read's ids to their places (`placeIds`).
+ *
+ * Permuting the window's columns first and cutting packs from them after made a window-sized copy
+ * in between, and copied every id and dense value twice (bench/README.md, "Shuffled reads").
+ */
+export class WindowPacks {
+  /** dest[windowRow]: the output row (-1: a row a resumed window skips). */
+  private readonly dest: Int32Array;
+  /** Chunk of each output row. */
+  private readonly chunkOf: Int32Array;
+  private readonly dense: Float32Array[] = [];
+  private readonly lengths: Int32Array[] = [];
+  private readonly labels: Array<Float32Array | null> = [];
+  /** counts[chunk][key]: the chunk's ids of that key. */
+  private readonly counts: Int32Array[] = [];
+  private parts: Array<Part | null> = [];
+  private readonly offsets: Int32Array[] = [];
+  /** Each chunk's ids, once placed (`placeIds`). */
+  private values: BigInt64Array[] | null = null;
+  private scratch = new Float32Array(0);
+  private lens = new Int32Array(0);
+  private readonly vectors: boolean;
+
+  constructor(
+    private readonly layout: BatchLayout,
+    /** order[i]: the window row that becomes output row i (the window's permutation past a resumed offset). */
+    order: Int32Array,
+    windowRows: number,
+    /** Chunk c holds output rows [cuts[c], cuts[c + 1]). */
+    private readonly cuts: readonly number[],
+  ) {
+    this.dest = new Int32Array(windowRows).fill(-1);
+    for (let i = 0; i < order.length; i++) this.dest[order[i]!] = i;
+    this.chunkOf = new Int32Array(order.length);
+    const K = layout.sparseKeys.length;
+    for (let c = 0; c + 1 < cuts.length; c++) {
+      const rows = cuts[c + 1]! - cuts[c]!;
+      this.chunkOf.fill(c, cuts[c]!, cuts[c + 1]!);
+      this.dense.push(new Float32Array(rows * layout.dim));
+      this.lengths.push(new Int32Array(K * rows));
+      this.labels.push(layout.label ? new Float32Array(rows) : null);
+      this.counts.push(new Int32Array(K));
+    }
+    this.vectors = layout.dense.some((f) => f.vector);
+  }
+
+  /**
+   * Places the read of window rows [base, base + rows): `outputs` maps each feature to its column,
+   * `label` is the label column. False, placing nothing more, when the read has a null label: the
+   * caller then takes the window's path that reports it (batch assembly, with the row).
+   */
+  add(outputs: ReadonlyMap<string, Column>, label: Column | null, base: number, rows: number): boolean {
+    const { layout, dest, chunkOf, cuts } = this;
+    if (label !== null && label.valid !== null && label.valid.subarray(0, rows).includes(0)) return false;
+    // Each row's chunk and row in it (-1: skipped).
+    const where = new Int32Array(rows);
+    const at = new Int32Array(rows);
+    for (let r = 0; r < rows; r++) {
+      const d = dest[base + r]!;
+      if (d < 0) where[r] = -1;
+      else {
+        const c = chunkOf[d]!;
+        where[r] = c;
+        at[r] = d - cuts[c]!;
+      }
+    }
+
+    const dim = layout.dim;
+    if (dim > 0) {
+      // The read's rows laid out row-major first (as packRows would lay them out), then each row
+      // copied whole to its place: one strided pass and one of contiguous copies, where writing
+      // each value to its permuted place would miss the cache on about every write.
+      if (this.scratch.length < rows * dim) this.scratch = new Float32Array(rows * dim);
+      const scratch = this.scratch;
+      if (this.vectors) scratch.fill(0, 0, rows * dim);
+      const seg = { from: 0, to: rows };
+      for (const f of layout.dense) writeDense(outputs.get(f.name)!, seg, scratch, 0, dim, f.offset, f.width);
+      // Copied as words, so every float keeps its bits (NaN payloads included).
+      const from = new Uint32Array(scratch.buffer, 0, rows * dim);
+      const to = this.dense.map((d) => new Uint32Array(d.buffer, d.byteOffset, d.length));
+      for (let r = 0; r < rows; r++) {
+        const c = where[r]!;
+        if (c >= 0) copyRun(from, r * dim, r * dim + dim, to[c]!, at[r]! * dim);
+      }
+    }
+
+    if (label !== null) {
+      const read = numberReader(label);
+      for (let r = 0; r < rows; r++) {
+        const c = where[r]!;
+        if (c >= 0) this.labels[c]![at[r]!] = read(r);
+      }
+    }
+
+    const K = layout.sparseKeys.length;
+    if (this.lens.length < rows) this.lens = new Int32Array(rows);
+    const lens = this.lens;
+    const sparse: Column[] = [];
+    const ids: Array<Uint32Array | null> = [];
+    for (let k = 0; k < K; k++) {
+      const col = outputs.get(layout.sparseKeys[k]!)!;
+      sparse.push(col);
+      ids.push(col.type === 'list' && col.child.type === 'int64' && col.child.valid === null ? int64Words(col.child.values) : null);
+      writeLengths(col, 0, rows, lens, 0);
+      const L = this.lengths;
+      const counts = this.counts;
+      for (let r = 0; r < rows; r++) {
+        const c = where[r]!;
+        if (c < 0) continue;
+        L[c]![k * (cuts[c + 1]! - cuts[c]!) + at[r]!] = lens[r]!;
+        counts[c]![k] += lens[r]!;
+      }
+    }
+    this.parts.push({ base, sparse, ids, where, out: dest.subarray(base, base + rows) });
+    return true;
+  }
+
+  /** Chunk c's pack, once every read of the window was added (chunks taken in order; each once). */
+  take(c: number): Pack {
+    if (this.values === null) this.placeIds();
+    const pack: Pack = {
+      rows: this.cuts[c + 1]! - this.cuts[c]!,
+      dense: this.dense[c]!,
+      lengths: this.lengths[c]!,
+      offsets: this.offsets[c]!,
+      values: this.values![c]!,
+      labels: this.labels[c]!,
+    };
+    // The stream holds the pack from here: the window keeps no reference to it.
+    this.dense[c] = EMPTY_F32;
+    this.lengths[c] = EMPTY_I32;
+    this.values![c] = EMPTY_I64;
+    return pack;
+  }
+
+  /**
+   * Copies every read's ids to their places, once every row's id count is known: each read is read
+   * in order and written at random, as ColumnScatter does (a gather, reading each row's ids at
+   * random, stalls on about every read). Each read is dropped once placed.
+   */
+  private placeIds(): void {
+    const { layout, cuts } = this;
+    const K = layout.sparseKeys.length;
+    const n = cuts[cuts.length - 1]!;
+    const values: BigInt64Array[] = [];
+    const words: Uint32Array[] = [];
+    // pos[k * n + d]: where output row d's ids of key k start in its chunk's values.
+    const pos = new Int32Array(K * n);
+    for (let c = 0; c + 1 < cuts.length; c++) {
+      const rows = cuts[c + 1]! - cuts[c]!;
+      const offsets = new Int32Array(K + 1);
+      for (let k = 0; k < K; k++) offsets[k + 1] = offsets[k]! + this.counts[c]![k]!;
+      this.offsets.push(offsets);
+      values.push(new BigInt64Array(offsets[K]!));
+      words.push(int64Words(values[c]!));
+      const lengths = this.lengths[c]!;
+      for (let k = 0; k < K; k++)
+        for (let i = 0, d = k * n + cuts[c]!, at = offsets[k]!; i < rows; i++, d++) {
+          pos[d] = at;
+          at += lengths[k * rows + i]!;
+        }
+    }
+    const parts = this.parts;
+    this.parts = [];
+    for (let q = 0; q < parts.length; q++) {
+      const { sparse, ids, where, out } = parts[q]!;
+      parts[q] = null;
+      for (let k = 0; k < K; k++) {
+        const col = sparse[k]!;
+        const w = ids[k]!;
+        const posK = pos.subarray(k * n, k * n + n);
+        if (w !== null) placeRuns((col as ListColumn).offsets, col.valid, w, where, out, posK, words);
+        else
+          for (let r = 0; r < where.length; r++) {
+            const c = where[r]!;
+            if (c >= 0) writeSparse(col, r, r + 1, words[c]!, posK[out[r]!]!);
+          }
+      }
+    }
+    this.values = values;
+  }
+}
+
+/**
+ * Each row's ids of a list of int64 ids without null ids (`ids`: their words; a null list has
+ * none) to where its output row's ids start (posK[out[r]]) in its chunk's values (words[where[r]]),
+ * as `writeSparse` writes them. Reads in order, writes at random.
+ */
+function placeRuns(
+  o: Int32Array,
+  valid: Uint8Array | null,
+  ids: Uint32Array,
+  where: Int32Array,
+  out: Int32Array,
+  posK: Int32Array,
+  words: Uint32Array[],
+): void {
+  for (let r = 0; r < where.length; r++) {
+    const c = where[r]!;
+    if (c < 0 || (valid !== null && valid[r] === 0)) continue;
+    const to = words[c]!;
+    for (let j = 2 * o[r]!, e = 2 * o[r + 1]!, t = 2 * posK[out[r]!]!; j < e; j++, t++) to[t] = ids[j]!;
+  }
+}
+
+const EMPTY_F32 = new Float32Array(0);
+const EMPTY_I32 = new Int32Array(0);
+const EMPTY_I64 = new BigInt64Array(0);
+
+/** from[s, e) to `to` at `at`: runs are short (a row), where a plain loop beats `set`, which allocates a subarray. */
+function copyRun(from: Uint32Array, s: number, e: number, to: Uint32Array, at: number): void {
+  for (let j = s, k = at; j < e; j++, k++) to[k] = from[j]!;
+}

@@ -1,0 +1,139 @@
+// WindowPacks: a shuffled window's packs, placed from its reads as they arrive. Each chunk's pack
+// must equal, bit for bit, the pack `packRows` cuts from the same rows of the permuted window (its
+// reads concatenated, then gathered through the permutation): every dense type with nulls, a
+// vector feature with null rows, NaN payloads, lists of int64 ids with null and empty lists, ids
+// with null ids and int32 ids (the general path), a scalar sparse key, labels, and a resumed
+// window that leaves its first rows out.
+import { describe, expect, it } from 'vitest';
+import { concatColumns, gatherColumn, type Column } from '@sluice/ops';
+import { packRows, WindowPacks, type BatchLayout, type Pack } from '../../src/batch/index.js';
+import { permutation } from '../../src/util/rng.js';
+
+const layout: BatchLayout = {
+  dense: [
+    { name: 'f32', offset: 0, width: 1, vector: false },
+    { name: 'i32', offset: 1, width: 1, vector: false },
+    { name: 'f64', offset: 2, width: 1, vector: false },
+    { name: 'i64', offset: 3, width: 1, vector: false },
+    { name: 'vec', offset: 4, width: 3, vector: true },
+  ],
+  denseNames: ['f32', 'i32', 'f64', 'i64', 'vec:0', 'vec:1', 'vec:2'],
+  dim: 7,
+  sparseKeys: ['ids', 'nullIds', 'narrow', 'scalar'],
+  label: true,
+};
+
+/** A seeded generator (mulberry32), so a failure replays. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const mask = (rows: number, r: () => number, p: number): Uint8Array => Uint8Array.from({ length: rows }, () => (r() < p ? 0 : 1));
+
+function list(rows: number, r: () => number, wide: boolean, nullIds: boolean): Column {
+  const offsets = new Int32Array(rows + 1);
+  for (let i = 0; i < rows; i++) offsets[i + 1] = offsets[i]! + Math.floor(r() * 5); // empty lists too
+  const n = offsets[rows]!;
+  const child = wide
+    ? {
+        type: 'int64' as const,
+        values: BigInt64Array.from({ length: n }, () => BigInt(Math.floor(r() * 2 ** 40)) - 2n ** 39n),
+        valid: nullIds ? mask(n, r, 0.2) : null,
+      }
+    : { type: 'int32' as const, values: Int32Array.from({ length: n }, () => Math.floor(r() * 2 ** 31) - 2 ** 30), valid: null };
+  return { type: 'list', offsets, child, valid: mask(rows, r, 0.15) };
+}
+
+/** One read of `rows` rows: every output of the layout, and the label. */
+function read(rows: number, r: () => number): Map<string, Column> {
+  const f32 = Float32Array.from({ length: rows }, () => r() * 100 - 50);
+  // A NaN with a payload: the packs must keep its bits.
+  if (rows > 0) new Uint32Array(f32.buffer)[0] = 0x7fc12345;
+  return new Map<string, Column>([
+    ['f32', { type: 'float32', values: f32, valid: mask(rows, r, 0.1) }],
+    ['i32', { type: 'int32', values: Int32Array.from({ length: rows }, () => Math.floor(r() * 1000) - 500), valid: null }],
+    ['f64', { type: 'float64', values: Float64Array.from({ length: rows }, () => r() * 1e6), valid: mask(rows, r, 0.1) }],
+    ['i64', { type: 'int64', values: BigInt64Array.from({ length: rows }, () => BigInt(Math.floor(r() * 1e9))), valid: null }],
+    ['vec', { type: 'fixed', size: 3, values: Float32Array.from({ length: rows * 3 }, () => r()), valid: mask(rows, r, 0.2) }],
+    ['ids', list(rows, r, true, false)],
+    ['nullIds', list(rows, r, true, true)],
+    ['narrow', list(rows, r, false, false)],
+    ['scalar', { type: 'int64', values: BigInt64Array.from({ length: rows }, () => BigInt(Math.floor(r() * 1e12))), valid: mask(rows, r, 0.25) }],
+    ['label', { type: 'float32', values: Float32Array.from({ length: rows }, () => (r() < 0.5 ? 0 : 1)), valid: null }],
+  ]);
+}
+
+/** The arrays of a pack as plain numbers (floats by their bits), for toEqual. */
+function bits(p: Pack): Record<string, unknown> {
+  return {
+    rows: p.rows,
+    dense: [...new Uint32Array(p.dense.buffer, p.dense.byteOffset, p.dense.length)],
+    lengths: [...p.lengths],
+    offsets: [...p.offsets],
+    values: [...p.values],
+    labels: p.labels === null ? null : [...new Uint32Array(p.labels.buffer, p.labels.byteOffset, p.labels.length)],
+  };
+}
+
+/** Chunk cuts of `rows` output rows, `size` rows each (the last may be short). */
+const cutsOf = (rows: number, size: number): number[] => [...Array.from({ length: Math.ceil(rows / size) }, (_, i) => i * size), rows];
+
+function check(partRows: readonly number[], skip: number, chunk: number, seed: number): void {
+  const r = rng(seed);
+  const reads = partRows.map((rows) => read(rows, r));
+  const windowRows = partRows.reduce((a, b) => a + b, 0);
+  const order = permutation(windowRows, seed, 0, 0).subarray(skip);
+  const cuts = cutsOf(windowRows - skip, chunk);
+
+  const packs = new WindowPacks(layout, order, windowRows, cuts);
+  let base = 0;
+  for (let i = 0; i < reads.length; i++) {
+    const label = reads[i]!.get('label')!;
+    expect(packs.add(reads[i]!, label, base, partRows[i]!)).toBe(true);
+    base += partRows[i]!;
+  }
+
+  // The oracle: the window's reads concatenated, gathered through the permutation, cut by packRows.
+  const names = [...reads[0]!.keys()];
+  const window = new Map(names.map((n) => [n, gatherColumn(concatColumns(reads.map((m) => m.get(n)!)), order)]));
+  const outputs = new Map([...window].filter(([n]) => n !== 'label'));
+  const src = { outputs, label: window.get('label')!, locate: (row: number) => ({ file: 'test', rowGroup: 0, row }) };
+  for (let c = 0; c + 1 < cuts.length; c++) {
+    const want = packRows(layout, [{ chunk: src, from: cuts[c]!, to: cuts[c + 1]! }]);
+    expect(bits(packs.take(c)), `chunk ${c}`).toEqual(bits(want));
+  }
+}
+
+describe('WindowPacks', () => {
+  it('lays each chunk out as packRows does from the permuted window (reads of unequal sizes)', () => {
+    check([37, 50, 13], 0, 16, 1);
+  });
+
+  it('with a chunk that is the whole window, and with one-row chunks', () => {
+    check([20, 20], 0, 40, 2);
+    check([9, 4], 0, 1, 3);
+  });
+
+  it('leaves out the rows before a resumed window offset', () => {
+    check([30, 25, 45], 17, 10, 4);
+    check([30, 25], 54, 8, 5);
+  });
+
+  it('reports a read with a null label (the caller then reads the window the way that reports it)', () => {
+    const r = rng(6);
+    const a = read(10, r);
+    const b = read(10, r);
+    const label = b.get('label')!;
+    b.set('label', { ...label, valid: Uint8Array.from({ length: 10 }, (_, i) => (i === 7 ? 0 : 1)) } as Column);
+    const packs = new WindowPacks(layout, permutation(20, 6, 0, 0), 20, [0, 8, 16, 20]);
+    expect(packs.add(a, a.get('label')!, 0, 10)).toBe(true);
+    expect(packs.add(b, b.get('label')!, 10, 10)).toBe(false);
+  });
+});
