@@ -6,13 +6,21 @@ import type { BatchLayout } from './layout.js';
 import type { Pack } from './types.js';
 import { numberReader, writeDense, writeLengths, writeSparse } from './writers.js';
 
-/** One read of the window: its first window row and its sparse outputs, in layout order. */
-interface Part {
-  readonly base: number;
+/** One read of the window, kept for its ids until every read is in (`placeIds`). */
+type Part = ColumnsPart | PackPart;
+
+/** A read that came as columns: its sparse outputs, in layout order. */
+interface ColumnsPart {
   readonly sparse: readonly Column[];
   /** Per sparse output, its ids' words where it is a list of int64 ids with no null id (the common case), else null. */
   readonly ids: ReadonlyArray<Uint32Array | null>;
-  /** Each row's chunk (-1: skipped) and output row. */
+  readonly where: Int32Array;
+  readonly out: Int32Array;
+}
+
+/** A read its decoder laid out as one pack, in its own row order: the pack's ids (its dense values are placed at once). */
+interface PackPart {
+  readonly pack: Pick<Pack, 'rows' | 'lengths' | 'offsets' | 'values'>;
   readonly where: Int32Array;
   readonly out: Int32Array;
 }
@@ -74,21 +82,9 @@ export class WindowPacks {
    * caller then takes the window's path that reports it (batch assembly, with the row).
    */
   add(outputs: ReadonlyMap<string, Column>, label: Column | null, base: number, rows: number): boolean {
-    const { layout, dest, chunkOf, cuts } = this;
+    const { layout } = this;
     if (label !== null && label.valid !== null && label.valid.subarray(0, rows).includes(0)) return false;
-    // Each row's chunk and row in it (-1: skipped).
-    const where = new Int32Array(rows);
-    const at = new Int32Array(rows);
-    for (let r = 0; r < rows; r++) {
-      const d = dest[base + r]!;
-      if (d < 0) where[r] = -1;
-      else {
-        const c = chunkOf[d]!;
-        where[r] = c;
-        at[r] = d - cuts[c]!;
-      }
-    }
-
+    const { where, at } = this.locate(base, rows);
     const dim = layout.dim;
     if (dim > 0) {
       // The read's rows laid out row-major first (as packRows would lay them out), then each row
@@ -126,17 +122,69 @@ export class WindowPacks {
       sparse.push(col);
       ids.push(col.type === 'list' && col.child.type === 'int64' && col.child.valid === null ? int64Words(col.child.values) : null);
       writeLengths(col, 0, rows, lens, 0);
-      const L = this.lengths;
-      const counts = this.counts;
+      this.placeLengths(k, lens, where, at);
+    }
+    this.parts.push({ sparse, ids, where, out: this.dest.subarray(base, base + rows) });
+    return true;
+  }
+
+  /**
+   * Places the read of window rows [base, base + pack.rows) that its decoder laid out as one pack
+   * (unpermuted): each row's dense values are one contiguous run there, so no column is transposed
+   * on this thread.
+   */
+  addPack(pack: Pack, base: number): void {
+    const { layout } = this;
+    const rows = pack.rows;
+    const { where, at } = this.locate(base, rows);
+    const dim = layout.dim;
+    if (dim > 0) {
+      const from = new Uint32Array(pack.dense.buffer, pack.dense.byteOffset, rows * dim);
+      const to = this.dense.map((d) => new Uint32Array(d.buffer, d.byteOffset, d.length));
       for (let r = 0; r < rows; r++) {
         const c = where[r]!;
-        if (c < 0) continue;
-        L[c]![k * (cuts[c + 1]! - cuts[c]!) + at[r]!] = lens[r]!;
-        counts[c]![k] += lens[r]!;
+        if (c >= 0) copyRun(from, r * dim, r * dim + dim, to[c]!, at[r]! * dim);
       }
     }
-    this.parts.push({ base, sparse, ids, where, out: dest.subarray(base, base + rows) });
-    return true;
+    if (pack.labels !== null) {
+      // As words, as the dense values.
+      const from = new Uint32Array(pack.labels.buffer, pack.labels.byteOffset, rows);
+      const to = this.labels.map((l) => new Uint32Array(l!.buffer, l!.byteOffset, l!.length));
+      for (let r = 0; r < rows; r++) {
+        const c = where[r]!;
+        if (c >= 0) to[c]![at[r]!] = from[r]!;
+      }
+    }
+    for (let k = 0; k < layout.sparseKeys.length; k++) this.placeLengths(k, pack.lengths.subarray(k * rows, k * rows + rows), where, at);
+    this.parts.push({ pack: { rows, lengths: pack.lengths, offsets: pack.offsets, values: pack.values }, where, out: this.dest.subarray(base, base + rows) });
+  }
+
+  /** Key k's id count of each of a read's rows (lens[r]) to its row's place, and to its chunk's count. */
+  private placeLengths(k: number, lens: Int32Array, where: Int32Array, at: Int32Array): void {
+    const { lengths, counts, cuts } = this;
+    for (let r = 0; r < where.length; r++) {
+      const c = where[r]!;
+      if (c < 0) continue;
+      lengths[c]![k * (cuts[c + 1]! - cuts[c]!) + at[r]!] = lens[r]!;
+      counts[c]![k] += lens[r]!;
+    }
+  }
+
+  /** Each of the read's rows' chunk (-1: skipped) and row in that chunk. */
+  private locate(base: number, rows: number): { where: Int32Array; at: Int32Array } {
+    const { dest, chunkOf, cuts } = this;
+    const where = new Int32Array(rows);
+    const at = new Int32Array(rows);
+    for (let r = 0; r < rows; r++) {
+      const d = dest[base + r]!;
+      if (d < 0) where[r] = -1;
+      else {
+        const c = chunkOf[d]!;
+        where[r] = c;
+        at[r] = d - cuts[c]!;
+      }
+    }
+    return { where, at };
   }
 
   /** Chunk c's pack, once every read of the window was added (chunks taken in order; each once). */
@@ -187,8 +235,18 @@ export class WindowPacks {
     const parts = this.parts;
     this.parts = [];
     for (let q = 0; q < parts.length; q++) {
-      const { sparse, ids, where, out } = parts[q]!;
+      const part = parts[q]!;
       parts[q] = null;
+      if ('pack' in part) {
+        const { pack, where, out } = part;
+        const from = int64Words(pack.values);
+        for (let k = 0; k < K; k++) {
+          const rows = pack.rows;
+          placePackRuns(pack.lengths.subarray(k * rows, k * rows + rows), pack.offsets[k]!, from, where, out, pos.subarray(k * n, k * n + n), words);
+        }
+        continue;
+      }
+      const { sparse, ids, where, out } = part;
       for (let k = 0; k < K; k++) {
         const col = sparse[k]!;
         const w = ids[k]!;
@@ -230,6 +288,19 @@ function placeRuns(
 const EMPTY_F32 = new Float32Array(0);
 const EMPTY_I32 = new Int32Array(0);
 const EMPTY_I64 = new BigInt64Array(0);
+
+/** `placeRuns` for one key of a read laid out as a pack: row r's ids are the lens[r] after those of the rows before it, from `start`. */
+function placePackRuns(lens: Int32Array, start: number, ids: Uint32Array, where: Int32Array, out: Int32Array, posK: Int32Array, words: Uint32Array[]): void {
+  for (let r = 0, s = start; r < where.length; r++) {
+    const len = lens[r]!;
+    const c = where[r]!;
+    if (c >= 0) {
+      const to = words[c]!;
+      for (let j = 2 * s, e = 2 * (s + len), t = 2 * posK[out[r]!]!; j < e; j++, t++) to[t] = ids[j]!;
+    }
+    s += len;
+  }
+}
 
 /** from[s, e) to `to` at `at`: runs are short (a row), where a plain loop beats `set`, which allocates a subarray. */
 function copyRun(from: Uint32Array, s: number, e: number, to: Uint32Array, at: number): void {

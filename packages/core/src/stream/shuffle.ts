@@ -121,6 +121,12 @@ export class WindowPackScatter {
     this.base += rows;
   }
 
+  /** Adds the next read of the window, which its decoder laid out as one pack. */
+  addPack(pack: Pack): void {
+    if (this.ok) this.packs.addPack(pack, this.base);
+    this.base += pack.rows;
+  }
+
   /** Chunk c's pack, once every read was added (in chunk order, each once). */
   take(c: number): Pack {
     return this.packs.take(c);

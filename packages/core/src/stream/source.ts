@@ -222,6 +222,8 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     // the decoder that reads it, through the window's permutation, when the reader computes
     // every feature: its chunk cuts are known up front too.
     const permuteInDecoder = shuffled && opts.pack !== undefined && derived.length > 0;
+    // Else the row groups of a window are laid out as packs by their decoders, and permuted here.
+    const permuteInWindow = permuteInDecoder;
     for (let w = firstWindow; w < windows.length; w++) {
       const skip = epoch === start.epoch && w === start.window ? start.offset : 0;
       if (opts.windowBatches === true) emitted = 0;
@@ -265,6 +267,9 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         // The decoder computes the window's permutation itself (this thread only for errors).
         if (permuted === true) pack = { ...opts.pack!, cuts: cuts!, permute: { rows: windows[w]!.rows, keys: [opts.shuffle!.seed, epoch, w] } };
         else if (opts.pack !== undefined && cuts !== null) pack = { ...opts.pack, cuts: first === 0 ? cuts : cuts.map((c) => c - first) };
+        // A row group of a shuffled window of several: laid out as one pack in its own row order,
+        // which WindowPackScatter permutes (in fresh memory: it holds the pack until the window ends).
+        else if (permuteInWindow) pack = { ...opts.pack!, arena: undefined, cuts: [0, windows[w]!.units[u]!.rows] };
         const unit = windows[w]!.units[u]!;
         const p =
           dealt !== null ? readUnitShared(ds, pool, unit, dealt, types, decodeRows) : readUnit(ds, pool, unit, names, types, decodeRows, derived, pack, range);
@@ -290,26 +295,31 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       let scatter: WindowScatter | null = null;
       // Where the reader computes every feature, the scatter lays the window's chunks out as
       // batch arrays directly.
-      let packScatter: WindowPackScatter | null = null;
+      let packScatter = null as WindowPackScatter | null;
       for (let u = 0; u < win.units.length; u++) {
         // A row group's reads: one, or its parts by rows (splitTail), in order.
         do {
           issue();
           throwIfAborted(opts.signal);
           const { columns: cols, packs, shared } = await inflight.shift()!;
-          const { at, cuts, range } = plan[entry++]!;
+          const { at, cuts, range, permuted } = plan[entry++]!;
           throwIfAborted(opts.signal);
           if (shuffled) {
-            if (packs === null && derived.length > 0 && opts.pack !== undefined) {
-              packScatter ??= new WindowPackScatter(
-                opts.pack,
+            const packScatterOf = (): WindowPackScatter =>
+              (packScatter ??= new WindowPackScatter(
+                opts.pack!,
                 permOf().subarray(skip),
                 win.rows,
                 windowCuts[w]!.map((c) => c - skip),
                 derived,
                 rawSet,
-              );
-              packScatter.add(cols, win.units[u]!.rows, unitLocator(ds, win.units[u]!));
+              ));
+            if (packs !== null && permuted !== true) {
+              packScatterOf().addPack(packs[0]!);
+              continue;
+            }
+            if (packs === null && derived.length > 0 && opts.pack !== undefined) {
+              packScatterOf().add(cols, win.units[u]!.rows, unitLocator(ds, win.units[u]!));
             } else if (packs === null && derived.length > 0) {
               scatter ??= new WindowScatter(
                 [...names, ...derived.map((d) => d.name)],

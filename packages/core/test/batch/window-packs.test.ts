@@ -3,7 +3,8 @@
 // reads concatenated, then gathered through the permutation): every dense type with nulls, a
 // vector feature with null rows, NaN payloads, lists of int64 ids with null and empty lists, ids
 // with null ids and int32 ids (the general path), a scalar sparse key, labels, and a resumed
-// window that leaves its first rows out.
+// window that leaves its first rows out; reads that came as columns and reads a decoder laid out
+// as one pack of its own rows.
 import { describe, expect, it } from 'vitest';
 import { concatColumns, gatherColumn, type Column } from '@sluice/ops';
 import { packRows, WindowPacks, type BatchLayout, type Pack } from '../../src/batch/index.js';
@@ -85,7 +86,14 @@ function bits(p: Pack): Record<string, unknown> {
 /** Chunk cuts of `rows` output rows, `size` rows each (the last may be short). */
 const cutsOf = (rows: number, size: number): number[] => [...Array.from({ length: Math.ceil(rows / size) }, (_, i) => i * size), rows];
 
-function check(partRows: readonly number[], skip: number, chunk: number, seed: number): void {
+/** Read i of the window as its decoder lays it out: one pack of its rows, unpermuted. */
+function asPack(m: Map<string, Column>, rows: number): Pack {
+  const outputs = new Map([...m].filter(([n]) => n !== 'label'));
+  return packRows(layout, [{ chunk: { outputs, label: m.get('label')!, locate: (row) => ({ file: 'test', rowGroup: 0, row }) }, from: 0, to: rows }]);
+}
+
+/** `packed(i)`: whether read i comes laid out as a pack (else as columns). */
+function check(partRows: readonly number[], skip: number, chunk: number, seed: number, packed: (i: number) => boolean = () => false): void {
   const r = rng(seed);
   const reads = partRows.map((rows) => read(rows, r));
   const windowRows = partRows.reduce((a, b) => a + b, 0);
@@ -96,7 +104,8 @@ function check(partRows: readonly number[], skip: number, chunk: number, seed: n
   let base = 0;
   for (let i = 0; i < reads.length; i++) {
     const label = reads[i]!.get('label')!;
-    expect(packs.add(reads[i]!, label, base, partRows[i]!)).toBe(true);
+    if (packed(i)) packs.addPack(asPack(reads[i]!, partRows[i]!), base);
+    else expect(packs.add(reads[i]!, label, base, partRows[i]!)).toBe(true);
     base += partRows[i]!;
   }
 
@@ -124,6 +133,12 @@ describe('WindowPacks', () => {
   it('leaves out the rows before a resumed window offset', () => {
     check([30, 25, 45], 17, 10, 4);
     check([30, 25], 54, 8, 5);
+  });
+
+  it('takes reads laid out as packs by their decoders, alone or beside reads that came as columns', () => {
+    check([37, 50, 13], 0, 16, 7, () => true);
+    check([37, 50, 13], 0, 16, 8, (i) => i === 1);
+    check([30, 25, 45], 17, 10, 9, (i) => i !== 1);
   });
 
   it('reports a read with a null label (the caller then reads the window the way that reports it)', () => {
