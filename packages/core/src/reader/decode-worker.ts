@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import { parentPort } from 'node:worker_threads';
 import { readOffsetIndex } from 'hyparquet/src/indexes.js';
 import type { FileMetaData } from 'hyparquet/src/types.js';
-import * as pw from 'parquet-wasm';
+import type * as PW from 'parquet-wasm';
 import { chainFeature, runOps, type Column, type ColumnType, type KernelOverrides, type OpChainFeature, type PlanState } from '@sluice/ops';
 import { packRows, permutedSources, type PackSource } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
@@ -52,7 +52,14 @@ const port = parentPort;
 const reply = (m: DecodeReply, transfer: ArrayBuffer[] = []): void => port.postMessage(m, transfer);
 
 /** Files parquet-wasm has open, by source, with the file's statKey when opened. */
-const files = new Map<string, { readonly key: string; readonly file: pw.ParquetFile }>();
+const files = new Map<string, { readonly key: string; readonly file: PW.ParquetFile }>();
+
+/**
+ * parquet-wasm, loaded on first use: compiling its 5 MB of WebAssembly costs a decoder ~0.1 s of
+ * CPU as it starts, and a decoder whose reads the direct decoder serves never needs it.
+ */
+let parquetWasm: Promise<typeof PW> | null = null;
+const loadParquetWasm = (): Promise<typeof PW> => (parquetWasm ??= import('parquet-wasm'));
 /** Footers parsed with hyparquet, by source, with the file's statKey; the last 32. */
 const footers = new Map<string, { readonly key: string; readonly md: FileMetaData }>();
 /** Read specs by id (SpecRequest); the last 8. */
@@ -391,7 +398,7 @@ const s3Of = (msg: { readonly source: string; readonly s3?: S3Access }): S3Acces
   return msg.s3;
 };
 
-async function open(source: string, s3?: S3Access, fresh = false): Promise<pw.ParquetFile> {
+async function open(source: string, s3?: S3Access, fresh = false): Promise<PW.ParquetFile> {
   // An s3:// object is keyed by its ETag: `fresh` (an open request) asks the store for it again.
   const key = isS3Url(source)
     ? (await (await s3Object()).openS3Object(source, s3Of({ source, ...(s3 !== undefined ? { s3 } : {}) }), fresh)).etag
@@ -427,7 +434,8 @@ async function open(source: string, s3?: S3Access, fresh = false): Promise<pw.Pa
         fs.closeSync(fd);
       }
     }
-    let file: pw.ParquetFile;
+    const pw = await loadParquetWasm();
+    let file: PW.ParquetFile;
     try {
       file = blob === null ? await pw.ParquetFile.fromUrl(source) : await pw.ParquetFile.fromFile(blob);
     } catch (err) {
@@ -482,7 +490,7 @@ function footerProblem(words: string, broken: boolean): string {
   return "its footer does not add up (damaged in a way Sluice's own checks did not catch)";
 }
 
-function describe(f: pw.ParquetFile): OpenedFile {
+function describe(f: PW.ParquetFile): OpenedFile {
   const md = f.metadata();
   const rowGroups: number[] = [];
   for (let i = 0; i < md.numRowGroups(); i++) rowGroups.push(md.rowGroup(i).numRows());
@@ -540,7 +548,7 @@ async function read(msg: ReadInline): Promise<void> {
     for (;;) {
       const { done, value } = await batches.read();
       if (done) break;
-      const ipc = (value as pw.RecordBatch).intoIPCStream();
+      const ipc = (value as PW.RecordBatch).intoIPCStream();
       reply({ kind: 'batch', id, ipc }, [ipc.buffer as ArrayBuffer]);
     }
   } catch (err) {
