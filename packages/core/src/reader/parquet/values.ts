@@ -4,7 +4,7 @@
  * mode (`indices`) a page gives each row's dictionary index instead of its value.
  */
 import type { PrimitiveType } from '@sluice/ops';
-import { rleHybrid, rleMax } from './rle.js';
+import { rleHybrid, rleMax } from './rle-wasm.js';
 
 /** A dictionary page: fixed-width values, or strings as byte ranges [starts[i], starts[i] + lens[i]) of `data`. */
 export interface Dict {
