@@ -3,12 +3,12 @@
  * kernel (rle-wasm.ts, assembly/rle.ts) on synthetic pages shaped like the RM1 / RM5 files' (run
  * mixes, widths and page sizes as bench/README.md, 'rle.ts', lists them). Checks both give the
  * same values first. Median of `--reps` interleaved passes (JS and wasm alternate, in alternating
- * order), ns per value; then, for short pages, where the kernel stops paying (MIN_WASM_VALUES).
+ * order), ns per value; then, for short pages, where the kernel stops paying (MIN_WASM_INDICES, MIN_WASM_LEVELS).
  *
  *   npx tsx bench/rle.ts [--reps 7] [--json]
  */
 import { parseArgs } from 'node:util';
-import { MIN_WASM_VALUES, levels, levelsJs, rleHybrid, rleHybridJs, rleKernel } from '@sluice/core/internal';
+import { MIN_WASM_INDICES, MIN_WASM_LEVELS, levels, levelsJs, rleHybrid, rleHybridJs, rleKernel } from '@sluice/core/internal';
 import { emitJson, intArg, log, machine, median, printTable } from './lib.js';
 
 const { values: args } = parseArgs({
@@ -167,7 +167,7 @@ for (const p of PROFILES) {
   rows.push([p.name, m.JS.toFixed(2), m.wasm.toFixed(2), `${(m.JS / m.wasm).toFixed(2)}×`]);
 }
 
-// Short pages: the kernel is called directly below MIN_WASM_VALUES to see where it stops paying.
+// Short pages: the kernel is called directly below the thresholds to see where it stops paying.
 const shortRows: string[][] = [];
 const shortResults: Array<{ n: number; kind: string; jsNsPerCall: number; wasmNsPerCall: number }> = [];
 const kernel = rleKernel()!;
@@ -196,11 +196,12 @@ for (const n of [16, 32, 64, 128, 256, 1024]) {
   }
 }
 
-if (args.json) emitJson({ bench: 'rle', machine: machine(), reps, minWasmValues: MIN_WASM_VALUES, results, short: shortResults });
+if (args.json)
+  emitJson({ bench: 'rle', machine: machine(), reps, minWasmIndices: MIN_WASM_INDICES, minWasmLevels: MIN_WASM_LEVELS, results, short: shortResults });
 else {
   printTable(`RLE / bit-packed hybrid decode, median of ${reps} interleaved passes (ns per value)`, ['page shape', 'JS', 'wasm', 'JS / wasm'], rows);
   printTable(
-    `Short pages, kernel called directly (ns per call; the reader uses wasm from ${MIN_WASM_VALUES} values)`,
+    `Short pages, kernel called directly (ns per call; the reader uses wasm from ${MIN_WASM_INDICES} indices, ${MIN_WASM_LEVELS} levels)`,
     ['shape', 'values', 'JS', 'wasm', 'JS / wasm'],
     shortRows,
   );

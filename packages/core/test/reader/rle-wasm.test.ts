@@ -4,7 +4,7 @@
  * damaged, must give the same output array, return value, maximum and error message.
  */
 import { describe, expect, it } from 'vitest';
-import { MIN_WASM_VALUES, levels, rleHybrid, rleKernel, rleMax } from '../../src/reader/parquet/rle-wasm.js';
+import { MIN_WASM_INDICES, MIN_WASM_LEVELS, levels, rleHybrid, rleKernel, rleMax } from '../../src/reader/parquet/rle-wasm.js';
 import { levelsJs, rleHybridJs, rleMaxJs } from '../../src/reader/parquet/rle.js';
 
 /** A seeded generator (mulberry32), so a failure reproduces. */
@@ -122,7 +122,7 @@ describe('wasm RLE / bit-packed hybrid decoder', () => {
       expect(firstDifference(got, want), `case ${t}`).toBe(-1);
       if (typeof js === 'number') expect(rleMax, `case ${t}`).toBe(jsMax);
       // Count the calls the kernel itself decodes rather than declines.
-      if (typeof js === 'number' && n >= MIN_WASM_VALUES && kernel.indices(b, pos, end, width, got, at, n)) wasmCalls++;
+      if (typeof js === 'number' && n >= MIN_WASM_INDICES && kernel.indices(b, pos, end, width, got, at, n)) wasmCalls++;
     }
     expect(wasmCalls).toBeGreaterThan(1000);
   });
@@ -146,22 +146,23 @@ describe('wasm RLE / bit-packed hybrid decoder', () => {
       const wasm = outcome(() => levels(b, pos, end, max, got, n, at));
       expect(wasm, `case ${t}`).toEqual(js);
       expect(firstDifference(got, want), `case ${t}`).toBe(-1);
-      if (js === undefined && n >= MIN_WASM_VALUES && kernel.levels(b, pos, end, max, got, n, at)) wasmCalls++;
+      if (js === undefined && n >= MIN_WASM_LEVELS && kernel.levels(b, pos, end, max, got, n, at)) wasmCalls++;
     }
     expect(wasmCalls).toBeGreaterThan(500);
   });
 
   it('gives the JS errors for corrupt pages', () => {
-    // Long enough for the kernel: 80 values each.
+    // Long enough for the kernel: 80 indices, 320 levels.
     const packed = [0x15, ...Array<number>(10).fill(0xff)]; // 10 groups of width 1: 80 ones
+    const packed40 = (width: number): Uint8Array => new Uint8Array([0x51, ...Array<number>(40 * width).fill(0xff)]); // 40 groups: 320 values
     const cases: Array<[string, () => unknown]> = [
       ['data ends early', () => rleHybrid(new Uint8Array(packed), 0, packed.length, 1, new Int32Array(100), 0, 100)],
       ['a run past the end', () => rleHybrid(new Uint8Array(packed), 0, packed.length - 1, 1, new Int32Array(80), 0, 80)],
       ['an empty RLE run', () => rleHybrid(new Uint8Array([0, 1, ...packed]), 0, packed.length + 2, 1, new Int32Array(80), 0, 80)],
       ['an RLE value past the end', () => rleHybrid(new Uint8Array([160, 1]), 0, 2, 9, new Int32Array(80), 0, 80)],
-      ['a level above the maximum', () => levels(new Uint8Array([0x15, ...Array<number>(20).fill(0xff)]), 0, 21, 2, new Uint8Array(80), 80)],
-      ['an RLE level above the maximum', () => levels(new Uint8Array([160, 1, 3]), 0, 3, 2, new Uint8Array(80), 80)],
-      ['levels ending early', () => levels(new Uint8Array(packed), 0, packed.length, 1, new Uint8Array(90), 90)],
+      ['a level above the maximum', () => levels(packed40(2), 0, 81, 2, new Uint8Array(320), 320)],
+      ['an RLE level above the maximum', () => levels(new Uint8Array([0x80, 5, 3]), 0, 3, 2, new Uint8Array(320), 320)],
+      ['levels ending early', () => levels(packed40(1), 0, 41, 1, new Uint8Array(330), 330)],
     ];
     const messages = cases.map(([, f]) => outcome(f));
     expect(messages).toEqual([
@@ -171,7 +172,7 @@ describe('wasm RLE / bit-packed hybrid decoder', () => {
       { error: 'Error: RLE run value past the end of its data' },
       { error: "Error: level 3 above the column's maximum 2" },
       { error: "Error: level 3 above the column's maximum 2" },
-      { error: 'Error: levels end after 80 of 90 values' },
+      { error: 'Error: levels end after 320 of 330 values' },
     ]);
   });
 });

@@ -28,8 +28,12 @@ interface RleExports {
 /** The built module, the same from src/reader/parquet (vitest, tsx), dist/reader/parquet and the bundle (which pins this module's URL). */
 export const RLE_WASM_URL = new URL('../../../build/rle.wasm', import.meta.url);
 
-/** Below this many values a call stays in JS (bench/rle.ts: the copies and the call cost more). */
-export const MIN_WASM_VALUES = 64;
+/**
+ * Below these many values a call stays in JS: the copies and the call cost more (bench/rle.ts,
+ * short pages: indices gain from about 32 values, levels, which JS decodes faster, from about 256).
+ */
+export const MIN_WASM_INDICES = 64;
+export const MIN_WASM_LEVELS = 256;
 
 /** The kernel's spare bytes after the stream and after the output (assembly/rle.ts: it reads and writes past a run's end). */
 const SLACK = 64;
@@ -96,7 +100,6 @@ export let rleMax = 0;
 /** Whether the kernel may take this call: the JS's own reads and writes stay inside `b` and `out` (else it runs, to behave as it does). */
 function fits(b: Uint8Array, pos: number, end: number, outLength: number, at: number, n: number): boolean {
   return (
-    n >= MIN_WASM_VALUES &&
     Number.isInteger(pos) &&
     Number.isInteger(end) &&
     Number.isInteger(at) &&
@@ -111,7 +114,7 @@ function fits(b: Uint8Array, pos: number, end: number, outLength: number, at: nu
 
 /** As rleHybridJs (rle.ts): `n` values from bytes [pos, end) into out[at ..]; the byte after the last run read. */
 export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number, out: Int32Array, at: number, n: number): number {
-  const k = fits(b, pos, end, out.length, at, n) && Number.isInteger(width) && width >= 0 && width <= 32 ? rleKernel() : null;
+  const k = n >= MIN_WASM_INDICES && fits(b, pos, end, out.length, at, n) && Number.isInteger(width) && width >= 0 && width <= 32 ? rleKernel() : null;
   if (k !== null && k.indices(b, pos, end, width, out, at, n)) {
     rleMax = k.x.lastMax() >>> 0;
     return pos + k.x.lastPos();
@@ -123,7 +126,7 @@ export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number
 
 /** As levelsJs (rle.ts): `n` levels of at most `max` from bytes [pos, end) into out[at ..]. */
 export function levels(b: Uint8Array, pos: number, end: number, max: number, out: Uint8Array, n: number, at = 0): void {
-  const k = fits(b, pos, end, out.length, at, n) && Number.isInteger(max) && max >= 1 && max <= 255 ? rleKernel() : null;
+  const k = n >= MIN_WASM_LEVELS && fits(b, pos, end, out.length, at, n) && Number.isInteger(max) && max >= 1 && max <= 255 ? rleKernel() : null;
   if (k !== null && k.levels(b, pos, end, max, out, n, at)) return;
   levelsJs(b, pos, end, max, out, n, at);
 }
