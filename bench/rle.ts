@@ -8,7 +8,7 @@
  *   npx tsx bench/rle.ts [--reps 7] [--json]
  */
 import { parseArgs } from 'node:util';
-import { MIN_WASM_INDICES, MIN_WASM_LEVELS, levels, levelsJs, rleHybrid, rleHybridJs, rleKernel } from '@sluice/core/internal';
+import { MIN_WASM_INDICES, MIN_WASM_LEVELS, levels, levelsJs, rleHybrid, rleHybridJs, rleIndicesWithNulls, rleKernel } from '@sluice/core/internal';
 import { emitJson, intArg, log, machine, median, printTable } from './lib.js';
 
 const { values: args } = parseArgs({
@@ -196,13 +196,68 @@ for (const n of [16, 32, 64, 128, 256, 1024]) {
   }
 }
 
+// Indices mode with nulls (values.ts `indices`): decode, then merge with the validity bytes, in
+// JS (rleHybridJs and the JS merge loop) or in the kernel (rleIndicesWithNulls).
+const nullRows: string[][] = [];
+const nullResults: Array<{ density: number; jsNsPerRow: number; wasmNsPerRow: number }> = [];
+for (const density of [0.3, 0.7, 0.95]) {
+  const r = rng(50);
+  const n = 20_000;
+  const pages = Array.from({ length: 100 }, () => {
+    const valid = new Uint8Array(n);
+    let present = 0;
+    for (let i = 0; i < n; i++) present += valid[i] = r() < density ? 1 : 0;
+    return { valid, present, b: page(r, 12, present, 500, 0, 4096) };
+  });
+  const idx = new Int32Array(n + 1);
+  const rowIdx = new Int32Array(n);
+  const run = (d: Decoder): number => {
+    const t0 = performance.now();
+    for (const { valid, present, b } of pages) {
+      if (d === 'wasm') {
+        if (!rleIndicesWithNulls(b, 0, b.length, 12, valid, 0, n, present, 4096, rowIdx)) throw new Error('the kernel declined a page');
+        continue;
+      }
+      rleHybridJs(b, 0, b.length, 12, idx, 0, present);
+      for (let i = 0, k = 0; i < n; i++) {
+        const v = valid[i]!;
+        rowIdx[i] = 4096 ^ ((idx[k]! ^ 4096) & -v);
+        k += v;
+      }
+    }
+    return ((performance.now() - t0) / (pages.length * n)) * 1e6;
+  };
+  const t: Record<Decoder, number[]> = { JS: [], wasm: [] };
+  run('JS');
+  run('wasm');
+  for (let i = 0; i < reps; i++) for (const d of (i % 2 === 0 ? ['JS', 'wasm'] : ['wasm', 'JS']) as Decoder[]) t[d].push(run(d));
+  const js = median(t.JS);
+  const wasm = median(t.wasm);
+  nullResults.push({ density, jsNsPerRow: js, wasmNsPerRow: wasm });
+  nullRows.push([`${Math.round(density * 100)}%`, js.toFixed(2), wasm.toFixed(2), `${(js / wasm).toFixed(2)}×`]);
+}
+
 if (args.json)
-  emitJson({ bench: 'rle', machine: machine(), reps, minWasmIndices: MIN_WASM_INDICES, minWasmLevels: MIN_WASM_LEVELS, results, short: shortResults });
+  emitJson({
+    bench: 'rle',
+    machine: machine(),
+    reps,
+    minWasmIndices: MIN_WASM_INDICES,
+    minWasmLevels: MIN_WASM_LEVELS,
+    results,
+    short: shortResults,
+    nulls: nullResults,
+  });
 else {
   printTable(`RLE / bit-packed hybrid decode, median of ${reps} interleaved passes (ns per value)`, ['page shape', 'JS', 'wasm', 'JS / wasm'], rows);
   printTable(
     `Short pages, kernel called directly (ns per call; the reader uses wasm from ${MIN_WASM_INDICES} indices, ${MIN_WASM_LEVELS} levels)`,
     ['shape', 'values', 'JS', 'wasm', 'JS / wasm'],
     shortRows,
+  );
+  printTable(
+    `Indices mode with nulls: width 12, 20,000 rows per page, median of ${reps} (ns per row)`,
+    ['valid rows', 'JS decode + merge', 'wasm decode + merge', 'JS / wasm'],
+    nullRows,
   );
 }

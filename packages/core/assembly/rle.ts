@@ -260,15 +260,34 @@ export function levels(src: usize, len: i32, maxLevel: i32, dst: usize, n: i32):
       if (v > maxLevel) return FALLBACK;
       const room = <i64>(n - seen);
       const cnt = <i32>(runLen < room ? runLen : room);
+      // Short runs in whole 16-byte stores (the next run overwrites what passes the end), long
+      // ones (list levels: thousands) by memory.fill.
       let o = dst + <usize>seen;
       const e = o + <usize>cnt;
-      const s = i8x16.splat(<i8>v);
-      do {
-        v128.store(o, s);
-        o += 16;
-      } while (o < e);
+      if (cnt >= 256) memory.fill(o, <u8>v, <usize>cnt);
+      else {
+        const s = i8x16.splat(<i8>v);
+        do {
+          v128.store(o, s);
+          o += 16;
+        } while (o < e);
+      }
       seen += cnt;
     }
   }
   return OK;
+}
+
+/**
+ * Indices mode's null merge (reader/parquet/values.ts `indices`): for i < n, the int32 at dst + 4i
+ * is the next of the decoded indices at `idx` where the byte valid[i] is 1, `nul` where it is 0;
+ * the same branch-free formula as the JS (it reads idx one past the last, and discards it).
+ */
+export function mergeNulls(idx: usize, valid: usize, n: i32, nul: i32, dst: usize): void {
+  let k: usize = 0;
+  for (let i = 0; i < n; i++) {
+    const v = <i32>load<u8>(valid + <usize>i);
+    store<i32>(dst + (<usize>i << 2), nul ^ ((load<i32>(idx + (k << 2)) ^ nul) & -v));
+    k += <usize>v;
+  }
 }

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { MIN_WASM_INDICES, MIN_WASM_LEVELS, levels, rleHybrid, rleKernel, rleMax } from '../../src/reader/parquet/rle-wasm.js';
 import { levelsJs, rleHybridJs, rleMaxJs } from '../../src/reader/parquet/rle.js';
+import { indices, type Dict } from '../../src/reader/parquet/values.js';
 
 /** A seeded generator (mulberry32), so a failure reproduces. */
 function rng(seed: number): () => number {
@@ -149,6 +150,49 @@ describe('wasm RLE / bit-packed hybrid decoder', () => {
       if (js === undefined && n >= MIN_WASM_LEVELS && kernel.levels(b, pos, end, max, got, n, at)) wasmCalls++;
     }
     expect(wasmCalls).toBeGreaterThan(500);
+  });
+
+  it('merges indices with nulls (indices mode) as the JS does, whole and damaged', () => {
+    const kernel = rleKernel()!;
+    const r = rng(33);
+    let wasmCalls = 0;
+    for (let t = 0; t < 1500; t++) {
+      const width = 1 + (t % 20);
+      const n = Math.floor(r() * 3000);
+      const valid = new Uint8Array(n + 6);
+      const density = r();
+      for (let i = 0; i < valid.length; i++) valid[i] = r() < density ? 1 : 0;
+      const at = Math.floor(r() * 6);
+      let present = 0;
+      for (let i = at; i < at + n; i++) present += valid[i]!;
+      const { b, pos, end } = damage(r, stream(r, width, present, r() < 0.1));
+      // The page: the bit width byte, then the stream (to the end of the page, as the reader reads it).
+      const page = new Uint8Array(1 + end - pos);
+      page[0] = width;
+      page.set(b.subarray(pos, end), 1);
+      // Mostly a dictionary that holds every index, sometimes one too small.
+      const size = r() < 0.8 ? 2 ** width : Math.max(1, Math.floor(r() * 2 ** width));
+      const dict: Dict = { type: 'int32', values: null, starts: null, lens: null, data: null, size };
+      const fill = Math.floor(r() * 1000);
+      const want = new Int32Array(at + n + 3).fill(fill);
+      const got = want.slice();
+      const js = outcome(() => {
+        const idx = new Int32Array(present + 1);
+        rleHybridJs(page, 1, page.length, width, idx, 0, present);
+        if (present > 0 && rleMaxJs >= size) throw new Error(`column c: dictionary index ${rleMaxJs} out of range (${size} entries)`);
+        for (let i = 0, k = 0; i < n; i++) {
+          const v = valid[at + i]!;
+          want[at + i] = size ^ ((idx[k]! ^ size) & -v);
+          k += v;
+        }
+      });
+      const wasm = outcome(() => indices(page, 0, 'RLE_DICTIONARY', n, present, at, valid, got, dict, 'c'));
+      expect(wasm, `case ${t}`).toEqual(js);
+      expect(firstDifference(got, want), `case ${t}`).toBe(-1);
+      if (js === undefined && present >= MIN_WASM_INDICES && kernel.indicesWithNulls(page, 1, page.length, width, valid, at, n, present, size, got))
+        wasmCalls++;
+    }
+    expect(wasmCalls).toBeGreaterThan(300);
   });
 
   it('gives the JS errors for corrupt pages', () => {

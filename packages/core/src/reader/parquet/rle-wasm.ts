@@ -23,6 +23,7 @@ interface RleExports {
   lastMax(): number;
   rleHybrid(src: number, len: number, width: number, dst: number, n: number): number;
   levels(src: number, len: number, max: number, dst: number, n: number): number;
+  mergeNulls(idx: number, valid: number, n: number, nul: number, dst: number): void;
 }
 
 /** The built module, the same from src/reader/parquet (vitest, tsx), dist/reader/parquet and the bundle (which pins this module's URL). */
@@ -78,6 +79,29 @@ class Kernel {
     out.set(this.heap.subarray(dst, dst + n), at);
     return true;
   }
+
+  /** `present` indices, all below `nul`, merged with valid[at, at + n) into rowIdx[at ..]; false, with nothing written, where not. */
+  indicesWithNulls(
+    b: Uint8Array,
+    pos: number,
+    end: number,
+    width: number,
+    valid: Uint8Array,
+    at: number,
+    n: number,
+    present: number,
+    nul: number,
+    rowIdx: Int32Array,
+  ): boolean {
+    const idx = this.load(b, pos, end, present * 4 + n * 5 + 3 * SLACK);
+    const v = (idx + present * 4 + SLACK + 15) & ~15;
+    const dst = (v + n + SLACK + 15) & ~15;
+    if (this.x.rleHybrid(this.base, end - pos, width, idx, present) !== 0 || this.x.lastMax() >>> 0 >= nul) return false;
+    this.heap.set(valid.subarray(at, at + n), v);
+    this.x.mergeNulls(idx, v, n, nul, dst);
+    rowIdx.set(this.heap32.subarray(dst >> 2, (dst >> 2) + n), at);
+    return true;
+  }
 }
 
 let kernel: Kernel | null | undefined;
@@ -122,6 +146,41 @@ export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number
   const next = rleHybridJs(b, pos, end, width, out, at, n);
   rleMax = rleMaxJs;
   return next;
+}
+
+/**
+ * Indices mode of a page with nulls (values.ts `indices`) in the kernel: `present` dictionary
+ * indices from bytes [pos, end), and rowIdx[at + i] = the next of them where valid[at + i] is 1,
+ * else `nul` (the dictionary's size), for i < n. `present` is the count of valid rows. False, with
+ * nothing written, where the kernel does not take it (short, not loaded, a stream it declines, an
+ * index of `nul` or more): the caller's JS path then decodes, or throws, as before.
+ */
+export function rleIndicesWithNulls(
+  b: Uint8Array,
+  pos: number,
+  end: number,
+  width: number,
+  valid: Uint8Array,
+  at: number,
+  n: number,
+  present: number,
+  nul: number,
+  rowIdx: Int32Array,
+): boolean {
+  if (
+    present < MIN_WASM_INDICES ||
+    present > n ||
+    !fits(b, pos, end, rowIdx.length, at, n) ||
+    at + n > valid.length ||
+    !Number.isInteger(width) ||
+    width < 0 ||
+    width > 32
+  )
+    return false;
+  const k = rleKernel();
+  if (k === null || !k.indicesWithNulls(b, pos, end, width, valid, at, n, present, nul, rowIdx)) return false;
+  rleMax = k.x.lastMax() >>> 0;
+  return true;
 }
 
 /** As levelsJs (rle.ts): `n` levels of at most `max` from bytes [pos, end) into out[at ..]. */
