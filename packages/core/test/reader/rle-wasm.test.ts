@@ -3,7 +3,7 @@
  * (rle.ts), the reference: random streams of every width, run kind, offset and length, whole and
  * damaged, must give the same output array, return value, maximum and error message.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { MIN_WASM_INDICES, MIN_WASM_LEVELS, levels, rleHybrid, rleKernel, rleMax } from '../../src/reader/parquet/rle-wasm.js';
 import { levelsJs, rleHybridJs, rleMaxJs } from '../../src/reader/parquet/rle.js';
 import { indices, type Dict } from '../../src/reader/parquet/values.js';
@@ -99,6 +99,25 @@ function firstDifference(a: Int32Array | Uint8Array, b: Int32Array | Uint8Array)
 describe('wasm RLE / bit-packed hybrid decoder', () => {
   it('loads from the build', () => {
     expect(rleKernel()).not.toBeNull();
+  });
+
+  it('decodes in JS where the kernel is off (SLUICE_RLE_WASM=0), as where it does not load', async () => {
+    vi.resetModules();
+    process.env.SLUICE_RLE_WASM = '0';
+    try {
+      const fresh = await import('../../src/reader/parquet/rle-wasm.js');
+      expect(fresh.rleKernel()).toBeNull();
+      const bytes = new Uint8Array([0x81, 0x01, ...Array<number>(64 * 3).fill(0xb6)]); // 64 groups of width 3
+      const out = new Int32Array(512);
+      expect(fresh.rleHybrid(bytes, 0, bytes.length, 3, out, 0, 512)).toBe(bytes.length);
+      const want = new Int32Array(512);
+      rleHybridJs(bytes, 0, bytes.length, 3, want, 0, 512);
+      expect(firstDifference(out, want)).toBe(-1);
+      expect(fresh.rleMax).toBe(rleMaxJs);
+    } finally {
+      delete process.env.SLUICE_RLE_WASM;
+      vi.resetModules();
+    }
   });
 
   it('decodes dictionary indices as the JS decoder does, whole and damaged, widths 0 to 32', () => {
