@@ -1,6 +1,7 @@
 /**
  * The RLE / bit-packed hybrid decoders the reader calls: dictionary indices (`rleHybrid`) and
- * repetition and definition levels (`levels`), same contracts as rle.ts's JS decoders.
+ * repetition and definition levels (`levels`), same contracts as rle.ts's JS decoders, and
+ * indices mode's decode with the null merge (`rleIndicesWithNulls`, for values.ts).
  *
  * Why: these were about a fifth of a decode thread's time (issue 31); the wasm kernel
  * (assembly/rle.ts, built into build/rle.wasm by `npm run build`) decodes a page's stream in one
@@ -52,12 +53,18 @@ class Kernel {
     this.heap32 = new Int32Array(this.x.memory.buffer);
   }
 
-  /** Copies b[pos, end) in and makes room for `outBytes` after it; returns the output's offset. */
+  /** Copies b[pos, end) in and makes room for `outBytes` after it; returns the output's offset, or -1 where the memory cannot grow that far (the JS then runs). */
   load(b: Uint8Array, pos: number, end: number, outBytes: number): number {
-    const dst = (this.base + end - pos + SLACK + 15) & ~15;
+    const dst = Math.ceil((this.base + end - pos + SLACK) / 16) * 16;
     const need = dst + outBytes + SLACK;
+    // Offsets stay below 2 GiB: the kernel's other regions are aligned in 32-bit arithmetic.
+    if (need > 0x7fff_0000) return -1;
     const have = this.x.memory.buffer.byteLength;
-    if (need > have) this.x.memory.grow(Math.ceil((need - have) / 65_536));
+    try {
+      if (need > have) this.x.memory.grow(Math.ceil((need - have) / 65_536));
+    } catch {
+      return -1;
+    }
     if (this.heap.buffer !== this.x.memory.buffer) {
       this.heap = new Uint8Array(this.x.memory.buffer);
       this.heap32 = new Int32Array(this.x.memory.buffer);
@@ -68,14 +75,14 @@ class Kernel {
 
   indices(b: Uint8Array, pos: number, end: number, width: number, out: Int32Array, at: number, n: number): boolean {
     const dst = this.load(b, pos, end, n * 4);
-    if (this.x.rleHybrid(this.base, end - pos, width, dst, n) !== 0) return false;
+    if (dst < 0 || this.x.rleHybrid(this.base, end - pos, width, dst, n) !== 0) return false;
     out.set(this.heap32.subarray(dst >> 2, (dst >> 2) + n), at);
     return true;
   }
 
   levels(b: Uint8Array, pos: number, end: number, max: number, out: Uint8Array, n: number, at: number): boolean {
     const dst = this.load(b, pos, end, n);
-    if (this.x.levels(this.base, end - pos, max, dst, n) !== 0) return false;
+    if (dst < 0 || this.x.levels(this.base, end - pos, max, dst, n) !== 0) return false;
     out.set(this.heap.subarray(dst, dst + n), at);
     return true;
   }
@@ -94,6 +101,7 @@ class Kernel {
     rowIdx: Int32Array,
   ): boolean {
     const idx = this.load(b, pos, end, present * 4 + n * 5 + 3 * SLACK);
+    if (idx < 0) return false;
     const v = (idx + present * 4 + SLACK + 15) & ~15;
     const dst = (v + n + SLACK + 15) & ~15;
     if (this.x.rleHybrid(this.base, end - pos, width, idx, present) !== 0 || this.x.lastMax() >>> 0 >= nul) return false;
