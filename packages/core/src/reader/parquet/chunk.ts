@@ -9,7 +9,7 @@ import { decodeListChunk } from './list.js';
 import { chunkPages, decompress, type ReadAt, type Zstd } from './page.js';
 import { located, Refusal, Unsupported, type PagePlace } from './refusal.js';
 import { patchNulls, PlainValues, plainIndices, type PlainColumn } from './plain.js';
-import { levels } from './rle.js';
+import { levels } from './rle-wasm.js';
 import { readable, readableList } from './schema.js';
 import { count, indices, newArray, NotAllDictionary, readValues, Utf8Out } from './values.js';
 

@@ -37,4 +37,4 @@ export { checkChunks, FileRefusal, readFooter, repairedFooter } from './check.js
 export { decodeFlatRowGroup, type RowRange } from './chunk.js';
 export { pageChecks, type ReadAt, type Zstd } from './page.js';
 export { Refusal, Unsupported } from './refusal.js';
-export { levels, rleHybrid } from './rle.js';
+export { levels, rleHybrid } from './rle-wasm.js';

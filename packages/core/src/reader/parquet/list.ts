@@ -7,7 +7,7 @@ import { readDict, type Dict } from './dictionary.js';
 import { chunkPages, decompress, type ReadAt, type Zstd } from './page.js';
 import { located, type PagePlace } from './refusal.js';
 import { patchNulls, PlainValues, plainIndices, type PlainColumn } from './plain.js';
-import { levels } from './rle.js';
+import { levels } from './rle-wasm.js';
 import type { ListChunk } from './schema.js';
 import { count, indices, newArray, NotAllDictionary, readValues } from './values.js';
 

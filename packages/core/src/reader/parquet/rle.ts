@@ -1,16 +1,18 @@
 /**
- * The RLE / bit-packed hybrid encoding: dictionary indices (`rleHybrid`) and repetition and
- * definition levels (`levels`).
+ * The RLE / bit-packed hybrid encoding in JS: dictionary indices (`rleHybridJs`) and repetition
+ * and definition levels (`levelsJs`). The reader calls them through rle-wasm.ts, which runs the
+ * wasm kernel where it loads and these where it does not, for short inputs, and for any input the
+ * kernel declines (errors included): these define the results and the error messages.
  */
 
-/** The largest value (unsigned) the last `rleHybrid` call decoded, for dictionary bounds checks. */
-export let rleMax = 0;
+/** The largest value (unsigned) the last `rleHybridJs` call decoded, for dictionary bounds checks. */
+export let rleMaxJs = 0;
 
 /**
  * Decodes `n` values of the RLE / bit-packed hybrid encoding from bytes [pos, end) into
  * out[at ..]. Throws when the runs end before `n` values (a truncated or corrupt page).
  */
-export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number, out: Int32Array, at: number, n: number): number {
+export function rleHybridJs(b: Uint8Array, pos: number, end: number, width: number, out: Int32Array, at: number, n: number): number {
   let seen = 0;
   let max = 0;
   const mask = width >= 32 ? -1 : (1 << width) - 1;
@@ -101,7 +103,7 @@ export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number
       seen = stop;
     }
   }
-  rleMax = max;
+  rleMaxJs = max;
   return pos;
 }
 
@@ -109,10 +111,10 @@ export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number
  * Repetition or definition levels: `n` values of the RLE / bit-packed hybrid at the bit width of
  * `max` (1 to 8 bits), one byte each, into out[at ..]. A flat OPTIONAL column's definition levels
  * (max 1) are its validity bytes. Throws when the runs end early or a level exceeds `max` (a
- * corrupt page). Its own function rather than `rleHybrid` with a byte output, which would make
+ * corrupt page). Its own function rather than `rleHybridJs` with a byte output, which would make
  * that hot loop polymorphic.
  */
-export function levels(b: Uint8Array, pos: number, end: number, max: number, out: Uint8Array, n: number, at = 0): void {
+export function levelsJs(b: Uint8Array, pos: number, end: number, max: number, out: Uint8Array, n: number, at = 0): void {
   if (!Number.isInteger(max) || max < 1 || max > 255) throw new RangeError(`level maximum ${max} is not 1 to 255`);
   const width = 32 - Math.clz32(max);
   const mask = (1 << width) - 1;
@@ -181,7 +183,7 @@ export function levels(b: Uint8Array, pos: number, end: number, max: number, out
       const v = b[pos++]!;
       if (v > max) throw new Error(`level ${v} above the column's maximum ${max}`);
       const stop = Math.min(n, seen + runLen);
-      // As in rleHybrid: a loop for short runs, fill's memset for long ones.
+      // As in rleHybridJs: a loop for short runs, fill's memset for long ones.
       if (stop - seen <= 16) for (let i = at + seen, e = at + stop; i < e; i++) out[i] = v;
       else out.fill(v, at + seen, at + stop);
       seen = stop;

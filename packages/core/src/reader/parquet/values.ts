@@ -4,7 +4,7 @@
  * mode (`indices`) a page gives each row's dictionary index instead of its value.
  */
 import type { PrimitiveType } from '@sluice/ops';
-import { rleHybrid, rleMax } from './rle.js';
+import { rleHybrid, rleIndicesWithNulls, rleMax } from './rle-wasm.js';
 
 /** A dictionary page: fixed-width values, or strings as byte ranges [starts[i], starts[i] + lens[i]) of `data`. */
 export interface Dict {
@@ -135,6 +135,8 @@ export function indices(
     if (n > 0 && rleMax >= dict.size) throw new Error(`column ${col}: dictionary index ${rleMax} out of range (${dict.size} entries)`);
     return;
   }
+  // Decode and merge in wasm where it takes the page (rle-wasm.ts); else as below.
+  if (rleIndicesWithNulls(page, p + 1, page.length, width, valid, at, n, present, dict.size, rowIdx)) return;
   // One spare slot: the branch-free merge below reads idx[present] (and discards it).
   if (scratchIdx.length < present + 1) scratchIdx = new Int32Array(Math.max(present + 1, 2 * scratchIdx.length));
   const idx = scratchIdx;
