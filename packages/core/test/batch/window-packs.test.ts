@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { concatColumns, gatherColumn, type Column } from '@sluice/ops';
 import { packRows, WindowPacks, type BatchLayout, type Pack } from '../../src/batch/index.js';
-import { permutation } from '../../src/util/rng.js';
+import { permutation, Rng } from '../../src/util/rng.js';
 
 const layout: BatchLayout = {
   dense: [
@@ -24,16 +24,10 @@ const layout: BatchLayout = {
   label: true,
 };
 
-/** A seeded generator (mulberry32), so a failure replays. */
+/** A seeded generator (util/rng.ts), so a failure replays. */
 function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const r = new Rng(seed);
+  return () => r.next();
 }
 
 const mask = (rows: number, r: () => number, p: number): Uint8Array => Uint8Array.from({ length: rows }, () => (r() < p ? 0 : 1));
