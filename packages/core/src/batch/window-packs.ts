@@ -61,8 +61,7 @@ export class WindowPacks {
     /** Chunk c holds output rows [cuts[c], cuts[c + 1]). */
     private readonly cuts: readonly number[],
   ) {
-    this.dest = new Int32Array(windowRows).fill(-1);
-    for (let i = 0; i < order.length; i++) this.dest[order[i]!] = i;
+    this.dest = destinations(order, windowRows);
     this.chunkOf = new Int32Array(order.length);
     const K = layout.sparseKeys.length;
     for (let c = 0; c + 1 < cuts.length; c++) {
@@ -261,6 +260,16 @@ export class WindowPacks {
     }
     this.values = values;
   }
+}
+
+/**
+ * Where each of a window's rows goes: dest[row] = i where order[i] = row, -1 for a row not in
+ * `order` (rows before a resumed window's offset).
+ */
+export function destinations(order: Int32Array, rows: number): Int32Array {
+  const dest = new Int32Array(rows).fill(-1);
+  for (let i = 0; i < order.length; i++) dest[order[i]!] = i;
+  return dest;
 }
 
 /**

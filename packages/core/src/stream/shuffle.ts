@@ -10,7 +10,7 @@
  * (`WindowPackScatter`); else they are permuted as columns (`WindowScatter`) for the backend.
  */
 import { ColumnScatter, runFeature, type Column, type ColumnType, type PlanState, type RowLocator } from '@sluice/ops';
-import { packBytes, packInSlot, packRows, WindowPacks, type BatchLayout, type Pack, type PackArena, type PackSource } from '../batch/index.js';
+import { WindowPacks, type BatchLayout, type Pack } from '../batch/index.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 
 /** How chunks are laid out as batch arrays (source.ts's PackRequest, which imports this file). */
@@ -18,7 +18,6 @@ interface PackShape {
   readonly layout: BatchLayout;
   readonly outputs: ReadonlyArray<readonly [string, string]>;
   readonly label: string | null;
-  readonly arena?: PackArena;
 }
 
 const NO_FEATURES: ReadonlyMap<string, Column> = new Map();
@@ -131,35 +130,4 @@ export class WindowPackScatter {
   take(c: number): Pack {
     return this.packs.take(c);
   }
-}
-
-/** Whether a column has a null (a null label is reported by batch assembly, with its row). */
-export const hasNull = (c: Column): boolean => c.valid !== null && c.valid.includes(0);
-
-/**
- * Lays rows [from, to) of a window's permuted columns out as batch arrays, in a slot of the pack
- * arena when it lends one (as a decode worker lays out an unshuffled chunk). `columns`: the
- * window's columns by name (derived and raw); `locate` maps a row of the chunk.
- */
-export function packSlice(pack: PackShape, columns: ReadonlyMap<string, Column>, from: number, to: number, locate: RowLocator): Pack {
-  const outputs = new Map<string, Column>();
-  for (const [feature, name] of pack.outputs) outputs.set(feature, columns.get(name)!);
-  const label = pack.label === null ? null : columns.get(pack.label)!;
-  const source: PackSource = { outputs, label, locate: (row) => locate(row - from) };
-  const arena = pack.arena;
-  const lent = arena?.lend(1)[0];
-  const p = packRows(pack.layout, [{ chunk: source, from, to }], lent?.[1]);
-  if (arena === undefined) return p;
-  // A pack that outgrew its slot (list features): later slots are made big enough.
-  if (lent !== undefined && !packInSlot(p, lent[1])) arena.grow(packBytes(p));
-  if (lent !== undefined && !p.inSlot) arena.give(lent[0]);
-  // Released by its batch's consumer, a pack turns pooling on (arena.ts), slot or not.
-  let given = lent === undefined || !p.inSlot;
-  const release = (byConsumer: boolean): void => {
-    if (byConsumer) arena.activate();
-    if (given) return;
-    given = true;
-    arena.give(lent![0]);
-  };
-  return { rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, release };
 }

@@ -6,10 +6,10 @@ import type { Dataset, Unit } from '../reader/dataset.js';
 import type { DecoderPool } from '../reader/decoder-pool.js';
 import type { PackPermute } from '../reader/decode-protocol.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
-import { START, type BatchLayout, type Cursor, type Pack, type PackArena } from '../batch/index.js';
+import { destinations, START, type BatchLayout, type Cursor, type Pack, type PackArena } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
 import { newDictShare } from '../reader/dict-share.js';
-import { hasNull, packSlice, WindowPackScatter, WindowScatter } from './shuffle.js';
+import { WindowPackScatter, WindowScatter } from './shuffle.js';
 
 // The cursor lives in the batch layer (a batch's `end` is one); re-exported for the stream's importers.
 export { START, type Cursor } from '../batch/index.js';
@@ -221,9 +221,9 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     // A shuffled window of one row group (bufferRows at most a row group's rows) is laid out by
     // the decoder that reads it, through the window's permutation, when the reader computes
     // every feature: its chunk cuts are known up front too.
+    // A window of several row groups is laid out by their decoders as one pack each, in the same
+    // case, and those are permuted here (WindowPackScatter).
     const permuteInDecoder = shuffled && opts.pack !== undefined && derived.length > 0;
-    // Else the row groups of a window are laid out as packs by their decoders, and permuted here.
-    const permuteInWindow = permuteInDecoder;
     for (let w = firstWindow; w < windows.length; w++) {
       const skip = epoch === start.epoch && w === start.window ? start.offset : 0;
       if (opts.windowBatches === true) emitted = 0;
@@ -269,7 +269,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         else if (opts.pack !== undefined && cuts !== null) pack = { ...opts.pack, cuts: first === 0 ? cuts : cuts.map((c) => c - first) };
         // A row group of a shuffled window of several: laid out as one pack in its own row order,
         // which WindowPackScatter permutes (in fresh memory: it holds the pack until the window ends).
-        else if (permuteInWindow) pack = { ...opts.pack!, arena: undefined, cuts: [0, windows[w]!.units[u]!.rows] };
+        else if (permuteInDecoder) pack = { ...opts.pack!, arena: undefined, cuts: [0, windows[w]!.units[u]!.rows] };
         const unit = windows[w]!.units[u]!;
         const p =
           dealt !== null ? readUnitShared(ds, pool, unit, dealt, types, decodeRows) : readUnit(ds, pool, unit, names, types, decodeRows, derived, pack, range);
@@ -420,8 +420,6 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       packScatter = null;
       const merged = gathered === null ? windowNames.map((n) => concatColumns(unitCols.map((uc) => uc.get(n)!))) : [];
       unitCols.length = 0;
-      const byName = gathered === null ? null : new Map(windowNames.map((n, i) => [n, gathered[i]!]));
-      const packer = byName !== null && opts.pack !== undefined && (opts.pack.label === null || !hasNull(byName.get(opts.pack.label)!)) ? opts.pack : null;
       for (let i = 0; i + 1 < cuts.length; i++) {
         const r = cuts[i]!;
         const end = cuts[i + 1]!;
@@ -429,42 +427,22 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         const at0 = { epoch, window: w, offset: r };
         const last = lastWindow && end === win.rows;
         const chunk: Chunk =
-          packer !== null
-            ? {
-                columns: new Map(),
-                rows: end - r,
-                at: at0,
-                windowRows: win.rows,
-                lastInEpoch: last,
+          gathered !== null
+            ? makeChunk(windowNames, gathered, r - skip, end - skip, at0, win.rows, last, locate)
+            : makeChunk(
+                windowNames,
+                merged.map((m) => gatherColumn(m, permOf().subarray(r, end))),
+                0,
+                end - r,
+                at0,
+                win.rows,
+                last,
                 locate,
-                packed: packSlice(packer, byName!, r - skip, end - skip, locate),
-              }
-            : gathered !== null
-              ? makeChunk(windowNames, gathered, r - skip, end - skip, at0, win.rows, last, locate)
-              : makeChunk(
-                  windowNames,
-                  merged.map((m) => gatherColumn(m, permOf().subarray(r, end))),
-                  0,
-                  end - r,
-                  at0,
-                  win.rows,
-                  last,
-                  locate,
-                );
+              );
         yield windowShared ? { ...chunk, shared: true } : chunk;
       }
     }
   }
-}
-
-/**
- * Where each of a window's rows goes: dest[row] = i where order[i] = row, -1 for a row not in
- * `order` (rows before a resumed window's offset).
- */
-function destinations(order: Int32Array, rows: number): Int32Array {
-  const dest = new Int32Array(rows).fill(-1);
-  for (let i = 0; i < order.length; i++) dest[order[i]!] = i;
-  return dest;
 }
 
 /** Maps a row of a row group's read to its file, row group and file row. */
