@@ -1,7 +1,7 @@
 // A shuffled window's chunks laid out as batch arrays straight from its row groups' reads, with
 // no window-sized copy of the permuted columns in between (stream/shuffle.ts, where the reader
 // computes every feature). The packs are the ones `packRows` makes from the permuted window.
-import { int64Words, type Column, type ListColumn } from '@sluice/ops';
+import { copyWords, int64Words, type Column, type ListColumn } from '@sluice/ops';
 import type { BatchLayout } from './layout.js';
 import type { Pack } from './types.js';
 import { numberReader, writeDense, writeLengths, writeSparse } from './writers.js';
@@ -94,13 +94,7 @@ export class WindowPacks {
       if (this.vectors) scratch.fill(0, 0, rows * dim);
       const seg = { from: 0, to: rows };
       for (const f of layout.dense) writeDense(outputs.get(f.name)!, seg, scratch, 0, dim, f.offset, f.width);
-      // Copied as words, so every float keeps its bits (NaN payloads included).
-      const from = new Uint32Array(scratch.buffer, 0, rows * dim);
-      const to = this.dense.map((d) => new Uint32Array(d.buffer, d.byteOffset, d.length));
-      for (let r = 0; r < rows; r++) {
-        const c = where[r]!;
-        if (c >= 0) copyRun(from, r * dim, r * dim + dim, to[c]!, at[r]! * dim);
-      }
+      this.placeDense(new Uint32Array(scratch.buffer, 0, rows * dim), where, at);
     }
 
     if (label !== null) {
@@ -137,14 +131,7 @@ export class WindowPacks {
     const rows = pack.rows;
     const { where, at } = this.locate(base, rows);
     const dim = layout.dim;
-    if (dim > 0) {
-      const from = new Uint32Array(pack.dense.buffer, pack.dense.byteOffset, rows * dim);
-      const to = this.dense.map((d) => new Uint32Array(d.buffer, d.byteOffset, d.length));
-      for (let r = 0; r < rows; r++) {
-        const c = where[r]!;
-        if (c >= 0) copyRun(from, r * dim, r * dim + dim, to[c]!, at[r]! * dim);
-      }
-    }
+    if (dim > 0) this.placeDense(new Uint32Array(pack.dense.buffer, pack.dense.byteOffset, rows * dim), where, at);
     if (pack.labels !== null) {
       // As words, as the dense values.
       const from = new Uint32Array(pack.labels.buffer, pack.labels.byteOffset, rows);
@@ -156,6 +143,19 @@ export class WindowPacks {
     }
     for (let k = 0; k < layout.sparseKeys.length; k++) this.placeLengths(k, pack.lengths.subarray(k * rows, k * rows + rows), where, at);
     this.parts.push({ pack: { rows, lengths: pack.lengths, offsets: pack.offsets, values: pack.values }, where, out: this.dest.subarray(base, base + rows) });
+  }
+
+  /**
+   * Each of a read's rows of dense values (row-major in `from`, as words, so every float keeps its
+   * bits, NaN payloads included) copied whole to its row of its chunk's pack.
+   */
+  private placeDense(from: Uint32Array, where: Int32Array, at: Int32Array): void {
+    const dim = this.layout.dim;
+    const to = this.dense.map((d) => new Uint32Array(d.buffer, d.byteOffset, d.length));
+    for (let r = 0; r < where.length; r++) {
+      const c = where[r]!;
+      if (c >= 0) copyWords(from, r * dim, r * dim + dim, to[c]!, at[r]! * dim);
+    }
   }
 
   /** Key k's id count of each of a read's rows (lens[r]) to its row's place, and to its chunk's count. */
@@ -289,8 +289,7 @@ function placeRuns(
   for (let r = 0; r < where.length; r++) {
     const c = where[r]!;
     if (c < 0 || (valid !== null && valid[r] === 0)) continue;
-    const to = words[c]!;
-    for (let j = 2 * o[r]!, e = 2 * o[r + 1]!, t = 2 * posK[out[r]!]!; j < e; j++, t++) to[t] = ids[j]!;
+    copyWords(ids, 2 * o[r]!, 2 * o[r + 1]!, words[c]!, 2 * posK[out[r]!]!);
   }
 }
 
@@ -303,15 +302,7 @@ function placePackRuns(lens: Int32Array, start: number, ids: Uint32Array, where:
   for (let r = 0, s = start; r < where.length; r++) {
     const len = lens[r]!;
     const c = where[r]!;
-    if (c >= 0) {
-      const to = words[c]!;
-      for (let j = 2 * s, e = 2 * (s + len), t = 2 * posK[out[r]!]!; j < e; j++, t++) to[t] = ids[j]!;
-    }
+    if (c >= 0) copyWords(ids, 2 * s, 2 * (s + len), words[c]!, 2 * posK[out[r]!]!);
     s += len;
   }
-}
-
-/** from[s, e) to `to` at `at`: runs are short (a row), where a plain loop beats `set`, which allocates a subarray. */
-function copyRun(from: Uint32Array, s: number, e: number, to: Uint32Array, at: number): void {
-  for (let j = s, k = at; j < e; j++, k++) to[k] = from[j]!;
 }
