@@ -8,7 +8,7 @@
  *   npx tsx bench/rle.ts [--reps 7] [--json]
  */
 import { parseArgs } from 'node:util';
-import { MIN_WASM_INDICES, MIN_WASM_LEVELS, levels, levelsJs, rleHybrid, rleHybridJs, rleIndicesWithNulls, rleKernel } from '@sluice/core/internal';
+import { MIN_WASM_INDICES, MIN_WASM_LEVELS, levels, levelsJs, rleHybrid, rleHybridJs, rleIndicesWithNulls, rleKernel, Rng } from '@sluice/core/internal';
 import { emitJson, intArg, log, machine, median, printTable } from './lib.js';
 
 const { values: args } = parseArgs({
@@ -22,16 +22,10 @@ if (args.help) {
 const reps = intArg(args.reps, 7, 'reps');
 if (rleKernel() === null) throw new Error('build/rle.wasm does not load: run npm run build');
 
-/** A seeded generator (mulberry32). */
+/** A seeded generator (the project's Rng, util/rng.ts). */
 function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const r = new Rng(seed);
+  return () => r.next();
 }
 
 function uleb(h: number, out: number[]): void {
@@ -144,17 +138,23 @@ function check(p: Profile): void {
   }
 }
 
-/** Median ns per value of each decoder over `reps` interleaved passes after one warm-up pass each. */
-function measure(p: Profile): Record<Decoder, number> {
+/** Each decoder's median of `reps` interleaved runs (the order alternating) after one warm-up run each. */
+function alternate(run: (d: Decoder) => number): Record<Decoder, number> {
   const times: Record<Decoder, number[]> = { JS: [], wasm: [] };
-  pass(p, 'JS');
-  pass(p, 'wasm');
+  run('JS');
+  run('wasm');
   for (let i = 0; i < reps; i++) {
     const order: Decoder[] = i % 2 === 0 ? ['JS', 'wasm'] : ['wasm', 'JS'];
-    for (const d of order) times[d].push(pass(p, d));
+    for (const d of order) times[d].push(run(d));
   }
+  return { JS: median(times.JS), wasm: median(times.wasm) };
+}
+
+/** Median ns per value of each decoder over `reps` interleaved passes after one warm-up pass each. */
+function measure(p: Profile): Record<Decoder, number> {
+  const m = alternate((d) => pass(p, d));
   const values = p.pages.length * p.n;
-  return { JS: (median(times.JS) / values) * 1e9, wasm: (median(times.wasm) / values) * 1e9 };
+  return { JS: (m.JS / values) * 1e9, wasm: (m.wasm / values) * 1e9 };
 }
 
 const rows: string[][] = [];
@@ -185,12 +185,7 @@ for (const n of [16, 32, 64, 128, 256, 1024]) {
       }
       return ((performance.now() - t0) / p.pages.length) * 1e6;
     };
-    const t: Record<Decoder, number[]> = { JS: [], wasm: [] };
-    run('JS');
-    run('wasm');
-    for (let i = 0; i < reps; i++) for (const d of (i % 2 === 0 ? ['JS', 'wasm'] : ['wasm', 'JS']) as Decoder[]) t[d].push(run(d));
-    const js = median(t.JS);
-    const wasm = median(t.wasm);
+    const { JS: js, wasm } = alternate(run);
     shortResults.push({ n, kind, jsNsPerCall: js, wasmNsPerCall: wasm });
     shortRows.push([kind, String(n), js.toFixed(0), wasm.toFixed(0), `${(js / wasm).toFixed(2)}×`]);
   }
@@ -227,12 +222,7 @@ for (const density of [0.3, 0.7, 0.95]) {
     }
     return ((performance.now() - t0) / (pages.length * n)) * 1e6;
   };
-  const t: Record<Decoder, number[]> = { JS: [], wasm: [] };
-  run('JS');
-  run('wasm');
-  for (let i = 0; i < reps; i++) for (const d of (i % 2 === 0 ? ['JS', 'wasm'] : ['wasm', 'JS']) as Decoder[]) t[d].push(run(d));
-  const js = median(t.JS);
-  const wasm = median(t.wasm);
+  const { JS: js, wasm } = alternate(run);
   nullResults.push({ density, jsNsPerRow: js, wasmNsPerRow: wasm });
   nullRows.push([`${Math.round(density * 100)}%`, js.toFixed(2), wasm.toFixed(2), `${(js / wasm).toFixed(2)}×`]);
 }

@@ -77,3 +77,4 @@ export { chunkPages, snappyPages } from './reader/parquet/page.js';
 export { jsSnappy, pageSnappy, wasmSnappy, type Snappy } from './reader/parquet/snappy.js';
 export { levelsJs, rleHybridJs } from './reader/parquet/rle.js';
 export { levels, rleHybrid, rleIndicesWithNulls, rleKernel, MIN_WASM_INDICES, MIN_WASM_LEVELS } from './reader/parquet/rle-wasm.js';
+export { Rng } from './util/rng.js';

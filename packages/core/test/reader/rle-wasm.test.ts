@@ -7,17 +7,12 @@ import { describe, expect, it, vi } from 'vitest';
 import { MIN_WASM_INDICES, MIN_WASM_LEVELS, levels, rleHybrid, rleKernel, rleMax } from '../../src/reader/parquet/rle-wasm.js';
 import { levelsJs, rleHybridJs, rleMaxJs } from '../../src/reader/parquet/rle.js';
 import { indices, type Dict } from '../../src/reader/parquet/values.js';
+import { Rng } from '../../src/util/rng.js';
 
-/** A seeded generator (mulberry32), so a failure reproduces. */
+/** A seeded generator (util/rng.ts), so a failure reproduces. */
 function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const r = new Rng(seed);
+  return () => r.next();
 }
 
 /** A run header: ULEB128 of `h`, sometimes padded with redundant continuation bytes (up to 5 in all). */
