@@ -22,7 +22,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import * as arrow from 'apache-arrow';
-import * as pw from 'parquet-wasm';
+import type * as PW from 'parquet-wasm';
 import { workerExecArgv } from '../util/worker-argv.js';
 
 export type ParquetCompression = 'zstd' | 'snappy' | 'gzip' | 'brotli' | 'lz4' | 'uncompressed';
@@ -50,16 +50,33 @@ export interface ParquetWriteResult {
   rowGroups: number;
 }
 
-const COMPRESSION: Record<ParquetCompression, pw.Compression> = {
-  zstd: pw.Compression.ZSTD,
-  snappy: pw.Compression.SNAPPY,
-  gzip: pw.Compression.GZIP,
-  brotli: pw.Compression.BROTLI,
-  lz4: pw.Compression.LZ4_RAW,
-  uncompressed: pw.Compression.UNCOMPRESSED,
-};
+/**
+ * parquet-wasm, loaded when a writer opens: importing it compiles 5 MB of WebAssembly (~50 ms),
+ * which every process that imports `@sluice/core` paid before, a training run that writes nothing
+ * included.
+ */
+let parquetWasm: Promise<typeof PW> | null = null;
+const loadParquetWasm = (): Promise<typeof PW> => (parquetWasm ??= import('parquet-wasm'));
 
-const STATISTICS = { page: pw.EnabledStatistics.Page, chunk: pw.EnabledStatistics.Chunk, none: pw.EnabledStatistics.None } as const;
+const COMPRESSIONS: readonly ParquetCompression[] = ['zstd', 'snappy', 'gzip', 'brotli', 'lz4', 'uncompressed'];
+
+function compressionOf(pw: typeof PW, c: ParquetCompression): PW.Compression {
+  const byName: Record<ParquetCompression, PW.Compression> = {
+    zstd: pw.Compression.ZSTD,
+    snappy: pw.Compression.SNAPPY,
+    gzip: pw.Compression.GZIP,
+    brotli: pw.Compression.BROTLI,
+    lz4: pw.Compression.LZ4_RAW,
+    uncompressed: pw.Compression.UNCOMPRESSED,
+  };
+  return byName[c];
+}
+
+const STATISTICS = ['page', 'chunk', 'none'] as const;
+
+function statisticsOf(pw: typeof PW, s: (typeof STATISTICS)[number]): PW.EnabledStatistics {
+  return { page: pw.EnabledStatistics.Page, chunk: pw.EnabledStatistics.Chunk, none: pw.EnabledStatistics.None }[s];
+}
 
 /** Batches handed to the worker but not yet taken by the encoder. */
 const MAX_IN_FLIGHT = 2;
@@ -244,19 +261,20 @@ export class ParquetFileWriter {
   /** Opens a writer for `filePath` (parent folders are created; the file appears on `close()`). */
   static async open(filePath: string, opts: ParquetWriteOptions = {}): Promise<ParquetFileWriter> {
     const compression = opts.compression ?? 'zstd';
-    if (!Object.prototype.hasOwnProperty.call(COMPRESSION, compression)) {
-      throw new Error(`unknown Parquet compression "${String(compression)}"; valid: ${Object.keys(COMPRESSION).join(', ')}`);
+    if (!COMPRESSIONS.includes(compression)) {
+      throw new Error(`unknown Parquet compression "${String(compression)}"; valid: ${COMPRESSIONS.join(', ')}`);
     }
-    if (opts.statistics !== undefined && !Object.prototype.hasOwnProperty.call(STATISTICS, opts.statistics)) {
+    if (opts.statistics !== undefined && !STATISTICS.includes(opts.statistics)) {
       throw new Error(`unknown statistics level "${String(opts.statistics)}"; valid: page, chunk, none`);
     }
     const rowGroupSize = opts.rowGroupSize ?? 100_000;
     if (!Number.isInteger(rowGroupSize) || rowGroupSize < 1) throw new Error(`rowGroupSize must be a positive integer, got ${rowGroupSize}`);
+    const pw = await loadParquetWasm();
     const options: EncoderOptions = {
-      compression: COMPRESSION[compression],
+      compression: compressionOf(pw, compression),
       rowGroupSize,
       dictionary: opts.dictionary ?? true,
-      statistics: STATISTICS[opts.statistics ?? 'page'],
+      statistics: statisticsOf(pw, opts.statistics ?? 'page'),
       metadata: Object.entries(opts.metadata ?? {}),
       createdBy: 'sluice (parquet-wasm)',
     };
@@ -372,6 +390,7 @@ export class ParquetFileWriter {
 
   private async finish(): Promise<ParquetWriteResult> {
     const blob = await openAsBlob(this.path);
+    const pw = await loadParquetWasm();
     const file = await pw.ParquetFile.fromFile(blob);
     try {
       const md = file.metadata();
