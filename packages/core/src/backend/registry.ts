@@ -71,8 +71,6 @@ export function backendNames(): string[] {
   return [...registry.keys()];
 }
 
-const tried = new Set<string>();
-
 /** NAME of every @sluice/backend-NAME package that `loadBackendPackage` could import from here. */
 export function installedBackendPackages(): string[] {
   const names = new Set<string>();
@@ -87,12 +85,23 @@ export function installedBackendPackages(): string[] {
 }
 
 /**
- * Loads the package `@sluice/backend-NAME` if it is installed, once; importing it registers the
- * backend. This keeps core free of static imports of any backend while `--backend NAME` just works.
+ * Loads the package `@sluice/backend-NAME` if it is installed, once (a later call gets the first
+ * call's answer, or its error); importing it registers the backend. This keeps core free of static
+ * imports of any backend while `--backend NAME` just works.
  */
-export async function loadBackendPackage(name: string): Promise<boolean> {
-  if (tried.has(name) || !/^[a-z0-9-]+$/.test(name)) return false;
-  tried.add(name);
+export function loadBackendPackage(name: string): Promise<boolean> {
+  if (!/^[a-z0-9-]+$/.test(name)) return Promise.resolve(false);
+  let load = loads.get(name);
+  if (load === undefined) {
+    load = importBackend(name);
+    loads.set(name, load);
+  }
+  return load;
+}
+
+const loads = new Map<string, Promise<boolean>>();
+
+async function importBackend(name: string): Promise<boolean> {
   try {
     await import(`@sluice/backend-${name}`);
     return true;
@@ -101,6 +110,16 @@ export async function loadBackendPackage(name: string): Promise<boolean> {
     if (code === 'ERR_MODULE_NOT_FOUND' && String((e as Error).message).includes(`@sluice/backend-${name}`)) return false;
     throw new PlanError(`backend package @sluice/backend-${name} failed to load: ${(e as Error).message}`, {}, { cause: e });
   }
+}
+
+/**
+ * Starts loading backend NAME's package, unless a backend is registered under that name, without
+ * waiting for it: a run calls this before it reads the files' footers, so the import (~0.1 s for
+ * the cpu backend) overlaps that read instead of following it. A failure surfaces where the run
+ * needs the backend (`createBackend`, `readerKernels`).
+ */
+export function preloadBackend(name: string): void {
+  if (!registered.has(name)) loadBackendPackage(name).catch(() => undefined);
 }
 
 /**

@@ -20,7 +20,7 @@ import {
   type TypedPlan,
 } from '@sluice/ops';
 import { batchLayout, PackArena, packSlotBytes, type Batch, type BatchLayout, type ProcessedChunk } from '../batch/index.js';
-import { createBackend, readerKernels } from '../backend/registry.js';
+import { createBackend, preloadBackend, readerKernels } from '../backend/registry.js';
 import type { Backend } from '../backend/types.js';
 import { eliminateRedundant } from '../plan/optimize.js';
 import { allInReader, planPushdown, readerCanCompute, type Pushdown } from '../plan/pushdown.js';
@@ -111,6 +111,9 @@ export function backendSpecOf(plan: Plan, option: PipelineOptions['backend']): B
 
 /** Opens the input's footers (once per pipeline), type-checks the plan against them and loads its fitted state. */
 export async function openRun(plan: Plan, options: PipelineOptions): Promise<{ info: PipelineInfo; fit: PlanState }> {
+  // The backend's package loads while the footers are read (the spec is checked where it is used).
+  const name = (backendSpecOf(plan, options.backend) as Partial<BackendSpec> | undefined)?.name;
+  if (typeof name === 'string') preloadBackend(name);
   const pool = new DecoderPool(1);
   try {
     const { dataset, plan: typed } = await openInput(plan, options.input ?? plan.input, pool);
