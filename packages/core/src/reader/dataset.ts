@@ -1,7 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { glob, isDynamicPattern } from 'tinyglobby';
 import { InputError, typeName, type ColumnType } from '@sluice/ops';
-import { arrowColumnType } from './arrow.js';
 import { DecoderPool, type FileMeta } from './decoder-pool.js';
 import { isUrl, urlProblem } from '../util/url.js';
 import { isS3Url } from './s3/url.js';
@@ -67,14 +66,7 @@ export async function resolveInputs(patterns: string | readonly string[]): Promi
 
 /** Schema of a file as Sluice column types; unsupported columns are left out (and named if used). */
 export function schemaOf(meta: FileMeta): { types: Map<string, ColumnType>; unsupported: Map<string, string> } {
-  const types = new Map<string, ColumnType>();
-  const unsupported = new Map<string, string>();
-  for (const f of meta.schema.fields) {
-    const t = arrowColumnType(f.type);
-    if (t === undefined) unsupported.set(f.name, String(f.type));
-    else types.set(f.name, t);
-  }
-  return { types, unsupported };
+  return { types: new Map(meta.types), unsupported: new Map(meta.unsupported) };
 }
 
 /** Opens every source's footer and lists its row groups (files with zero rows contribute none). */

@@ -7,14 +7,19 @@
 import type { Column, ColumnType, OpChain } from '@sluice/ops';
 import type { BatchLayout, Pack } from '../batch/index.js';
 import type { DerivedSpec } from './dict-ops.js';
-import type { RowRange } from './parquet/index.js';
+import type { FooterColumns, RowRange } from './parquet/index.js';
 import type { S3Access } from './s3/access.js';
 
-/** Opens a file with parquet-wasm: replied with `opened`. */
+/**
+ * Opens a file: replied with `opened`. A local file whose columns are all plainly typed is read by
+ * Sluice's footer parser alone (parquet/column-types.ts); others, and any with `wasm`, by parquet-wasm.
+ */
 export interface OpenRequest {
   readonly kind: 'open';
   readonly id: number;
   readonly source: string;
+  /** Read the schema with parquet-wasm (the main thread found the footer's own types uncertain). */
+  readonly wasm?: true;
   /** How to reach and sign for an `s3://` source (resolved once, in the main thread). */
   readonly s3?: S3Access;
 }
@@ -140,8 +145,10 @@ export interface OpenedFile {
   readonly rowGroups: number[];
   readonly numRows: number;
   readonly createdBy: string | null;
-  /** The schema as an empty Arrow IPC stream (transferred); the main thread parses it with apache-arrow. */
-  readonly schemaIpc: Uint8Array;
+  /** The schema as parquet-wasm reads it, an empty Arrow IPC stream (transferred); the main thread parses it with apache-arrow. */
+  readonly schemaIpc?: Uint8Array;
+  /** Else the columns' types from the footer itself, and its writer's Arrow schema (parquet/column-types.ts). */
+  readonly footer?: FooterColumns;
 }
 
 export interface OpenedReply {

@@ -39,7 +39,7 @@ import {
   type IndexedColumn,
   type IndexedList,
 } from './dict-ops.js';
-import { checkChunks, decodeFlatRowGroup, FileRefusal, pageChecks, readFooter, Refusal, repairedFooter, type ReadAt } from './parquet/index.js';
+import { checkChunks, decodeFlatRowGroup, FileRefusal, footerColumns, pageChecks, readFooter, Refusal, repairedFooter, type ReadAt } from './parquet/index.js';
 import { pageZstd } from './zstd.js';
 import type { S3Access } from './s3/access.js';
 import { S3Error } from './s3/errors.js';
@@ -490,6 +490,24 @@ function footerProblem(words: string, broken: boolean): string {
   return "its footer does not add up (damaged in a way Sluice's own checks did not catch)";
 }
 
+/**
+ * A local file described from Sluice's own footer parse, where its columns' types are certain
+ * from the footer (parquet/column-types.ts), else null: parquet-wasm then reads the schema.
+ */
+function describeFooter(source: string): OpenedFile | null {
+  if (isUrl(source) || process.env.SLUICE_DIRECT_DECODE === '0') return null;
+  const fd = fs.openSync(source, 'r');
+  let md: FileMetaData;
+  try {
+    md = footerOf(fd, source);
+  } finally {
+    fs.closeSync(fd);
+  }
+  const footer = footerColumns(md);
+  if (footer === null) return null;
+  return { rowGroups: md.row_groups.map((rg) => Number(rg.num_rows)), numRows: Number(md.num_rows), createdBy: md.created_by ?? null, footer };
+}
+
 function describe(f: PW.ParquetFile): OpenedFile {
   const md = f.metadata();
   const rowGroups: number[] = [];
@@ -577,8 +595,8 @@ port.on('message', async (msg: DecodeRequest) => {
   const { id } = msg;
   try {
     if (msg.kind === 'open') {
-      const meta = describe(await open(msg.source, msg.s3, true));
-      reply({ kind: 'opened', id, meta }, [meta.schemaIpc.buffer as ArrayBuffer]);
+      const meta = (msg.wasm === true ? null : describeFooter(msg.source)) ?? describe(await open(msg.source, msg.s3, true));
+      reply({ kind: 'opened', id, meta }, meta.schemaIpc !== undefined ? [meta.schemaIpc.buffer as ArrayBuffer] : []);
     } else if (msg.kind === 'pages') {
       reply({ kind: 'pages', id, rows: pageStarts(msg.source, msg.rowGroup) });
     } else {

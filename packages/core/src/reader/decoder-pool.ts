@@ -1,13 +1,13 @@
 import { stat } from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
-import type { Schema } from 'apache-arrow';
 import { InputError, SluiceError, type Column, type ColumnType } from '@sluice/ops';
 import { isUrl } from '../util/url.js';
 import type { S3Access } from './s3/access.js';
 import { isS3Url } from './s3/url.js';
 import { workerExecArgv } from '../util/worker-argv.js';
 import type { RowRange } from './parquet/index.js';
+import { footerTypes, ipcTypes, type FileTypes } from './file-types.js';
 import { packBytes, packInSlot, type Pack, type PackArena } from '../batch/index.js';
 import type {
   DecodeReply,
@@ -30,7 +30,10 @@ export interface FileMeta {
   readonly rowGroups: readonly number[];
   readonly numRows: number;
   readonly createdBy: string | null;
-  readonly schema: Schema;
+  /** The columns Sluice reads, by name, with their types. */
+  readonly types: FileTypes['types'];
+  /** The columns it does not, by name, with their Arrow types in words. */
+  readonly unsupported: FileTypes['unsupported'];
 }
 
 /** A task's last reply, and the record batches (`batch` replies) that came before it. */
@@ -268,10 +271,16 @@ export class DecoderPool {
       footerCache.set(key!, known);
       return known;
     }
-    const { meta } = (await this.submit({ kind: 'open', source, ...(await this.s3Of(source)) }, { source })).reply;
-    // Loaded here, not at the top: the CLI imports this module to start decode threads early.
-    const { tableFromIPC } = await import('apache-arrow');
-    const out: FileMeta = { source, rowGroups: meta.rowGroups, numRows: meta.numRows, createdBy: meta.createdBy, schema: tableFromIPC(meta.schemaIpc).schema };
+    const s3 = await this.s3Of(source);
+    let { meta } = (await this.submit({ kind: 'open', source, ...s3 }, { source })).reply;
+    let types = meta.footer === undefined ? null : await footerTypes(meta.footer);
+    // The writer's Arrow schema types a column otherwise than its Parquet type alone: parquet-wasm
+    // reads the schema, as arrow-rs applies that hint.
+    if (types === null && meta.schemaIpc === undefined) {
+      meta = (await this.submit({ kind: 'open', source, wasm: true, ...s3 }, { source })).reply.meta;
+    }
+    types ??= await ipcTypes(meta.schemaIpc!);
+    const out: FileMeta = { source, rowGroups: meta.rowGroups, numRows: meta.numRows, createdBy: meta.createdBy, ...types };
     if (key !== null) {
       footerCache.set(key, out);
       if (footerCache.size > FOOTER_CACHE) footerCache.delete(footerCache.keys().next().value!);

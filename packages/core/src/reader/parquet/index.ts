@@ -30,10 +30,12 @@
  * The files, bottom up: refusal.ts (why a chunk is not read), page.ts (column chunk -> pages, decompression), rle.ts (the RLE /
  * bit-packed hybrid: indices and levels), values.ts (a page's values), dictionary.ts (dictionary
  * pages), schema.ts (which chunks it reads), list.ts (list chunks), chunk.ts (flat chunks and the
- * row group), check.ts (the footer, and pages before parquet-wasm decodes them), thrift.ts (a repaired footer). Ops computed per
+ * row group), check.ts (the footer, and pages before parquet-wasm decodes them), column-types.ts (a file's
+ * column types from its footer), thrift.ts (a repaired footer). Ops computed per
  * dictionary entry are ../dict-ops.ts.
  */
 export { checkChunks, FileRefusal, readFooter, repairedFooter } from './check.js';
+export { footerColumns, type FooterColumns } from './column-types.js';
 export { decodeFlatRowGroup, type RowRange } from './chunk.js';
 export { pageChecks, type ReadAt, type Zstd } from './page.js';
 export { Refusal, Unsupported } from './refusal.js';
