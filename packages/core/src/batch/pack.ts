@@ -35,6 +35,13 @@ export function packInSlot(p: Pack, slot: SharedArrayBuffer): boolean {
   return [p.dense, p.lengths, p.offsets, p.values, p.labels].every((a) => a === null || a.buffer === slot);
 }
 
+/** Rows [from, to) of a source: a pack is laid out from one or more, in order. */
+export interface PackSegment {
+  readonly chunk: PackSource;
+  readonly from: number;
+  readonly to: number;
+}
+
 /**
  * Lays out rows [from, to) of several sources (in order) as batch arrays. Pure, and free of
  * anything that needs the main thread: decode workers call it too.
@@ -45,80 +52,130 @@ export function packInSlot(p: Pack, slot: SharedArrayBuffer): boolean {
  * threads that take CPU from the decoders (see bench/README.md, "A noisy host", the TurboFan
  * item).
  */
-export function packRows(
+export function packRows(layout: BatchLayout, segments: readonly PackSegment[], slot?: SharedArrayBuffer): Pack & { readonly inSlot: boolean } {
+  return packMany(layout, [segments], [slot])[0]!;
+}
+
+/**
+ * Several packs at once, pack i from `packs[i]` in `slots[i]`: each the pack `packRows` makes.
+ * The sparse keys are written one key at a time across all the packs, not pack by pack: where the
+ * packs hold a shuffled window's chunks (reader/decode-worker.ts), every chunk reads each key's
+ * dictionary at random, and key by key that dictionary stays in the L2 cache
+ * (bench/README.md, "Shuffled reads").
+ */
+export function packMany(
   layout: BatchLayout,
-  segments: ReadonlyArray<{ readonly chunk: PackSource; readonly from: number; readonly to: number }>,
-  slot?: SharedArrayBuffer,
-): Pack & { readonly inSlot: boolean } {
-  const rows = segments.reduce((a, s) => a + s.to - s.from, 0);
+  packs: ReadonlyArray<readonly PackSegment[]>,
+  slots: ReadonlyArray<SharedArrayBuffer | undefined>,
+): Array<Pack & { readonly inSlot: boolean }> {
   const dim = layout.dim;
   const K = layout.sparseKeys.length;
-  // With a slot (batch/arena.ts), the arrays are laid out in it in this order as long as they
-  // fit, else each gets fresh memory. A reused slot holds an older batch, and some writers count
-  // on zeroed memory as a fresh array has it: offsets are summed into, and a null row of a vector
-  // feature is skipped. Those arrays are zeroed first; every other one is written in full (both
-  // words of every sparse id included).
-  const mem = new SlotLayout(slot);
-  const data = mem.f32(rows * dim);
-  if (data.buffer === slot && layout.dense.some((f) => f.vector)) data.fill(0);
-  const lengths = mem.i32(K * rows);
-  const offsets = mem.i32(K + 1).fill(0);
-  const labels = layout.label ? mem.f32(rows) : null;
+  const P = packs.length;
+  const rowsOf: number[] = [];
+  const mems: SlotLayout[] = [];
+  const dense: Float32Array[] = [];
+  const lengths: Int32Array[] = [];
+  const offsets: Int32Array[] = [];
+  const labels: Array<Float32Array | null> = [];
+  for (let p = 0; p < P; p++) {
+    const segments = packs[p]!;
+    const slot = slots[p];
+    const rows = segments.reduce((a, s) => a + s.to - s.from, 0);
+    rowsOf.push(rows);
+    // With a slot (batch/arena.ts), the arrays are laid out in it in this order as long as they
+    // fit, else each gets fresh memory. A reused slot holds an older batch, and some writers count
+    // on zeroed memory as a fresh array has it: offsets are summed into, and a null row of a vector
+    // feature is skipped. Those arrays are zeroed first; every other one is written in full (both
+    // words of every sparse id included).
+    const mem = new SlotLayout(slot);
+    mems.push(mem);
+    const data = mem.f32(rows * dim);
+    if (data.buffer === slot && layout.dense.some((f) => f.vector)) data.fill(0);
+    dense.push(data);
+    lengths.push(mem.i32(K * rows));
+    offsets.push(mem.i32(K + 1).fill(0));
+    labels.push(layout.label ? mem.f32(rows) : null);
 
-  let row0 = 0;
-  for (const seg of segments) {
-    const ixs = seg.chunk.indexed;
-    for (const f of layout.dense) {
-      const ix = ixs?.get(f.name);
-      if (ix !== undefined) writeDenseIndexed(ix.dict, ix.idx, seg.from, seg.to, data, row0 * dim + f.offset, dim);
-      else writeDense(seg.chunk.outputs.get(f.name)!, seg, data, row0, dim, f.offset, f.width);
+    let row0 = 0;
+    for (const seg of segments) {
+      const ixs = seg.chunk.indexed;
+      for (const f of layout.dense) {
+        const ix = ixs?.get(f.name);
+        if (ix !== undefined) writeDenseIndexed(ix.dict, ix.idx, seg.from, seg.to, data, row0 * dim + f.offset, dim);
+        else writeDense(seg.chunk.outputs.get(f.name)!, seg, data, row0, dim, f.offset, f.width);
+      }
+      row0 += seg.to - seg.from;
     }
-    // offsets[k + 1] collects key k's value count here; the prefix sum below makes them offsets.
-    // Plain loops, not forEach callbacks: see the note on closures above `packRows`.
-    const lists = seg.chunk.indexedLists;
-    for (let k = 0; k < K; k++) {
-      const key = layout.sparseKeys[k]!;
-      const ix = ixs?.get(key);
-      const il = lists?.get(key);
-      offsets[k + 1] +=
-        ix !== undefined
-          ? writeLengthsIndexed(ix.dict, ix.idx, seg.from, seg.to, lengths, k * rows + row0)
-          : il !== undefined
-            ? writeLengthsIndexedList(il, seg.from, seg.to, lengths, k * rows + row0)
-            : writeLengths(seg.chunk.outputs.get(key)!, seg.from, seg.to, lengths, k * rows + row0);
-    }
-    row0 += seg.to - seg.from;
   }
-  for (let k = 0; k < K; k++) offsets[k + 1] += offsets[k]!;
-  const values = mem.i64(offsets[K]!);
-  const words = int64Words(values);
+
+  // offsets[k + 1] collects key k's value count here; the prefix sum below makes them offsets.
+  // Plain loops, not forEach callbacks: see the note on closures above `packRows`.
   for (let k = 0; k < K; k++) {
     const key = layout.sparseKeys[k]!;
-    let at = offsets[k]!;
-    for (const seg of segments) {
-      const ix = seg.chunk.indexed?.get(key);
-      const il = seg.chunk.indexedLists?.get(key);
-      at =
-        ix !== undefined
-          ? writeSparseIndexed(ix.dict, ix.idx, seg.from, seg.to, words, at)
-          : il !== undefined
-            ? writeSparseIndexedList(il, seg.from, seg.to, words, at)
-            : writeSparse(seg.chunk.outputs.get(key)!, seg.from, seg.to, words, at);
+    for (let p = 0; p < P; p++) {
+      const rows = rowsOf[p]!;
+      const ln = lengths[p]!;
+      let row0 = 0;
+      let sum = 0;
+      for (const seg of packs[p]!) {
+        const ix = seg.chunk.indexed?.get(key);
+        const il = seg.chunk.indexedLists?.get(key);
+        sum +=
+          ix !== undefined
+            ? writeLengthsIndexed(ix.dict, ix.idx, seg.from, seg.to, ln, k * rows + row0)
+            : il !== undefined
+              ? writeLengthsIndexedList(il, seg.from, seg.to, ln, k * rows + row0)
+              : writeLengths(seg.chunk.outputs.get(key)!, seg.from, seg.to, ln, k * rows + row0);
+        row0 += seg.to - seg.from;
+      }
+      offsets[p]![k + 1] = sum;
     }
   }
 
-  if (labels !== null) {
-    let o = 0;
-    for (const seg of segments) {
-      const c = seg.chunk.label!;
-      const read = numberReader(c);
-      for (let r = seg.from; r < seg.to; r++, o++) {
-        if (c.valid !== null && c.valid[r] === 0) throw new DataError('label is null (filter or fill these rows before training)', seg.chunk.locate(r));
-        labels[o] = read(r);
+  const words: Uint32Array[] = [];
+  const values: BigInt64Array[] = [];
+  for (let p = 0; p < P; p++) {
+    const o = offsets[p]!;
+    for (let k = 0; k < K; k++) o[k + 1] += o[k]!;
+    const v = mems[p]!.i64(o[K]!);
+    values.push(v);
+    words.push(int64Words(v));
+  }
+  for (let k = 0; k < K; k++) {
+    const key = layout.sparseKeys[k]!;
+    for (let p = 0; p < P; p++) {
+      let at = offsets[p]![k]!;
+      const w = words[p]!;
+      for (const seg of packs[p]!) {
+        const ix = seg.chunk.indexed?.get(key);
+        const il = seg.chunk.indexedLists?.get(key);
+        at =
+          ix !== undefined
+            ? writeSparseIndexed(ix.dict, ix.idx, seg.from, seg.to, w, at)
+            : il !== undefined
+              ? writeSparseIndexedList(il, seg.from, seg.to, w, at)
+              : writeSparse(seg.chunk.outputs.get(key)!, seg.from, seg.to, w, at);
       }
     }
   }
-  return { rows, dense: data, lengths, offsets, values, labels, inSlot: mem.inSlot };
+
+  const out: Array<Pack & { readonly inSlot: boolean }> = [];
+  for (let p = 0; p < P; p++) {
+    const l = labels[p]!;
+    if (l !== null) {
+      let o = 0;
+      for (const seg of packs[p]!) {
+        const c = seg.chunk.label!;
+        const read = numberReader(c);
+        for (let r = seg.from; r < seg.to; r++, o++) {
+          if (c.valid !== null && c.valid[r] === 0) throw new DataError('label is null (filter or fill these rows before training)', seg.chunk.locate(r));
+          l[o] = read(r);
+        }
+      }
+    }
+    out.push({ rows: rowsOf[p]!, dense: dense[p]!, lengths: lengths[p]!, offsets: offsets[p]!, values: values[p]!, labels: l, inSlot: mems[p]!.inSlot });
+  }
+  return out;
 }
 
 /**

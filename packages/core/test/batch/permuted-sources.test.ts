@@ -3,7 +3,7 @@
 // (16-bit) and wide row indices, shared index arrays, a plain output, a label and an indexed list.
 import { describe, expect, it } from 'vitest';
 import { gatherColumn, type Column } from '@sluice/ops';
-import { packRows, permutedSources, type BatchLayout, type IndexedListSource, type PackSource } from '../../src/batch/index.js';
+import { packMany, packRows, permutedSources, type BatchLayout, type IndexedListSource, type PackSource } from '../../src/batch/index.js';
 import { permutation } from '../../src/util/rng.js';
 
 const layout: BatchLayout = {
@@ -108,6 +108,27 @@ describe('permutedSources', () => {
       expect(a.labels).toEqual(b.labels);
       // A chunk row locates the row group's row it came from.
       expect(got[i]!.locate(3)).toEqual({ row: sel[3] });
+    }
+    // Laid out together, key by key across the chunks (as the decode worker does), each pack is
+    // the one packRows makes alone: in fresh memory, and in slots that hold older bytes.
+    const alone = got.map((c, i) => packRows(layout, [{ chunk: c, from: 0, to: cuts[i + 1]! - cuts[i]! }]));
+    const slots = got.map(() => {
+      const slot = new SharedArrayBuffer(1 << 16);
+      new Uint8Array(slot).fill(0xa5);
+      return slot;
+    });
+    for (const within of [got.map(() => undefined), slots]) {
+      const together = packMany(
+        layout,
+        got.map((c, i) => [{ chunk: c, from: 0, to: cuts[i + 1]! - cuts[i]! }]),
+        within,
+      );
+      expect(together.length).toBe(got.length);
+      together.forEach((p, i) => {
+        const a = alone[i]!;
+        expect([p.rows, p.dense, p.lengths, p.offsets, p.values, p.labels]).toEqual([a.rows, a.dense, a.lengths, a.offsets, a.values, a.labels]);
+        expect(p.inSlot).toBe(within[i] !== undefined);
+      });
     }
   });
 });
