@@ -56,6 +56,12 @@ let hdrEnd: i64 = 0;
 }
 
 
+/** A run of `len` values cut to the `room` values still wanted. */
+// @ts-ignore: decorator
+@inline function upTo(len: i64, room: i32): i32 {
+  return <i32>(len < <i64>room ? len : <i64>room);
+}
+
 /** Eight values of constant width `w` from the `w` bytes at `g` into the int32s at `o`: constant shifts once inlined. */
 // @ts-ignore: decorator
 @inline function group8(g: usize, o: usize, w: i32): void {
@@ -148,14 +154,12 @@ export function rleHybrid(src: usize, len: i32, width: i32, dst: usize, n: i32):
   let seen: i32 = 0;
   let max: u32 = 0;
   while (seen < n) {
-    if (p >= L) return FALLBACK;
     const h = header(src, p, L);
     if (h < 0) return FALLBACK;
     p = hdrEnd;
     if ((h & 1) != 0) {
       const groups = h >> 1;
-      const room = <i64>(n - seen);
-      const cnt = <i32>(groups * 8 < room ? groups * 8 : room);
+      const cnt = upTo(groups * 8, n - seen);
       if (width == 0) {
         memory.fill(dst + (<usize>seen << 2), 0, <usize>cnt << 2);
         seen += cnt;
@@ -174,8 +178,7 @@ export function rleHybrid(src: usize, len: i32, width: i32, dst: usize, n: i32):
       for (let k = 0; k < bw; k++) v |= <u32>load<u8>(src + <usize>p + k) << (<u32>k << 3);
       p += bw;
       if (runLen == 0) return FALLBACK;
-      const room = <i64>(n - seen);
-      const cnt = <i32>(runLen < room ? runLen : room);
+      const cnt = upTo(runLen, n - seen);
       // Whole 16-byte stores: the next run overwrites what passes this one's end.
       let o = dst + (<usize>seen << 2);
       const e = o + (<usize>cnt << 2);
@@ -205,14 +208,12 @@ export function levels(src: usize, len: i32, maxLevel: i32, dst: usize, n: i32):
   let p: i64 = 0;
   let seen: i32 = 0;
   while (seen < n) {
-    if (p >= L) return FALLBACK;
     const h = header(src, p, L);
     if (h < 0) return FALLBACK;
     p = hdrEnd;
     if ((h & 1) != 0) {
       const groups = h >> 1;
-      const room = <i64>(n - seen);
-      const cnt = <i32>(groups * 8 < room ? groups * 8 : room);
+      const cnt = upTo(groups * 8, n - seen);
       if (p + ((<i64>cnt * width + 7) >> 3) > L) return FALLBACK;
       const base = src + <usize>p;
       let o = dst + <usize>seen;
@@ -258,8 +259,7 @@ export function levels(src: usize, len: i32, maxLevel: i32, dst: usize, n: i32):
       const v = <i32>load<u8>(src + <usize>p);
       p++;
       if (v > maxLevel) return FALLBACK;
-      const room = <i64>(n - seen);
-      const cnt = <i32>(runLen < room ? runLen : room);
+      const cnt = upTo(runLen, n - seen);
       // Short runs in whole 16-byte stores (the next run overwrites what passes the end), long
       // ones (list levels: thousands) by memory.fill.
       let o = dst + <usize>seen;

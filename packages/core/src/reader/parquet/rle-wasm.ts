@@ -144,9 +144,12 @@ function fits(b: Uint8Array, pos: number, end: number, outLength: number, at: nu
   );
 }
 
+/** A bit width the kernel decodes (0 to 32). */
+const isWidth = (width: number): boolean => Number.isInteger(width) && width >= 0 && width <= 32;
+
 /** As rleHybridJs (rle.ts): `n` values from bytes [pos, end) into out[at ..]; the byte after the last run read. */
 export function rleHybrid(b: Uint8Array, pos: number, end: number, width: number, out: Int32Array, at: number, n: number): number {
-  const k = n >= MIN_WASM_INDICES && fits(b, pos, end, out.length, at, n) && Number.isInteger(width) && width >= 0 && width <= 32 ? rleKernel() : null;
+  const k = n >= MIN_WASM_INDICES && fits(b, pos, end, out.length, at, n) && isWidth(width) ? rleKernel() : null;
   if (k !== null && k.indices(b, pos, end, width, out, at, n)) {
     rleMax = k.x.lastMax() >>> 0;
     return pos + k.x.lastPos();
@@ -175,16 +178,7 @@ export function rleIndicesWithNulls(
   nul: number,
   rowIdx: Int32Array,
 ): boolean {
-  if (
-    present < MIN_WASM_INDICES ||
-    present > n ||
-    !fits(b, pos, end, rowIdx.length, at, n) ||
-    at + n > valid.length ||
-    !Number.isInteger(width) ||
-    width < 0 ||
-    width > 32
-  )
-    return false;
+  if (present < MIN_WASM_INDICES || present > n || !fits(b, pos, end, rowIdx.length, at, n) || at + n > valid.length || !isWidth(width)) return false;
   const k = rleKernel();
   if (k === null || !k.indicesWithNulls(b, pos, end, width, valid, at, n, present, nul, rowIdx)) return false;
   rleMax = k.x.lastMax() >>> 0;
