@@ -15,7 +15,7 @@ import { readOffsetIndex } from 'hyparquet/src/indexes.js';
 import type { FileMetaData } from 'hyparquet/src/types.js';
 import type * as PW from 'parquet-wasm';
 import { chainFeature, runOps, type Column, type ColumnType, type KernelOverrides, type OpChainFeature, type PlanState } from '@sluice/ops';
-import { packMany, packRows, permutedSources, type PackSource } from '../batch/index.js';
+import { packMany, packRows, permutedSources, type Pack, type PackSource } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
 import { isUrl } from '../util/url.js';
 import type {
@@ -347,25 +347,21 @@ function packChunks(
       permuted.map((c, i) => [{ chunk: c, from: 0, to: pack.cuts[i + 1]! - pack.cuts[i]! }]),
       permuted.map((_, i) => pack.slots?.[i]?.[1]),
     );
-    return laid.map((p, i) => ({
-      rows: p.rows,
-      dense: p.dense,
-      lengths: p.lengths,
-      offsets: p.offsets,
-      values: p.values,
-      labels: p.labels,
-      slot: p.inSlot ? pack.slots![i]![0] : -1,
-    }));
+    return laid.map((p, i) => workerPack(p, pack.slots?.[i]));
   }
   // In row order each chunk reads the dictionaries about in order: pack by pack, as it was
   // (key by key measured no faster there).
   const packs: WorkerPack[] = [];
   for (let i = 0; i + 1 < pack.cuts.length; i++) {
     const slot = pack.slots?.[i];
-    const p = packRows(pack.layout, [{ chunk, from: pack.cuts[i]!, to: pack.cuts[i + 1]! }], slot?.[1]);
-    packs.push({ rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, slot: p.inSlot ? slot![0] : -1 });
+    packs.push(workerPack(packRows(pack.layout, [{ chunk, from: pack.cuts[i]!, to: pack.cuts[i + 1]! }], slot?.[1]), slot));
   }
   return packs;
+}
+
+/** A pack as the reply carries it: the lent slot's number where its arrays are in that slot, else -1. */
+function workerPack(p: Pack & { readonly inSlot: boolean }, slot: readonly [number, SharedArrayBuffer] | undefined): WorkerPack {
+  return { rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, slot: p.inSlot ? slot![0] : -1 };
 }
 
 /** The packs' own buffers to transfer (a lent slot is shared memory: it is not transferred). */

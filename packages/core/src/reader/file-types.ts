@@ -11,9 +11,12 @@ export interface FileTypes {
   readonly unsupported: ReadonlyMap<string, string>;
 }
 
+/** apache-arrow's IPC reader and the Arrow → column type mapping (./arrow.ts), loaded on first use. */
+const arrow = () => Promise.all([import('apache-arrow'), import('./arrow.js')]);
+
 /** Column types from a schema parquet-wasm read (an empty Arrow IPC stream). */
 export async function ipcTypes(ipc: Uint8Array): Promise<FileTypes> {
-  const [{ tableFromIPC }, { arrowColumnType }] = await Promise.all([import('apache-arrow'), import('./arrow.js')]);
+  const [{ tableFromIPC }, { arrowColumnType }] = await arrow();
   const types = new Map<string, ColumnType>();
   const unsupported = new Map<string, string>();
   for (const f of tableFromIPC(ipc).schema.fields) {
@@ -32,7 +35,7 @@ export async function ipcTypes(ipc: Uint8Array): Promise<FileTypes> {
 export async function footerTypes(footer: FooterColumns): Promise<FileTypes | null> {
   const types = new Map(footer.columns);
   if (footer.arrowSchema !== null) {
-    const [{ tableFromIPC }, { arrowColumnType }] = await Promise.all([import('apache-arrow'), import('./arrow.js')]);
+    const [{ tableFromIPC }, { arrowColumnType }] = await arrow();
     let fields;
     try {
       const bytes = Buffer.from(footer.arrowSchema, 'base64');

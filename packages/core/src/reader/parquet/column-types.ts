@@ -10,6 +10,7 @@
  */
 import type { FileMetaData, SchemaElement } from 'hyparquet/src/types.js';
 import type { ColumnType, PrimitiveType } from '@sluice/ops';
+import { INT32_CONVERTED } from './schema.js';
 
 /** A footer's columns by name and type, with the Arrow schema its writer embedded (base64), if any. */
 export interface FooterColumns {
@@ -70,7 +71,7 @@ function primitiveOf(el: SchemaElement): PrimitiveType | null {
     case 'BOOLEAN':
       return plain ? 'int32' : null;
     case 'INT32':
-      if (plain || (converted !== undefined && ['INT_8', 'INT_16', 'INT_32', 'UINT_8', 'UINT_16'].includes(converted))) return 'int32';
+      if (plain || (converted !== undefined && INT32_CONVERTED.has(converted))) return 'int32';
       if (converted === 'UINT_32') return 'int64';
       if (logical?.type === 'INTEGER' && logical.bitWidth <= 32) return logical.bitWidth < 32 || logical.isSigned ? 'int32' : 'int64';
       return null;

@@ -36,7 +36,7 @@ function supported(el: SchemaElement | undefined, type: ColumnType): 'same' | 'u
 }
 
 /** Converted types an INT32 column may carry and still hold its values as they are (the unsigned ones are below 2^16). */
-const INT32_CONVERTED = new Set(['INT_8', 'INT_16', 'INT_32', 'UINT_8', 'UINT_16']);
+export const INT32_CONVERTED: ReadonlySet<string> = new Set(['INT_8', 'INT_16', 'INT_32', 'UINT_8', 'UINT_16']);
 
 const topLevel = new WeakMap<FileMetaData, Map<string, SchemaElement>>();
 
