@@ -42,6 +42,26 @@ export function onInterrupt(cleanup: () => void): () => void {
 }
 
 /**
+ * Removes a folder and all it holds, also while another thread is creating a file in it (a
+ * writer's encoder thread opens its file whenever it gets there): the folder's last rmdir then
+ * fails ENOTEMPTY, and a second pass takes the newcomer. Once the folder is gone, nothing can be
+ * created in it.
+ *
+ * @example
+ * onInterrupt(() => removeTree(workDir));
+ */
+export function removeTree(dir: string): void {
+  for (let pass = 1; ; pass++) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+      return;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOTEMPTY' || pass === 3) throw e;
+    }
+  }
+}
+
+/**
  * Removes the files next to `target` whose names start with `<target's name>.partial-<this pid>`:
  * this process's temporary for `target`, and any temporary a writer made from that name
  * (ParquetFileWriter writes `<its path>.<pid>.<random>.partial` and renames it when closed).

@@ -16,8 +16,8 @@
  *    the first schema here and the footer's row count is verified on close.
  *  - Encoding (ZSTD + dictionary) is the bottleneck of data generation, hence the worker.
  */
-import { openAsBlob } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { mkdirSync, openAsBlob } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -278,7 +278,9 @@ export class ParquetFileWriter {
       metadata: Object.entries(opts.metadata ?? {}),
       createdBy: 'sluice (parquet-wasm)',
     };
-    await mkdir(path.dirname(path.resolve(filePath)), { recursive: true });
+    // Synchronous on purpose: an async mkdir runs on libuv's thread pool, where it can re-create a
+    // folder that a Ctrl-C clean-up (cli/interrupt.ts) has just removed on the main thread.
+    mkdirSync(path.dirname(path.resolve(filePath)), { recursive: true });
     const tmp = `${filePath}.${process.pid}.${Math.floor(Math.random() * 1e9).toString(36)}.partial`;
     const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: workerExecArgv(), workerData: { wasmPath: parquetWasmPath(), path: tmp, options } });
     // Ready once the worker has loaded parquet-wasm and created the file.

@@ -1,9 +1,9 @@
 /** `sluice reproduce`: rerun a paper's table on a simulated backend, which provides the reproduction. */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { freemem, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { positiveInt, UsageError, type Values } from '../args.js';
-import { onInterrupt } from '../interrupt.js';
+import { onInterrupt, removeTree } from '../interrupt.js';
 import {
   REPRODUCTIONS,
   formatBytes,
@@ -85,7 +85,7 @@ export async function cmdReproduce(values: Values, target: string | undefined): 
   );
   // The generated data goes in a folder of our own, which Ctrl-C removes too.
   const dir = mkdtempSync(join(tmpdir(), 'sluice-reproduce-'));
-  const remove = (): void => rmSync(dir, { recursive: true, force: true });
+  const remove = (): void => removeTree(dir);
   const watching = onInterrupt(remove);
   let text: string;
   try {
