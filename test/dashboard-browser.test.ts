@@ -85,7 +85,13 @@ describe.skipIf(noBrowser !== null && !CI)('the dashboard in Chromium', () => {
     expect(b.series.rows!.length).toBeGreaterThan(a.series.rows!.length);
     expect(b.series.rows!.filter((v) => v > 0).length).toBeGreaterThan(1);
     // The page's counters are the server's pipeline runs', which made at least the batches pulled.
-    expect(b.snapshot!.pipeline.batches).toBeGreaterThanOrEqual(srv.store.made - 8);
+    // The trainer keeps pulling, so compare with what the server had made before the page asked:
+    // the page polls one request after another, so the second poll completed after reading
+    // `polls` was sent after `made` was read.
+    const made = srv.store.made;
+    const polls = (await state(page)).polls;
+    await page.waitForFunction((n) => (window as unknown as { sluiceDashboard: DashState }).sluiceDashboard.polls >= n + 2, { timeout: 10_000 }, polls);
+    expect((await state(page)).snapshot!.pipeline.batches).toBeGreaterThanOrEqual(made - 8);
     // `sluice serve` has no cluster: the panel stays hidden and /v1/cluster is never asked.
     expect(await page.$eval('#cluster', (e) => (e as HTMLElement).hidden)).toBe(true);
     expect(errors).toEqual([]);
