@@ -52,8 +52,8 @@ export interface PackSegment {
  * threads that take CPU from the decoders (see bench/README.md, "A noisy host", the TurboFan
  * item).
  */
-export function packRows(layout: BatchLayout, segments: readonly PackSegment[], slot?: SharedArrayBuffer): Pack & { readonly inSlot: boolean } {
-  return packMany(layout, [segments], [slot])[0]!;
+export function packRows(layout: BatchLayout, segments: readonly PackSegment[], slot?: SharedArrayBuffer, shared = false): Pack & { readonly inSlot: boolean } {
+  return packMany(layout, [segments], [slot], shared)[0]!;
 }
 
 /**
@@ -67,6 +67,8 @@ export function packMany(
   layout: BatchLayout,
   packs: ReadonlyArray<readonly PackSegment[]>,
   slots: ReadonlyArray<SharedArrayBuffer | undefined>,
+  /** Arrays outside a slot in fresh shared memory, not ArrayBuffers (a part of a shuffled window: batch/window-ids.ts). */
+  shared = false,
 ): Array<Pack & { readonly inSlot: boolean }> {
   const dim = layout.dim;
   const K = layout.sparseKeys.length;
@@ -87,7 +89,7 @@ export function packMany(
     // on zeroed memory as a fresh array has it: offsets are summed into, and a null row of a vector
     // feature is skipped. Those arrays are zeroed first; every other one is written in full (both
     // words of every sparse id included).
-    const mem = new SlotLayout(slot);
+    const mem = new SlotLayout(slot, shared);
     mems.push(mem);
     const data = mem.f32(rows * dim);
     if (data.buffer === slot && layout.dense.some((f) => f.vector)) data.fill(0);
@@ -249,7 +251,10 @@ class SlotLayout {
   private at = 0;
   /** Whether any array went in the slot. */
   inSlot = false;
-  constructor(private readonly slot: SharedArrayBuffer | undefined) {}
+  constructor(
+    private readonly slot: SharedArrayBuffer | undefined,
+    private readonly shared: boolean,
+  ) {}
   private take(bytes: number): { buffer: ArrayBufferLike; offset: number } {
     const slot = this.slot;
     if (slot !== undefined && this.at + bytes <= slot.byteLength) {
@@ -258,7 +263,7 @@ class SlotLayout {
       this.inSlot = true;
       return { buffer: slot, offset };
     }
-    return { buffer: new ArrayBuffer(bytes), offset: 0 };
+    return { buffer: this.shared ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes), offset: 0 };
   }
   // Methods, not arrow-function fields: a field makes new closures per instance (see `packRows`).
   f32(n: number): Float32Array {
@@ -310,7 +315,7 @@ export function mergePacks(
   for (let i = 0; i < parts.length; i++) rows += parts[i]!.to - parts[i]!.from;
   const dim = layout.dim;
   const K = layout.sparseKeys.length;
-  const mem = new SlotLayout(slot);
+  const mem = new SlotLayout(slot, false);
   const dense = mem.f32(rows * dim);
   const lengths = mem.i32(K * rows);
   const offsets = mem.i32(K + 1);

@@ -4,6 +4,7 @@
 import { copyWords, int64Words, type Column, type ListColumn } from '@sluice/ops';
 import type { BatchLayout } from './layout.js';
 import type { Pack } from './types.js';
+import { chunkGroups, isSharedPart, placePartIds, type IdsPart, type IdsPlacer, type IdsPlan } from './window-ids.js';
 import { numberReader, writeDense, writeLengths, writeSparse } from './writers.js';
 
 /** One read of the window, kept for its ids until every read is in (`placeIds`). */
@@ -19,11 +20,7 @@ interface ColumnsPart {
 }
 
 /** A read its decoder laid out as one pack, in its own row order: the pack's ids (its dense values are placed at once). */
-interface PackPart {
-  readonly pack: Pick<Pack, 'rows' | 'lengths' | 'offsets' | 'values'>;
-  readonly where: Int32Array;
-  readonly out: Int32Array;
-}
+type PackPart = IdsPart;
 
 /**
  * The packs of one shuffled window. As each read of the window arrives (`add`), its rows' dense
@@ -47,8 +44,8 @@ export class WindowPacks {
   private readonly counts: Int32Array[] = [];
   private parts: Array<Part | null> = [];
   private readonly offsets: Int32Array[] = [];
-  /** Each chunk's ids, once placed (`placeIds`). */
-  private values: BigInt64Array[] | null = null;
+  /** Each chunk's ids, being placed (`placeIds`, on the first `take`). */
+  private values: Array<Promise<BigInt64Array>> | null = null;
   private scratch = new Float32Array(0);
   private lens = new Int32Array(0);
   private readonly vectors: boolean;
@@ -60,8 +57,13 @@ export class WindowPacks {
     windowRows: number,
     /** Chunk c holds output rows [cuts[c], cuts[c + 1]). */
     private readonly cuts: readonly number[],
+    /**
+     * Decode threads that place the ids of a window whose every read came as a pack in shared
+     * memory (`addPack`), in parallel; without one, or for other windows, this thread does.
+     */
+    private readonly placer?: IdsPlacer,
   ) {
-    this.dest = destinations(order, windowRows);
+    this.dest = destinations(order, windowRows, placer !== undefined);
     this.chunkOf = new Int32Array(order.length);
     const K = layout.sparseKeys.length;
     for (let c = 0; c + 1 < cuts.length; c++) {
@@ -142,7 +144,7 @@ export class WindowPacks {
       }
     }
     for (let k = 0; k < layout.sparseKeys.length; k++) this.placeLengths(k, pack.lengths.subarray(k * rows, k * rows + rows), where, at);
-    this.parts.push({ pack: { rows, lengths: pack.lengths, offsets: pack.offsets, values: pack.values }, where, out: this.dest.subarray(base, base + rows) });
+    this.parts.push({ rows, lengths: pack.lengths, offsets: pack.offsets, values: pack.values, where, out: this.dest.subarray(base, base + rows) });
   }
 
   /**
@@ -172,7 +174,8 @@ export class WindowPacks {
   /** Each of the read's rows' chunk (-1: skipped) and row in that chunk. */
   private locate(base: number, rows: number): { where: Int32Array; at: Int32Array } {
     const { dest, chunkOf, cuts } = this;
-    const where = new Int32Array(rows);
+    // In shared memory where a decode thread may read it to place the read's ids.
+    const where = int32s(rows, this.placer !== undefined);
     const at = new Int32Array(rows);
     for (let r = 0; r < rows; r++) {
       const d = dest[base + r]!;
@@ -186,70 +189,72 @@ export class WindowPacks {
     return { where, at };
   }
 
-  /** Chunk c's pack, once every read of the window was added (chunks taken in order; each once). */
-  take(c: number): Pack {
-    if (this.values === null) this.placeIds();
+  /**
+   * Chunk c's pack, once every read of the window was added (chunks taken in order; each once).
+   * The first take starts placing every chunk's ids; a chunk's pack is ready once its are.
+   */
+  async take(c: number): Promise<Pack> {
+    this.values ??= this.placeIds();
+    const values = await this.values[c]!;
     const pack: Pack = {
       rows: this.cuts[c + 1]! - this.cuts[c]!,
       dense: this.dense[c]!,
       lengths: this.lengths[c]!,
       offsets: this.offsets[c]!,
-      values: this.values![c]!,
+      values,
       labels: this.labels[c]!,
     };
     // The stream holds the pack from here: the window keeps no reference to it.
     this.dense[c] = EMPTY_F32;
     this.lengths[c] = EMPTY_I32;
-    this.values![c] = EMPTY_I64;
+    this.values[c] = PLACED;
     return pack;
   }
 
   /**
-   * Copies every read's ids to their places, once every row's id count is known: each read is read
-   * in order and written at random, as ColumnScatter does (a gather, reading each row's ids at
-   * random, stalls on about every read). Each read is dropped once placed.
+   * Places every read's ids, once every row's id count is known: the decode threads do (`placer`),
+   * a group of consecutive chunks each, where every read came as a pack in shared memory; else this
+   * thread does, reading each read in order and writing at random, as ColumnScatter does (a gather,
+   * reading each row's ids at random, stalls on about every read). The reads are let go here.
    */
-  private placeIds(): void {
-    const { layout, cuts } = this;
-    const K = layout.sparseKeys.length;
-    const n = cuts[cuts.length - 1]!;
-    const values: BigInt64Array[] = [];
-    const words: Uint32Array[] = [];
-    // pos[k * n + d]: where output row d's ids of key k start in its chunk's values.
-    const pos = new Int32Array(K * n);
-    for (let c = 0; c + 1 < cuts.length; c++) {
-      const rows = cuts[c + 1]! - cuts[c]!;
-      const offsets = new Int32Array(K + 1);
-      for (let k = 0; k < K; k++) offsets[k + 1] = offsets[k]! + this.counts[c]![k]!;
-      this.offsets.push(offsets);
-      values.push(new BigInt64Array(offsets[K]!));
-      words.push(int64Words(values[c]!));
-      const lengths = this.lengths[c]!;
-      for (let k = 0; k < K; k++)
-        for (let i = 0, d = k * n + cuts[c]!, at = offsets[k]!; i < rows; i++, d++) {
-          pos[d] = at;
-          at += lengths[k * rows + i]!;
-        }
-    }
+  private placeIds(): Array<Promise<BigInt64Array>> {
     const parts = this.parts;
     this.parts = [];
+    const packs = parts.filter((p): p is PackPart => p !== null && !('sparse' in p));
+    const plan = this.plan(packs);
+    const C = this.cuts.length - 1;
+    const placer = this.placer;
+    if (placer !== undefined && packs.length === parts.length && packs.every(isSharedPart)) {
+      const values: Array<Promise<BigInt64Array>> = [];
+      // One group a thread: each reads every part in order and skips the rows of other groups'
+      // chunks. With more, smaller groups (the first chunks ready sooner) each read skipped most
+      // rows and stalled about as a gather does (bench/README.md, "Shuffled reads").
+      for (const group of chunkGroups(C, placer.threads)) {
+        const placed = placer.place(plan, group);
+        group.forEach((c, i) => {
+          values[c] = placed.then((v) => v[i]!);
+          // Awaited by `take`; a stream that stops early never takes the rest.
+          values[c]!.catch(() => undefined);
+        });
+      }
+      return values;
+    }
+    const values = plan.sizes.map((size) => new BigInt64Array(size));
+    const words = values.map((v) => int64Words(v));
+    const K = this.layout.sparseKeys.length;
+    const n = plan.rows;
     for (let q = 0; q < parts.length; q++) {
       const part = parts[q]!;
       parts[q] = null;
-      if ('pack' in part) {
-        const { pack, where, out } = part;
-        const from = int64Words(pack.values);
-        for (let k = 0; k < K; k++) {
-          const rows = pack.rows;
-          placePackRuns(pack.lengths.subarray(k * rows, k * rows + rows), pack.offsets[k]!, from, where, out, pos.subarray(k * n, k * n + n), words);
-        }
+      if (!('sparse' in part)) {
+        placePartIds(plan, part, words);
         continue;
       }
       const { sparse, ids, where, out } = part;
       for (let k = 0; k < K; k++) {
         const col = sparse[k]!;
         const w = ids[k]!;
-        const posK = pos.subarray(k * n, k * n + n);
+        const posK = plan.pos.subarray(k * n, k * n + n);
         if (w !== null) placeRuns((col as ListColumn).offsets, col.valid, w, where, out, posK, words);
         else
           for (let r = 0; r < where.length; r++) {
@@ -258,7 +263,30 @@ export class WindowPacks {
           }
       }
     }
-    this.values = values;
+    return values.map((v) => Promise.resolve(v));
+  }
+
+  /** Each chunk's offsets per key (kept for its pack) and ids, and where each row's ids of each key go there. */
+  private plan(parts: readonly IdsPart[]): IdsPlan {
+    const { layout, cuts } = this;
+    const K = layout.sparseKeys.length;
+    const n = cuts[cuts.length - 1]!;
+    const pos = int32s(K * n, this.placer !== undefined);
+    const sizes: number[] = [];
+    for (let c = 0; c + 1 < cuts.length; c++) {
+      const rows = cuts[c + 1]! - cuts[c]!;
+      const offsets = new Int32Array(K + 1);
+      for (let k = 0; k < K; k++) offsets[k + 1] = offsets[k]! + this.counts[c]![k]!;
+      this.offsets.push(offsets);
+      sizes.push(offsets[K]!);
+      const lengths = this.lengths[c]!;
+      for (let k = 0; k < K; k++)
+        for (let i = 0, d = k * n + cuts[c]!, at = offsets[k]!; i < rows; i++, d++) {
+          pos[d] = at;
+          at += lengths[k * rows + i]!;
+        }
+    }
+    return { keys: K, rows: n, pos, sizes, parts };
   }
 }
 
@@ -266,8 +294,8 @@ export class WindowPacks {
  * Where each of a window's rows goes: dest[row] = i where order[i] = row, -1 for a row not in
  * `order` (rows before a resumed window's offset).
  */
-export function destinations(order: Int32Array, rows: number): Int32Array {
-  const dest = new Int32Array(rows).fill(-1);
+export function destinations(order: Int32Array, rows: number, shared = false): Int32Array {
+  const dest = int32s(rows, shared).fill(-1);
   for (let i = 0; i < order.length; i++) dest[order[i]!] = i;
   return dest;
 }
@@ -295,14 +323,10 @@ function placeRuns(
 
 const EMPTY_F32 = new Float32Array(0);
 const EMPTY_I32 = new Int32Array(0);
-const EMPTY_I64 = new BigInt64Array(0);
+/** A taken chunk's ids: the window keeps no reference to them. */
+const PLACED = Promise.resolve(new BigInt64Array(0));
 
-/** `placeRuns` for one key of a read laid out as a pack: row r's ids are the lens[r] after those of the rows before it, from `start`. */
-function placePackRuns(lens: Int32Array, start: number, ids: Uint32Array, where: Int32Array, out: Int32Array, posK: Int32Array, words: Uint32Array[]): void {
-  for (let r = 0, s = start; r < where.length; r++) {
-    const len = lens[r]!;
-    const c = where[r]!;
-    if (c >= 0) copyWords(ids, 2 * s, 2 * (s + len), words[c]!, 2 * posK[out[r]!]!);
-    s += len;
-  }
+/** `n` int32s, in shared memory where a decode thread is to read them. */
+function int32s(n: number, shared: boolean): Int32Array {
+  return shared ? new Int32Array(new SharedArrayBuffer(4 * n)) : new Int32Array(n);
 }

@@ -5,7 +5,7 @@
  * `reset`) get none.
  */
 import type { Column, ColumnType, OpChain } from '@sluice/ops';
-import type { BatchLayout, Pack } from '../batch/index.js';
+import type { BatchLayout, IdsPlan, Pack } from '../batch/index.js';
 import type { DerivedSpec } from './dict-ops.js';
 import type { FooterColumns, RowRange } from './parquet/index.js';
 import type { S3Access } from './s3/access.js';
@@ -60,6 +60,8 @@ export interface PackCuts {
    * …, p[cuts[i + 1] - 1], in that order.
    */
   readonly permute?: { readonly rows: number; readonly keys: readonly number[] };
+  /** The packs' arrays in fresh shared memory (a row group of a shuffled window of several, whose ids the decoders place later: `PlaceRequest`). */
+  readonly shared?: boolean;
 }
 
 /** A read's permutation, when its packs hold a shuffled window's rows (`PackCuts.permute`). */
@@ -132,7 +134,15 @@ export interface ResetRequest {
   readonly id: 0;
 }
 
-export type DecodeRequest = OpenRequest | PagesRequest | ReadRequest | SpecRequest | ResetRequest;
+/** Places a shuffled window's ids for some of its chunks (batch/window-ids.ts); the plan's arrays are shared memory. */
+export interface PlaceRequest {
+  readonly kind: 'place';
+  readonly id: number;
+  readonly plan: IdsPlan;
+  readonly chunks: readonly number[];
+}
+
+export type DecodeRequest = OpenRequest | PagesRequest | ReadRequest | SpecRequest | ResetRequest | PlaceRequest;
 
 /** Sent once, when the worker's imports have loaded: a failure after it is about a task's data, not the installation. */
 export interface StartedReply {
@@ -191,6 +201,13 @@ export interface PackedReply {
   readonly packs: WorkerPack[];
 }
 
+/** The ids of a `PlaceRequest`'s chunks, in its order (transferred). */
+export interface PlacedReply {
+  readonly kind: 'placed';
+  readonly id: number;
+  readonly values: BigInt64Array[];
+}
+
 /** A request failed in a way the worker caught (a task that crashes the worker sends nothing). */
 export interface ErrorReply {
   readonly kind: 'error';
@@ -205,4 +222,4 @@ export interface ErrorReply {
   readonly broken?: boolean;
 }
 
-export type DecodeReply = StartedReply | OpenedReply | PagesReply | BatchReply | DoneReply | PackedReply | ErrorReply;
+export type DecodeReply = StartedReply | OpenedReply | PagesReply | BatchReply | DoneReply | PackedReply | PlacedReply | ErrorReply;

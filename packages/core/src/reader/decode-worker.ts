@@ -15,7 +15,7 @@ import { readOffsetIndex } from 'hyparquet/src/indexes.js';
 import type { FileMetaData } from 'hyparquet/src/types.js';
 import type * as PW from 'parquet-wasm';
 import { chainFeature, runOps, type Column, type ColumnType, type KernelOverrides, type OpChainFeature, type PlanState } from '@sluice/ops';
-import { packMany, packRows, permutedSources, type Pack, type PackSource } from '../batch/index.js';
+import { packMany, packRows, permutedSources, placeChunkIds, type Pack, type PackSource } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
 import { isUrl } from '../util/url.js';
 import type {
@@ -354,7 +354,7 @@ function packChunks(
   const packs: WorkerPack[] = [];
   for (let i = 0; i + 1 < pack.cuts.length; i++) {
     const slot = pack.slots?.[i];
-    packs.push(workerPack(packRows(pack.layout, [{ chunk, from: pack.cuts[i]!, to: pack.cuts[i + 1]! }], slot?.[1]), slot));
+    packs.push(workerPack(packRows(pack.layout, [{ chunk, from: pack.cuts[i]!, to: pack.cuts[i + 1]! }], slot?.[1], pack.shared === true), slot));
   }
   return packs;
 }
@@ -535,7 +535,7 @@ function resolveRead(msg: Extract<DecodeRequest, { kind: 'read' }>): ReadInline 
   if (msg.spec === undefined) return msg;
   const body = specs.get(msg.spec);
   if (body === undefined) return `read spec ${msg.spec} was never sent to this decoder`;
-  const { kind, id, source, rowGroup, range, cuts, slots, permute, s3 } = msg;
+  const { kind, id, source, rowGroup, range, cuts, slots, permute, shared: inShared, s3 } = msg;
   const { pack, ...shared } = body;
   return {
     kind,
@@ -545,7 +545,17 @@ function resolveRead(msg: Extract<DecodeRequest, { kind: 'read' }>): ReadInline 
     ...(range !== undefined ? { range } : {}),
     ...(s3 !== undefined ? { s3 } : {}),
     ...shared,
-    ...(pack !== undefined ? { pack: { ...pack, cuts: cuts!, ...(slots !== undefined ? { slots } : {}), ...(permute !== undefined ? { permute } : {}) } } : {}),
+    ...(pack !== undefined
+      ? {
+          pack: {
+            ...pack,
+            cuts: cuts!,
+            ...(slots !== undefined ? { slots } : {}),
+            ...(permute !== undefined ? { permute } : {}),
+            ...(inShared === true ? { shared: true } : {}),
+          },
+        }
+      : {}),
   };
 }
 
@@ -608,7 +618,13 @@ port.on('message', async (msg: DecodeRequest) => {
   }
   const { id } = msg;
   try {
-    if (msg.kind === 'open') {
+    if (msg.kind === 'place') {
+      const values = placeChunkIds(msg.plan, msg.chunks);
+      reply(
+        { kind: 'placed', id, values },
+        values.map((v) => v.buffer as ArrayBuffer),
+      );
+    } else if (msg.kind === 'open') {
       const meta = (msg.wasm === true ? null : describeFooter(msg.source)) ?? describe(await open(msg.source, msg.s3, true));
       reply({ kind: 'opened', id, meta }, meta.schemaIpc !== undefined ? [meta.schemaIpc.buffer as ArrayBuffer] : []);
     } else if (msg.kind === 'pages') {

@@ -8,7 +8,7 @@ import { isS3Url } from './s3/url.js';
 import { workerExecArgv } from '../util/worker-argv.js';
 import type { RowRange } from './parquet/index.js';
 import { footerTypes, ipcTypes, type FileTypes } from './file-types.js';
-import { packBytes, packInSlot, type Pack, type PackArena } from '../batch/index.js';
+import { packBytes, packInSlot, type IdsPlan, type Pack, type PackArena } from '../batch/index.js';
 import type {
   DecodeReply,
   DecodeRequest,
@@ -20,6 +20,7 @@ import type {
   PackShape,
   PackedReply,
   PagesReply,
+  PlacedReply,
   ReadShared,
 } from './decode-protocol.js';
 
@@ -37,7 +38,7 @@ export interface FileMeta {
 }
 
 /** A task's last reply, and the record batches (`batch` replies) that came before it. */
-interface Finished<R = OpenedReply | PagesReply | DoneReply | PackedReply> {
+interface Finished<R = OpenedReply | PagesReply | DoneReply | PackedReply | PlacedReply> {
   readonly reply: R;
   readonly ipc: Uint8Array[];
 }
@@ -47,6 +48,7 @@ interface LastReply {
   open: OpenedReply;
   pages: PagesReply;
   read: DoneReply | PackedReply;
+  place: PlacedReply;
 }
 
 /** A request as the pool queues it: without its id, which it gets when a worker takes it. */
@@ -336,7 +338,7 @@ export class DecoderPool {
     types: ReadonlyMap<string, ColumnType>,
     batchSize = 65536,
     derived: readonly DerivedRequest[] = [],
-    pack?: PackShape & PackPermute & { readonly cuts: readonly number[]; readonly arena?: PackArena },
+    pack?: PackShape & PackPermute & { readonly cuts: readonly number[]; readonly arena?: PackArena; readonly shared?: boolean },
     range?: RowRange,
   ): Promise<{ columns: Map<string, Column>; ipc: Uint8Array[]; packs: Pack[] | null }> {
     const inputs = new Set([...columns, ...derived.map((d) => d.input)]);
@@ -374,7 +376,9 @@ export class DecoderPool {
           rowGroup,
           spec: spec.id,
           ...s3,
-          ...(pack !== undefined ? { cuts: pack.cuts, slots, ...(pack.permute !== undefined ? { permute: pack.permute } : {}) } : {}),
+          ...(pack !== undefined
+            ? { cuts: pack.cuts, slots, ...(pack.permute !== undefined ? { permute: pack.permute } : {}), ...(pack.shared === true ? { shared: true } : {}) }
+            : {}),
           ...(range !== undefined ? { range } : {}),
         },
         { source, rowGroup, columns: [...inputs] },
@@ -403,6 +407,16 @@ export class DecoderPool {
     } finally {
       for (const [id] of slots) if (!used.has(id)) arena!.give(id);
     }
+  }
+
+  /**
+   * The ids of chunks `chunks` of a shuffled window, placed by a decode thread (`placeChunkIds`,
+   * batch/window-ids.ts): the plan's arrays are shared memory, so nothing is copied to send it.
+   * `source` names the window's file in an error.
+   */
+  async placeIds(plan: IdsPlan, chunks: readonly number[], source: string): Promise<BigInt64Array[]> {
+    const { reply } = await this.submit({ kind: 'place', plan, chunks }, { source });
+    return reply.values;
   }
 
   /** `{ s3 }` for an s3:// source (its credentials and endpoint), else nothing. */

@@ -10,7 +10,7 @@
  * (`WindowPackScatter`); else they are permuted as columns (`WindowScatter`) for the backend.
  */
 import { ColumnScatter, runFeature, type Column, type ColumnType, type PlanState, type RowLocator } from '@sluice/ops';
-import { WindowPacks, type BatchLayout, type Pack } from '../batch/index.js';
+import { WindowPacks, type BatchLayout, type IdsPlacer, type Pack } from '../batch/index.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 
 /** How chunks are laid out as batch arrays (source.ts's PackRequest, which imports this file). */
@@ -105,8 +105,10 @@ export class WindowPackScatter {
     cuts: readonly number[],
     private readonly derived: readonly DerivedColumn[],
     private readonly rawNames: ReadonlySet<string>,
+    /** Decode threads to place the window's ids where its reads come as packs in shared memory. */
+    placer?: IdsPlacer,
   ) {
-    this.packs = new WindowPacks(pack.layout, order, windowRows, cuts);
+    this.packs = new WindowPacks(pack.layout, order, windowRows, cuts, placer);
   }
 
   /** Adds the next read of the window (`rows` rows), computing what the reader left (`completeDerived`). */
@@ -127,7 +129,7 @@ export class WindowPackScatter {
   }
 
   /** Chunk c's pack, once every read was added (in chunk order, each once). */
-  take(c: number): Pack {
+  take(c: number): Promise<Pack> {
     return this.packs.take(c);
   }
 }

@@ -6,7 +6,7 @@ import type { Dataset, Unit } from '../reader/dataset.js';
 import type { DecoderPool } from '../reader/decoder-pool.js';
 import type { PackPermute } from '../reader/decode-protocol.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
-import { destinations, START, type BatchLayout, type Cursor, type Pack, type PackArena } from '../batch/index.js';
+import { destinations, START, type BatchLayout, type Cursor, type IdsPlacer, type Pack, type PackArena } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
 import { newDictShare } from '../reader/dict-share.js';
 import { WindowPackScatter, WindowScatter } from './shuffle.js';
@@ -248,6 +248,11 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         at += unit.rows;
       });
     }
+    // A shuffled window of several row groups has its ids placed by the decoders, in parallel, once
+    // its last row group is in (batch/window-ids.ts); one decoder leaves it to this thread, which is
+    // free while that decoder reads the next window. A failure names the window's first file.
+    const placerFor = (win: Window): IdsPlacer | undefined =>
+      pool.size > 1 ? { threads: pool.size, place: (plan, chunks) => pool.placeIds(plan, chunks, ds.files[win.units[0]!.file]!.source) } : undefined;
     const inflight: Array<Promise<UnitRead>> = [];
     let next = 0;
     // Fewer row groups than decoders (a file of one big row group, say): each is read by several
@@ -263,13 +268,14 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         const { w, u, cuts, range, permuted } = plan[next++]!;
         // A part's packs are cut from its own first row.
         const first = range?.first ?? 0;
-        let pack: (PackRequest & PackPermute & { readonly cuts: readonly number[] }) | undefined;
+        let pack: (PackRequest & PackPermute & { readonly cuts: readonly number[]; readonly shared?: boolean }) | undefined;
         // The decoder computes the window's permutation itself (this thread only for errors).
         if (permuted === true) pack = { ...opts.pack!, cuts: cuts!, permute: { rows: windows[w]!.rows, keys: [opts.shuffle!.seed, epoch, w] } };
         else if (opts.pack !== undefined && cuts !== null) pack = { ...opts.pack, cuts: first === 0 ? cuts : cuts.map((c) => c - first) };
         // A row group of a shuffled window of several: laid out as one pack in its own row order,
         // which WindowPackScatter permutes (in fresh memory: it holds the pack until the window ends).
-        else if (permuteInDecoder) pack = { ...opts.pack!, arena: undefined, cuts: [0, windows[w]!.units[u]!.rows] };
+        // In shared memory, where the decoders place its ids once the window is in (batch/window-ids.ts).
+        else if (permuteInDecoder) pack = { ...opts.pack!, arena: undefined, cuts: [0, windows[w]!.units[u]!.rows], shared: true };
         const unit = windows[w]!.units[u]!;
         const p =
           dealt !== null ? readUnitShared(ds, pool, unit, dealt, types, decodeRows) : readUnit(ds, pool, unit, names, types, decodeRows, derived, pack, range);
@@ -313,6 +319,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
                 windowCuts[w]!.map((c) => c - skip),
                 derived,
                 rawSet,
+                placerFor(win),
               ));
             if (packs !== null && permuted !== true) {
               packScatterOf().addPack(packs[0]!);
@@ -399,7 +406,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
             windowRows: win.rows,
             lastInEpoch: lastWindow && end === win.rows,
             locate: locateIn(r),
-            packed: packScatter.take(i),
+            packed: await packScatter.take(i),
           };
           yield windowShared ? { ...chunk, shared: true } : chunk;
         }
@@ -567,7 +574,7 @@ async function readUnit(
   types: ReadonlyMap<string, ColumnType>,
   batchRows: number,
   derived: readonly DerivedColumn[] = [],
-  pack?: PackRequest & PackPermute & { readonly cuts: readonly number[] },
+  pack?: PackRequest & PackPermute & { readonly cuts: readonly number[]; readonly shared?: boolean },
   range?: RowRange,
 ): Promise<UnitRead> {
   const source = ds.files[unit.file]!.source;

@@ -4,10 +4,12 @@
 // vector feature with null rows, NaN payloads, lists of int64 ids with null and empty lists, ids
 // with null ids and int32 ids (the general path), a scalar sparse key, labels, and a resumed
 // window that leaves its first rows out; reads that came as columns and reads a decoder laid out
-// as one pack of its own rows.
+// as one pack of its own rows; and the ids placed by other threads (an IdsPlacer, here run on a
+// copy of the plan made as postMessage makes it) where every read came as a pack in shared memory.
+import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { concatColumns, gatherColumn, type Column } from '@sluice/ops';
-import { packRows, WindowPacks, type BatchLayout, type Pack } from '../../src/batch/index.js';
+import { chunkGroups, packRows, placeChunkIds, WindowPacks, type BatchLayout, type IdsPlacer, type IdsPlan, type Pack } from '../../src/batch/index.js';
 import { permutation, Rng } from '../../src/util/rng.js';
 
 const layout: BatchLayout = {
@@ -80,25 +82,62 @@ function bits(p: Pack): Record<string, unknown> {
 /** Chunk cuts of `rows` output rows, `size` rows each (the last may be short). */
 const cutsOf = (rows: number, size: number): number[] => [...Array.from({ length: Math.ceil(rows / size) }, (_, i) => i * size), rows];
 
-/** Read i of the window as its decoder lays it out: one pack of its rows, unpermuted. */
-function asPack(m: Map<string, Column>, rows: number): Pack {
+/** Read i of the window as its decoder lays it out: one pack of its rows, unpermuted (in shared memory, as asked for a window of several reads). */
+function asPack(m: Map<string, Column>, rows: number, shared = false): Pack {
   const outputs = new Map([...m].filter(([n]) => n !== 'label'));
-  return packRows(layout, [{ chunk: { outputs, label: m.get('label')!, locate: (row) => ({ file: 'test', rowGroup: 0, row }) }, from: 0, to: rows }]);
+  return packRows(
+    layout,
+    [{ chunk: { outputs, label: m.get('label')!, locate: (row) => ({ file: 'test', rowGroup: 0, row }) }, from: 0, to: rows }],
+    undefined,
+    shared,
+  );
 }
 
-/** `packed(i)`: whether read i comes laid out as a pack (else as columns). */
-function check(partRows: readonly number[], skip: number, chunk: number, seed: number, packed: (i: number) => boolean = () => false): void {
+/** `msg` as another thread receives it from postMessage: shared memory stays shared, the rest is copied. */
+function posted<T>(msg: T): T {
+  const { port1, port2 } = new MessageChannel();
+  port1.postMessage(msg);
+  const got = receiveMessageOnPort(port2)!.message as T;
+  port1.close();
+  return got;
+}
+
+/** A placer that runs `placeChunkIds` on the plan as a decode thread receives it, and records the groups of chunks it was asked for. */
+function recordingPlacer(): IdsPlacer & { readonly asked: number[][] } {
+  const asked: number[][] = [];
+  return {
+    threads: 2,
+    asked,
+    place: (plan: IdsPlan, chunks: readonly number[]) => {
+      asked.push([...chunks]);
+      return Promise.resolve(posted(placeChunkIds(posted(plan), chunks)));
+    },
+  };
+}
+
+/**
+ * `packed(i)`: whether read i comes laid out as a pack (else as columns). With `placer`, packs are
+ * in shared memory, and the placer must have placed every chunk's ids exactly when every read is a pack.
+ */
+async function check(
+  partRows: readonly number[],
+  skip: number,
+  chunk: number,
+  seed: number,
+  packed: (i: number) => boolean = () => false,
+  placer?: ReturnType<typeof recordingPlacer>,
+): Promise<void> {
   const r = rng(seed);
   const reads = partRows.map((rows) => read(rows, r));
   const windowRows = partRows.reduce((a, b) => a + b, 0);
   const order = permutation(windowRows, seed, 0, 0).subarray(skip);
   const cuts = cutsOf(windowRows - skip, chunk);
 
-  const packs = new WindowPacks(layout, order, windowRows, cuts);
+  const packs = new WindowPacks(layout, order, windowRows, cuts, placer);
   let base = 0;
   for (let i = 0; i < reads.length; i++) {
     const label = reads[i]!.get('label')!;
-    if (packed(i)) packs.addPack(asPack(reads[i]!, partRows[i]!), base);
+    if (packed(i)) packs.addPack(asPack(reads[i]!, partRows[i]!, placer !== undefined), base);
     else expect(packs.add(reads[i]!, label, base, partRows[i]!)).toBe(true);
     base += partRows[i]!;
   }
@@ -110,29 +149,59 @@ function check(partRows: readonly number[], skip: number, chunk: number, seed: n
   const src = { outputs, label: window.get('label')!, locate: (row: number) => ({ file: 'test', rowGroup: 0, row }) };
   for (let c = 0; c + 1 < cuts.length; c++) {
     const want = packRows(layout, [{ chunk: src, from: cuts[c]!, to: cuts[c + 1]! }]);
-    expect(bits(packs.take(c)), `chunk ${c}`).toEqual(bits(want));
+    expect(bits(await packs.take(c)), `chunk ${c}`).toEqual(bits(want));
+  }
+  if (placer !== undefined) {
+    const all = reads.every((_, i) => packed(i));
+    expect(placer.asked).toEqual(all ? chunkGroups(cuts.length - 1, placer.threads) : []);
   }
 }
 
 describe('WindowPacks', () => {
-  it('lays each chunk out as packRows does from the permuted window (reads of unequal sizes)', () => {
-    check([37, 50, 13], 0, 16, 1);
+  it('lays each chunk out as packRows does from the permuted window (reads of unequal sizes)', async () => {
+    await check([37, 50, 13], 0, 16, 1);
   });
 
-  it('with a chunk that is the whole window, and with one-row chunks', () => {
-    check([20, 20], 0, 40, 2);
-    check([9, 4], 0, 1, 3);
+  it('with a chunk that is the whole window, and with one-row chunks', async () => {
+    await check([20, 20], 0, 40, 2);
+    await check([9, 4], 0, 1, 3);
   });
 
-  it('leaves out the rows before a resumed window offset', () => {
-    check([30, 25, 45], 17, 10, 4);
-    check([30, 25], 54, 8, 5);
+  it('leaves out the rows before a resumed window offset', async () => {
+    await check([30, 25, 45], 17, 10, 4);
+    await check([30, 25], 54, 8, 5);
   });
 
-  it('takes reads laid out as packs by their decoders, alone or beside reads that came as columns', () => {
-    check([37, 50, 13], 0, 16, 7, () => true);
-    check([37, 50, 13], 0, 16, 8, (i) => i === 1);
-    check([30, 25, 45], 17, 10, 9, (i) => i !== 1);
+  it('takes reads laid out as packs by their decoders, alone or beside reads that came as columns', async () => {
+    await check([37, 50, 13], 0, 16, 7, () => true);
+    await check([37, 50, 13], 0, 16, 8, (i) => i === 1);
+    await check([30, 25, 45], 17, 10, 9, (i) => i !== 1);
+  });
+
+  it('has other threads place the ids, in groups of consecutive chunks, where every read is a pack in shared memory', async () => {
+    await check([37, 50, 13], 0, 16, 10, () => true, recordingPlacer());
+    // 13 one-row chunks: at most 8 groups (4 a thread); a resumed window; a chunk that is the window.
+    await check([9, 4], 0, 1, 11, () => true, recordingPlacer());
+    await check([30, 25, 45], 17, 10, 12, () => true, recordingPlacer());
+    await check([20, 20], 0, 40, 13, () => true, recordingPlacer());
+    // A read that came as columns: this thread places them all.
+    await check([37, 50, 13], 0, 16, 14, (i) => i !== 1, recordingPlacer());
+  });
+
+  it('passes a placement failure to the chunks that wait for it', async () => {
+    const r = rng(15);
+    const reads = [read(10, r), read(10, r)];
+    const failing: IdsPlacer = { threads: 2, place: () => Promise.reject(new Error('decoder gone')) };
+    const packs = new WindowPacks(layout, permutation(20, 15, 0, 0), 20, [0, 8, 16, 20], failing);
+    packs.addPack(asPack(reads[0]!, 10, true), 0);
+    packs.addPack(asPack(reads[1]!, 10, true), 10);
+    await expect(packs.take(0)).rejects.toThrow('decoder gone');
+  });
+
+  it('cuts chunks into groups of consecutive chunks of about equal length', () => {
+    expect(chunkGroups(13, 8)).toEqual([[0], [1, 2], [3], [4, 5], [6, 7], [8], [9, 10], [11, 12]]);
+    expect(chunkGroups(3, 8)).toEqual([[0], [1], [2]]);
+    expect(chunkGroups(1, 8)).toEqual([[0]]);
   });
 
   it('reports a read with a null label (the caller then reads the window the way that reports it)', () => {

@@ -8,9 +8,9 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { fit, pipeline, type Batch, type PlanSpec } from '@sluice/core';
-import type { PipelineMetrics } from '@sluice/core/internal';
+import { DecoderPool, type PipelineMetrics } from '@sluice/core/internal';
 import { getPreset } from '@sluice/core/gen';
 import { Table, tableToIPC } from 'apache-arrow';
 import * as pw from 'parquet-wasm';
@@ -104,7 +104,12 @@ describe('pushdown under shuffle', () => {
       expectGolden(key, digest(off));
       // Recording runs on the code before the change: only the digests count.
       if (record) continue;
+      // Windows of several row groups, laid out by 2 decoders: they place the ids (batch/window-ids.ts).
+      const placing = vi.spyOn(DecoderPool.prototype, 'placeIds');
       const { batches: on, metrics } = await run(plan(true), f);
+      if (name === 'shuffled' && preset.startsWith('rm')) expect(placing, `${preset}: ids placed by the decoders`).toHaveBeenCalled();
+      if (shuffle === null) expect(placing).not.toHaveBeenCalled();
+      placing.mockRestore();
       expect(on.length).toBe(off.length);
       // The reader computed the pushed-down features (all of them for the RM presets, which
       // are then laid out as batches without the backend; rap-plan2/3 leave oneHot, ngram and

@@ -1,0 +1,104 @@
+// Placing a shuffled window's ids once every read of it is in (batch/window-packs.ts): the plan the
+// main thread works out from the window's id counts, and the copy itself, which decode threads run
+// for the window's chunks in parallel (reader/decode-worker.ts) where the reads came laid out in
+// shared memory. On one thread the copy took ~1.5 s of RM5's 100,000-row window while the decoders
+// sat idle (bench/README.md, "Shuffled reads").
+import { copyWords, int64Words } from '@sluice/ops';
+
+/** One read of the window, laid out as a pack in its own row order, and where each of its rows goes. */
+export interface IdsPart {
+  readonly rows: number;
+  /** lengths[k * rows + r]: row r's ids of sparse key k. */
+  readonly lengths: Int32Array;
+  /** offsets[k]: where key k's ids start in `values`. */
+  readonly offsets: Int32Array;
+  readonly values: BigInt64Array;
+  /** where[r]: the chunk row r goes to (-1: a row a resumed window skips). */
+  readonly where: Int32Array;
+  /** out[r]: the output row row r becomes. */
+  readonly out: Int32Array;
+}
+
+/** Where every id of a window goes. */
+export interface IdsPlan {
+  /** Sparse keys. */
+  readonly keys: number;
+  /** The window's output rows. */
+  readonly rows: number;
+  /** pos[k * rows + d]: where output row d's ids of key k start in its chunk's values. */
+  readonly pos: Int32Array;
+  /** sizes[c]: chunk c's ids. */
+  readonly sizes: readonly number[];
+  readonly parts: readonly IdsPart[];
+}
+
+/** Places ids for a window (the decode threads, through the decoder pool). */
+export interface IdsPlacer {
+  /** How many placements can run at once. */
+  readonly threads: number;
+  /** The values of chunks `chunks` of `plan`, in that order (`placeChunkIds`, in another thread). */
+  place(plan: IdsPlan, chunks: readonly number[]): Promise<BigInt64Array[]>;
+}
+
+/**
+ * The values of chunks `chunks` of `plan`, in that order. Every part is read in order and its rows
+ * of those chunks written to their places, at random: a gather (reading each row's ids at random)
+ * stalls on about every read, a scatter's writes do not (bench/README.md, "Shuffled reads").
+ */
+export function placeChunkIds(plan: IdsPlan, chunks: readonly number[]): BigInt64Array[] {
+  const values = chunks.map((c) => new BigInt64Array(plan.sizes[c]!));
+  const words: Array<Uint32Array | null> = plan.sizes.map(() => null);
+  chunks.forEach((c, i) => (words[c] = int64Words(values[i]!)));
+  for (const part of plan.parts) placePartIds(plan, part, words);
+  return values;
+}
+
+/** A part's ids to their places in the chunks that `words` holds (null: a chunk placed elsewhere). */
+export function placePartIds(plan: IdsPlan, part: IdsPart, words: ReadonlyArray<Uint32Array | null>): void {
+  const { keys, rows: n, pos } = plan;
+  const from = int64Words(part.values);
+  const rows = part.rows;
+  for (let k = 0; k < keys; k++)
+    placeRuns(part.lengths.subarray(k * rows, k * rows + rows), part.offsets[k]!, from, part.where, part.out, pos.subarray(k * n, k * n + n), words);
+}
+
+/**
+ * One key of a part: row r's ids are the lens[r] after those of the rows before it, from `start`,
+ * and go where its output row's ids start (posK[out[r]]) in its chunk's values (words[where[r]]).
+ */
+function placeRuns(
+  lens: Int32Array,
+  start: number,
+  ids: Uint32Array,
+  where: Int32Array,
+  out: Int32Array,
+  posK: Int32Array,
+  words: ReadonlyArray<Uint32Array | null>,
+): void {
+  for (let r = 0, s = start; r < where.length; r++) {
+    const len = lens[r]!;
+    const c = where[r]!;
+    if (c >= 0) {
+      const to = words[c];
+      if (to !== undefined && to !== null) copyWords(ids, 2 * s, 2 * (s + len), to, 2 * posK[out[r]!]!);
+    }
+    s += len;
+  }
+}
+
+/** Chunks 0..count-1 cut into at most `groups` runs of consecutive chunks of about equal length. */
+export function chunkGroups(count: number, groups: number): number[][] {
+  const g = Math.max(1, Math.min(count, groups));
+  const out: number[][] = [];
+  for (let i = 0; i < g; i++) {
+    const from = Math.floor((i * count) / g);
+    const to = Math.floor(((i + 1) * count) / g);
+    out.push(Array.from({ length: to - from }, (_, j) => from + j));
+  }
+  return out;
+}
+
+/** Whether every array of a part is in shared memory, so that a thread given it copies nothing. */
+export function isSharedPart(part: IdsPart): boolean {
+  return [part.lengths, part.offsets, part.values, part.where, part.out].every((a) => a.buffer instanceof SharedArrayBuffer);
+}
