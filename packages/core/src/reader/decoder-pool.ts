@@ -59,7 +59,7 @@ interface Pending {
   reject: (e: Error) => void;
   chunks: Uint8Array[];
   /** What the task reads, for errors: the file, the row group and the columns. */
-  what: { source: string; rowGroup?: number; columns?: readonly string[] };
+  what: { source: string; rowGroup?: number; columns?: readonly string[]; placing?: boolean };
 }
 
 interface Slot {
@@ -415,7 +415,7 @@ export class DecoderPool {
    * `source` names the window's file in an error.
    */
   async placeIds(plan: IdsPlan, chunks: readonly number[], source: string): Promise<BigInt64Array[]> {
-    const { reply } = await this.submit({ kind: 'place', plan, chunks }, { source });
+    const { reply } = await this.submit({ kind: 'place', plan, chunks }, { source, placing: true });
     return reply.values;
   }
 
@@ -557,7 +557,10 @@ function describeFailure(what: Pending['what'], m: ErrorReply): InputError {
 }
 
 /** A worker that died mid-task (a trap parquet-wasm did not turn into an error): what it was reading, never the trap's text. */
-function crashFailure(what: Pending['what'], reason: string): InputError {
+function crashFailure(what: Pending['what'], reason: string): SluiceError {
+  // No file data is read there: the thread ran out of memory, say.
+  if (what.placing === true)
+    return new SluiceError(`a decoder stopped while placing the ids of a shuffled window of ${what.source}: ${reason.replace(/^Error: /, '')}`);
   const where = what.rowGroup === undefined ? { file: what.source } : { file: what.source, rowGroup: what.rowGroup };
   const cols = what.columns ?? [];
   const which = cols.length === 1 ? `column ${cols[0]}` : cols.length > 1 ? `one of the columns ${cols.join(', ')}` : 'the file';
