@@ -54,7 +54,7 @@ export function placeChunkIds(plan: IdsPlan, chunks: readonly number[]): BigInt6
 }
 
 /** A part's ids to their places in the chunks that `words` holds (null: a chunk placed elsewhere). */
-export function placePartIds(plan: IdsPlan, part: IdsPart, words: ReadonlyArray<Uint32Array | null>): void {
+function placePartIds(plan: IdsPlan, part: IdsPart, words: ReadonlyArray<Uint32Array | null>): void {
   const { keys, rows: n, pos } = plan;
   const from = int64Words(part.values);
   const rows = part.rows;

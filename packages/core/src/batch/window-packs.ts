@@ -4,7 +4,7 @@
 import { copyWords, int64Words, type Column, type ListColumn } from '@sluice/ops';
 import type { BatchLayout } from './layout.js';
 import type { Pack } from './types.js';
-import { chunkGroups, isSharedPart, placePartIds, type IdsPart, type IdsPlacer, type IdsPlan } from './window-ids.js';
+import { chunkGroups, isSharedPart, placeChunkIds, type IdsPart, type IdsPlacer, type IdsPlan } from './window-ids.js';
 import { numberReader, writeDense, writeLengths, writeSparse } from './writers.js';
 
 /** One read of the window, kept for its ids until every read is in (`placeIds`). */
@@ -42,7 +42,7 @@ export class WindowPacks {
   private readonly labels: Array<Float32Array | null> = [];
   /** counts[chunk][key]: the chunk's ids of that key. */
   private readonly counts: Int32Array[] = [];
-  private parts: Array<Part | null> = [];
+  private parts: Part[] = [];
   private readonly offsets: Int32Array[] = [];
   /** Each chunk's ids, being placed (`placeIds`, on the first `take`). */
   private values: Array<Promise<BigInt64Array>> | null = null;
@@ -220,7 +220,7 @@ export class WindowPacks {
   private placeIds(): Array<Promise<BigInt64Array>> {
     const parts = this.parts;
     this.parts = [];
-    const packs = parts.filter((p): p is PackPart => p !== null && !('sparse' in p));
+    const packs = parts.filter((p): p is PackPart => !('sparse' in p));
     const plan = this.plan(packs);
     const C = this.cuts.length - 1;
     const placer = this.placer;
@@ -239,17 +239,16 @@ export class WindowPacks {
       }
       return values;
     }
-    const values = plan.sizes.map((size) => new BigInt64Array(size));
+    // Here: the packs' ids as a decode thread places them, then the reads that came as columns.
+    const values = placeChunkIds(
+      plan,
+      Array.from({ length: C }, (_, c) => c),
+    );
     const words = values.map((v) => int64Words(v));
     const K = this.layout.sparseKeys.length;
     const n = plan.rows;
-    for (let q = 0; q < parts.length; q++) {
-      const part = parts[q]!;
-      parts[q] = null;
-      if (!('sparse' in part)) {
-        placePartIds(plan, part, words);
-        continue;
-      }
+    for (const part of parts) {
+      if (!('sparse' in part)) continue;
       const { sparse, ids, where, out } = part;
       for (let k = 0; k < K; k++) {
         const col = sparse[k]!;
