@@ -64,8 +64,8 @@ export interface PackCuts {
   readonly shared?: boolean;
 }
 
-/** A read's permutation, when its packs hold a shuffled window's rows (`PackCuts.permute`). */
-export type PackPermute = Pick<PackCuts, 'permute'>;
+/** What one read asks of its packs beyond the pipeline's shape: its cuts, its permutation, its memory (`PackCuts`). */
+export type PackRead = Pick<PackCuts, 'cuts' | 'permute' | 'shared'>;
 
 /** What the reads of a pipeline have in common (sent once per worker as a `spec`). */
 export interface ReadShared {

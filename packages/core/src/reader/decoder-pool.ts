@@ -16,7 +16,7 @@ import type {
   DoneReply,
   ErrorReply,
   OpenedReply,
-  PackPermute,
+  PackRead,
   PackShape,
   PackedReply,
   PagesReply,
@@ -338,7 +338,7 @@ export class DecoderPool {
     types: ReadonlyMap<string, ColumnType>,
     batchSize = 65536,
     derived: readonly DerivedRequest[] = [],
-    pack?: PackShape & PackPermute & { readonly cuts: readonly number[]; readonly arena?: PackArena; readonly shared?: boolean },
+    pack?: PackShape & PackRead & { readonly arena?: PackArena },
     range?: RowRange,
   ): Promise<{ columns: Map<string, Column>; ipc: Uint8Array[]; packs: Pack[] | null }> {
     const inputs = new Set([...columns, ...derived.map((d) => d.input)]);

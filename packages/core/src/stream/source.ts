@@ -4,7 +4,7 @@ import type { RowRange } from '../reader/parquet/index.js';
 import { columnFromVector } from '../reader/arrow.js';
 import type { Dataset, Unit } from '../reader/dataset.js';
 import type { DecoderPool } from '../reader/decoder-pool.js';
-import type { PackPermute } from '../reader/decode-protocol.js';
+import type { PackRead } from '../reader/decode-protocol.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 import { destinations, START, type BatchLayout, type Cursor, type IdsPlacer, type Pack, type PackArena } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
@@ -268,7 +268,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         const { w, u, cuts, range, permuted } = plan[next++]!;
         // A part's packs are cut from its own first row.
         const first = range?.first ?? 0;
-        let pack: (PackRequest & PackPermute & { readonly cuts: readonly number[]; readonly shared?: boolean }) | undefined;
+        let pack: (PackRequest & PackRead) | undefined;
         // The decoder computes the window's permutation itself (this thread only for errors).
         if (permuted === true) pack = { ...opts.pack!, cuts: cuts!, permute: { rows: windows[w]!.rows, keys: [opts.shuffle!.seed, epoch, w] } };
         else if (opts.pack !== undefined && cuts !== null) pack = { ...opts.pack, cuts: first === 0 ? cuts : cuts.map((c) => c - first) };
@@ -574,7 +574,7 @@ async function readUnit(
   types: ReadonlyMap<string, ColumnType>,
   batchRows: number,
   derived: readonly DerivedColumn[] = [],
-  pack?: PackRequest & PackPermute & { readonly cuts: readonly number[]; readonly shared?: boolean },
+  pack?: PackRequest & PackRead,
   range?: RowRange,
 ): Promise<UnitRead> {
   const source = ds.files[unit.file]!.source;
