@@ -49,17 +49,26 @@ export function placeChunkIds(plan: IdsPlan, chunks: readonly number[]): BigInt6
   const values = chunks.map((c) => new BigInt64Array(plan.sizes[c]!));
   const words: Array<Uint32Array | null> = plan.sizes.map(() => null);
   chunks.forEach((c, i) => (words[c] = int64Words(values[i]!)));
-  for (const part of plan.parts) placePartIds(plan, part, words);
+  placeKeysIds(plan, words);
   return values;
 }
 
-/** A part's ids to their places in the chunks that `words` holds (null: a chunk placed elsewhere). */
-function placePartIds(plan: IdsPlan, part: IdsPart, words: ReadonlyArray<Uint32Array | null>): void {
+/**
+ * Every part's ids to their places in the chunks that `words` holds (null: a chunk placed
+ * elsewhere), key by key: the writes of one key (~3.4 MB of RM5's window per thread) stay in the
+ * cache until all its parts have filled them, where part by part each cache line of the chunks was
+ * fetched again for every part that wrote to it (bench/README.md, "Shuffled reads").
+ */
+function placeKeysIds(plan: IdsPlan, words: ReadonlyArray<Uint32Array | null>): void {
   const { keys, rows: n, pos } = plan;
-  const from = int64Words(part.values);
-  const rows = part.rows;
-  for (let k = 0; k < keys; k++)
-    placeRuns(part.lengths.subarray(k * rows, k * rows + rows), part.offsets[k]!, from, part.where, part.out, pos.subarray(k * n, k * n + n), words);
+  const from = plan.parts.map((part) => int64Words(part.values));
+  for (let k = 0; k < keys; k++) {
+    const posK = pos.subarray(k * n, k * n + n);
+    plan.parts.forEach((part, p) => {
+      const rows = part.rows;
+      placeRuns(part.lengths.subarray(k * rows, k * rows + rows), part.offsets[k]!, from[p]!, part.where, part.out, posK, words);
+    });
+  }
 }
 
 /**
