@@ -1,18 +1,27 @@
 /**
- * ZSTD page decompression for the direct Parquet decoder, into reused WebAssembly memory.
+ * ZSTD page decompression for the direct Parquet decoder, into reused memory.
  *
- * Why: zstddec's `decode` mallocs input and output in its wasm heap, decompresses, and returns a
- * `slice()` of the output: a fresh ArrayBuffer per page, garbage as soon as the page is decoded,
- * and external memory that drives major GCs in the decode worker's isolate (see bench/README.md,
- * 'Where the CPU goes'). Here the same decoder (zstd's C code, as zstddec ships
- * it compiled to wasm) writes each page into one output region that lives as long as the
- * decoder, and the caller gets a view of it: no JS allocation per page.
+ * Where it can, zstd's own C library decompresses, through zstd-napi's binding of a decompression
+ * context (`DCtx.decompress(dst, src)`, into a buffer kept for the decoder's life): ~6× the
+ * wasm build below on RM5's pages (bench/README.md, "Native ZSTD"). zstd-napi is an optional
+ * dependency, compiled at install (node-gyp); where it did not build, or with SLUICE_ZSTD=wasm,
+ * zstddec's wasm build of the same C code decompresses. The two do not refuse the same damaged
+ * streams (docs/reliability.md, "ZSTD pages"): the wasm build, 32-bit like parquet-wasm's,
+ * refuses some that the 64-bit native decoder decodes into other bytes.
  *
- * The view is valid until the next call: the direct decoder copies what it keeps (a dictionary
- * page) and decodes a data page before it decompresses the next. When zstddec's wasm cannot be
- * found in the installed package (a layout this does not know), `pageZstd` falls back to
+ * The wasm path: zstddec's `decode` mallocs input and output in its wasm heap, decompresses, and
+ * returns a `slice()` of the output: a fresh ArrayBuffer per page, garbage as soon as the page is
+ * decoded, and external memory that drives major GCs in the decode worker's isolate (see
+ * bench/README.md, 'Where the CPU goes'). Here the same decoder writes each page into one output
+ * region that lives as long as the decoder, and the caller gets a view of it: no JS allocation per
+ * page.
+ *
+ * Either way the view is valid until the next call: the direct decoder copies what it keeps (a
+ * dictionary page) and decodes a data page before it decompresses the next. When zstddec's wasm
+ * cannot be found in the installed package (a layout this does not know), `pageZstd` falls back to
  * zstddec's own `decode`, which returns fresh memory and is correct with the same contract.
  */
+import { createRequire } from 'node:module';
 import { ZSTDDecoder } from 'zstddec';
 import { embeddedWasm } from './parquet/embedded-wasm.js';
 import type { Zstd } from './parquet/index.js';
@@ -44,6 +53,17 @@ class Region {
   }
 }
 
+/** What this file uses of zstd-napi's binding (its binding.d.ts). */
+interface NativeDCtx {
+  decompress(dst: Uint8Array, src: Uint8Array): number;
+  setParameter(param: number, value: number): void;
+}
+type NativeBinding = { DCtx: new () => NativeDCtx };
+
+const DISABLE_HUFFMAN_ASSEMBLY = 1004;
+
+const CORRUPT = 'ZSTD page does not decompress (corrupt data, or larger than its header says)';
+
 /**
  * A page decompressor for `decodeFlatRowGroup` and friends. Its result is a view into memory the
  * next call overwrites (see the file comment).
@@ -53,6 +73,41 @@ class Region {
  * const page = zstd(compressed, uncompressedSize); // read it before the next call
  */
 export async function pageZstd(): Promise<Zstd> {
+  if (process.env.SLUICE_ZSTD === 'wasm') return wasmPageZstd();
+  return nativePageZstd() ?? (await wasmPageZstd());
+}
+
+/** The decompressor on zstd's C library (zstd-napi), or null where zstd-napi is not installed or did not build. */
+export function nativePageZstd(): Zstd | null {
+  let binding: NativeBinding;
+  try {
+    binding = createRequire(import.meta.url)('zstd-napi/binding') as NativeBinding;
+  } catch {
+    return null;
+  }
+  const ctx = new binding.DCtx();
+  // ZSTD_d_disableHuffmanAssembly (zstd.h's ZSTD_d_experimentalParam5; zstd-napi names only
+  // windowLogMax). The x86-64 assembly Huffman decoder accepts some damaged literal streams that
+  // zstd's C decoder refuses: with it, damaged pages of frames without a checksum decoded to wrong
+  // values where parquet-wasm (zstd's C code in wasm) refuses them (test/reader/parquet.test.ts,
+  // "damaged copies"). Without it the speed is the same on RM5's pages.
+  ctx.setParameter(DISABLE_HUFFMAN_ASSEMBLY, 1);
+  let out = new Uint8Array(0);
+  return (src, size) => {
+    if (out.length < size) out = new Uint8Array(Math.max(size, 2 * out.length, 1 << 16));
+    let n: number;
+    try {
+      n = ctx.decompress(out.subarray(0, size), src);
+    } catch {
+      // zstd's own text (e.g. "Destination buffer is too small") says nothing of the page.
+      throw new Error(CORRUPT);
+    }
+    return out.subarray(0, n);
+  };
+}
+
+/** The decompressor on zstddec's wasm build of zstd (see the file comment). */
+export async function wasmPageZstd(): Promise<Zstd> {
   // The module zstddec embeds (base64 in its ES module).
   const bytes = embeddedWasm('zstddec', 'zstddec.mjs', /const wasm = "([A-Za-z0-9+/=]+)"/);
   if (bytes !== null) {
@@ -71,7 +126,7 @@ export async function pageZstd(): Promise<Zstd> {
           if (heap.buffer !== x.memory.buffer) heap = new Uint8Array(x.memory.buffer);
           heap.set(src, input.ptr);
           const n = x.ZSTD_decompress(output.ptr, size, input.ptr, src.length);
-          if (x.ZSTD_isError(n) !== 0) throw new Error('ZSTD page does not decompress (corrupt data, or larger than its header says)');
+          if (x.ZSTD_isError(n) !== 0) throw new Error(CORRUPT);
           return heap.subarray(output.ptr, output.ptr + n);
         };
       }

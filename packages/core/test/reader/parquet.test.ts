@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Field, Float32, Float64, Int32, Int64, List, Table, Utf8, tableFromIPC, tableToIPC } from 'apache-arrow';
 import { parquetMetadata } from 'hyparquet';
 import * as pw from 'parquet-wasm';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Column, ColumnType } from '@sluice/ops';
 import { columnFromVector } from '../../src/reader/arrow.js';
 import { DecoderPool } from '../../src/reader/decoder-pool.js';
@@ -685,6 +685,19 @@ describe('packed chunks (decode workers lay batches out)', () => {
 // promise.)
 describe('damaged files', () => {
   const CASES = 12;
+  // zstd's 32-bit wasm decoder, as parquet-wasm's: the native 64-bit one decodes some damaged
+  // streams that both wasm builds refuse (docs/reliability.md, "ZSTD pages"), and this suite asks
+  // for parquet-wasm's verdict exactly. Set while the suite runs: a trapped decode thread's
+  // replacement starts with the environment of that moment.
+  let pool: DecoderPool;
+  beforeAll(() => {
+    process.env.SLUICE_ZSTD = 'wasm';
+    pool = new DecoderPool(1);
+  });
+  afterAll(async () => {
+    await pool.close();
+    delete process.env.SLUICE_ZSTD;
+  });
   for (const [v, t, tag, cols, colTypes] of [
     ...VARIANTS.map((v) => [v, table, '', names, types] as const),
     ...[VARIANTS[0]!, VARIANTS[3]!].map((v) => [v, listTable, '-lists', listNames, listTypes] as const),

@@ -1,8 +1,10 @@
-// pageZstd (io/zstd.ts) on ZSTD frames built by hand from the format's raw and RLE blocks
+// pageZstd (reader/zstd.ts), both its decompressors (zstd's C library through zstd-napi, and
+// zstddec's wasm build), on ZSTD frames built by hand from the format's raw and RLE blocks
 // (RFC 8878 §3.1), checked against zstddec's own decode.
 import { describe, expect, it } from 'vitest';
 import { ZSTDDecoder } from 'zstddec';
-import { pageZstd } from '../../src/reader/zstd.js';
+import { nativePageZstd, pageZstd, wasmPageZstd } from '../../src/reader/zstd.js';
+import type { Zstd } from '../../src/reader/parquet/index.js';
 
 /** A single-segment frame (content size in 1 byte, <= 255) of blocks [type, size, payload]. */
 function frame(blocks: Array<[type: 0 | 1, size: number, payload: Uint8Array]>): Uint8Array {
@@ -16,6 +18,26 @@ function frame(blocks: Array<[type: 0 | 1, size: number, payload: Uint8Array]>):
 }
 
 describe('pageZstd', () => {
+  it('decompresses with zstd-napi where it is installed (CI installs it)', async () => {
+    const native = nativePageZstd();
+    if (process.env.CI) expect(native, 'zstd-napi did not load: was its install script allowed (package.json allowScripts)?').not.toBeNull();
+    expect(typeof (await pageZstd())).toBe('function');
+  });
+});
+
+const decompressors: Array<[string, () => Promise<Zstd | null>]> = [
+  ['zstd-napi', async () => nativePageZstd()],
+  ['wasm', wasmPageZstd],
+];
+
+describe.each(decompressors)('pageZstd (%s)', (_name, make) => {
+  /** The decompressor, or a skip where zstd-napi is not installed outside CI (the test above fails in CI). */
+  async function load(ctx: { skip: () => void }): Promise<Zstd> {
+    const z = await make();
+    if (z === null) ctx.skip();
+    return z!;
+  }
+
   const text = new TextEncoder().encode('sluice page bytes, raw block. ');
   const a = frame([
     [0, text.length, text],
@@ -23,8 +45,8 @@ describe('pageZstd', () => {
   ]);
   const b = frame([[1, 200, Uint8Array.of(0x01)]]);
 
-  it('decompresses as zstddec does, into memory the next call reuses', async () => {
-    const zstd = await pageZstd();
+  it('decompresses as zstddec does, into memory the next call reuses', async (ctx) => {
+    const zstd = await load(ctx);
     const ref = new ZSTDDecoder();
     await ref.init();
     const first = zstd(a, text.length + 40);
@@ -38,8 +60,8 @@ describe('pageZstd', () => {
     expect(Array.from(zstd(a, text.length + 40))).toEqual(Array.from(kept));
   });
 
-  it('grows its memory for pages larger than any before', async () => {
-    const zstd = await pageZstd();
+  it('grows its memory for pages larger than any before', async (ctx) => {
+    const zstd = await load(ctx);
     expect(zstd(b, 200).length).toBe(200);
     // 1 MiB, eight RLE blocks of the largest size (128 KiB), content size in 4 bytes: larger
     // than the first output region.
@@ -53,8 +75,17 @@ describe('pageZstd', () => {
     expect(out.every((x) => x === 9)).toBe(true);
   });
 
-  it('throws on a corrupt frame or a page larger than its header says', async () => {
-    const zstd = await pageZstd();
+  it('reads a frame from a view inside a larger buffer, shared or not', async (ctx) => {
+    const zstd = await load(ctx);
+    for (const buffer of [new ArrayBuffer(a.length + 13), new SharedArrayBuffer(a.length + 13)]) {
+      const view = new Uint8Array(buffer, 7, a.length);
+      view.set(a);
+      expect(new TextDecoder().decode(zstd(view, text.length + 40).subarray(0, text.length))).toBe('sluice page bytes, raw block. ');
+    }
+  });
+
+  it('throws on a corrupt frame or a page larger than its header says', async (ctx) => {
+    const zstd = await load(ctx);
     expect(() => zstd(Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8), 16)).toThrow(/does not decompress/);
     expect(() => zstd(b, 100)).toThrow(/does not decompress/);
   });

@@ -197,16 +197,16 @@ export function decompress(body: Uint8Array, size: number, codec: string, zstd: 
 }
 
 /**
- * Every SNAPPY page body of a Parquet file held in memory (of a v2 page, the compressed part after
- * its levels), with its decompressed size: what the SNAPPY decoder's tests and bench/snappy.ts
- * run over.
+ * Every page body of a Parquet file held in memory that is compressed with `codec` (of a v2 page,
+ * the compressed part after its levels), with its decompressed size: what the decompressors' tests
+ * and bench/snappy.ts, bench/zstd.ts run over.
  */
-export function snappyPages(buf: Uint8Array, md: FileMetaData): Array<[Uint8Array, number]> {
+export function codecPages(buf: Uint8Array, md: FileMetaData, codec: 'SNAPPY' | 'ZSTD'): Array<[Uint8Array, number]> {
   const pages: Array<[Uint8Array, number]> = [];
   for (const rg of md.row_groups)
     for (const c of rg.columns) {
       const m = c.meta_data!;
-      if (m.codec !== 'SNAPPY') continue;
+      if (m.codec !== codec) continue;
       const next = chunkPages(m, (at, n) => buf.subarray(at, at + n));
       for (let p = next(); p !== null; p = next()) {
         const v2 = p.h.data_page_header_v2;
@@ -219,3 +219,6 @@ export function snappyPages(buf: Uint8Array, md: FileMetaData): Array<[Uint8Arra
     }
   return pages;
 }
+
+/** `codecPages` of the SNAPPY pages. */
+export const snappyPages = (buf: Uint8Array, md: FileMetaData): Array<[Uint8Array, number]> => codecPages(buf, md, 'SNAPPY');
