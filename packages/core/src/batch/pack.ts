@@ -14,6 +14,9 @@ import {
   writeSparse,
   writeSparseIndexed,
   writeSparseIndexedList,
+  writeSparseIndexedListNarrow,
+  writeSparseIndexedNarrow,
+  hasCompactIds,
 } from './writers.js';
 
 /** `n` rounded up to a multiple of 8: where `packRows` starts each array of a pack in a slot. */
@@ -136,10 +139,14 @@ export function packMany(
 
   const words: Uint32Array[] = [];
   const values: BigInt64Array[] = [];
+  // A shuffled window's part whose ids all fit in 31 bits is narrow (Pack.narrow): half the
+  // memory to fault in, write here and read again when the window is placed.
+  const narrow: boolean[] = [];
   for (let p = 0; p < P; p++) {
     const o = offsets[p]!;
     for (let k = 0; k < K; k++) o[k + 1] += o[k]!;
-    const v = mems[p]!.i64(o[K]!);
+    narrow.push(shared && isNarrow(layout, packs[p]!));
+    const v = mems[p]!.i64(narrow[p] ? Math.ceil(o[K]! / 2) : o[K]!);
     values.push(v);
     words.push(int64Words(v));
   }
@@ -151,12 +158,14 @@ export function packMany(
       for (const seg of packs[p]!) {
         const ix = seg.chunk.indexed?.get(key);
         const il = seg.chunk.indexedLists?.get(key);
-        at =
-          ix !== undefined
-            ? writeSparseIndexed(ix.dict, ix.idx, seg.from, seg.to, w, at)
-            : il !== undefined
-              ? writeSparseIndexedList(il, seg.from, seg.to, w, at)
-              : writeSparse(seg.chunk.outputs.get(key)!, seg.from, seg.to, w, at);
+        if (narrow[p]) at = ix !== undefined ? writeSparseIndexedNarrow(ix.dict, ix.idx, seg.from, seg.to, w, at) : writeSparseIndexedListNarrow(il!, seg.from, seg.to, w, at);
+        else
+          at =
+            ix !== undefined
+              ? writeSparseIndexed(ix.dict, ix.idx, seg.from, seg.to, w, at)
+              : il !== undefined
+                ? writeSparseIndexedList(il, seg.from, seg.to, w, at)
+                : writeSparse(seg.chunk.outputs.get(key)!, seg.from, seg.to, w, at);
       }
     }
   }
@@ -175,7 +184,16 @@ export function packMany(
         }
       }
     }
-    out.push({ rows: rowsOf[p]!, dense: dense[p]!, lengths: lengths[p]!, offsets: offsets[p]!, values: values[p]!, labels: l, inSlot: mems[p]!.inSlot });
+    out.push({
+      rows: rowsOf[p]!,
+      dense: dense[p]!,
+      lengths: lengths[p]!,
+      offsets: offsets[p]!,
+      values: values[p]!,
+      labels: l,
+      inSlot: mems[p]!.inSlot,
+      ...(narrow[p] ? { narrow: true as const } : {}),
+    });
   }
   return out;
 }
@@ -278,6 +296,17 @@ class SlotLayout {
     const m = this.take(8 * n);
     return new BigInt64Array(m.buffer, m.offset, n);
   }
+}
+
+/** Whether every sparse key of a pack's segments comes from a dictionary whose ids fit in 31 bits (`hasCompactIds`). */
+function isNarrow(layout: BatchLayout, segments: readonly PackSegment[]): boolean {
+  if (layout.sparseKeys.length === 0) return false;
+  for (const key of layout.sparseKeys)
+    for (const seg of segments) {
+      const dict = seg.chunk.indexed?.get(key)?.dict ?? seg.chunk.indexedLists?.get(key)?.dict;
+      if (dict === undefined || !hasCompactIds(dict)) return false;
+    }
+  return true;
 }
 
 /**

@@ -91,6 +91,12 @@ export interface Pack {
   readonly values: BigInt64Array;
   readonly labels: Float32Array | null;
   /**
+   * Set on a part of a shuffled window (batch/window-ids.ts) whose every id is in [0, 2^31): then
+   * `values` holds one 32-bit word per id, two ids to an element, and the window's placement
+   * widens them. Never set on a pack that becomes a batch.
+   */
+  readonly narrow?: true;
+  /**
    * Set when the arrays are in a slot of a PackArena (batch/arena.ts): gives the slot back,
    * `byConsumer` when a batch's consumer released it (which turns pooling on). Idempotent.
    */

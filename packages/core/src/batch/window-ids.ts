@@ -13,6 +13,8 @@ export interface IdsPart {
   /** offsets[k]: where key k's ids start in `values`. */
   readonly offsets: Int32Array;
   readonly values: BigInt64Array;
+  /** One 32-bit word per id in `values` (Pack.narrow), widened as they are placed. */
+  readonly narrow: boolean;
   /** where[r]: the chunk row r goes to (-1: a row a resumed window skips). */
   readonly where: Int32Array;
   /** out[r]: the output row row r becomes. */
@@ -66,7 +68,9 @@ function placeKeysIds(plan: IdsPlan, words: ReadonlyArray<Uint32Array | null>): 
     const posK = pos.subarray(k * n, k * n + n);
     plan.parts.forEach((part, p) => {
       const rows = part.rows;
-      placeRuns(part.lengths.subarray(k * rows, k * rows + rows), part.offsets[k]!, from[p]!, part.where, part.out, posK, words);
+      const lens = part.lengths.subarray(k * rows, k * rows + rows);
+      if (part.narrow) placeNarrowRuns(lens, part.offsets[k]!, from[p]!, part.where, part.out, posK, words);
+      else placeRuns(lens, part.offsets[k]!, from[p]!, part.where, part.out, posK, words);
     });
   }
 }
@@ -90,6 +94,30 @@ function placeRuns(
     if (c >= 0) {
       const to = words[c];
       if (to !== undefined && to !== null) copyWords(ids, 2 * s, 2 * (s + len), to, 2 * posK[out[r]!]!);
+    }
+    s += len;
+  }
+}
+
+/**
+ * `placeRuns` from a narrow part (one word per id): each id's low word is written, its high word
+ * left as the chunk's fresh array has it, zero.
+ */
+function placeNarrowRuns(
+  lens: Int32Array,
+  start: number,
+  ids: Uint32Array,
+  where: Int32Array,
+  out: Int32Array,
+  posK: Int32Array,
+  words: ReadonlyArray<Uint32Array | null>,
+): void {
+  for (let r = 0, s = start; r < where.length; r++) {
+    const len = lens[r]!;
+    const c = where[r]!;
+    if (c >= 0) {
+      const to = words[c];
+      if (to !== undefined && to !== null) for (let j = s, k = 2 * posK[out[r]!]!; j < s + len; j++, k += 2) to[k] = ids[j]!;
     }
     s += len;
   }

@@ -321,6 +321,16 @@ export function writeSparseIndexed(c: Column, idx: Int32Array, from: number, to:
   throw new TypeError(`sparse output must be integer, got ${c.type}`);
 }
 
+/** Whether every id of a dictionary is null or in [0, 2^31), so that one 32-bit word holds it (a narrow pack). */
+export function hasCompactIds(dict: Column): boolean {
+  return compactIds(dict) !== null;
+}
+
+/** `writeSparseIndexed` into one word per id (`dst[at]`), for a dictionary `hasCompactIds` accepts. */
+export function writeSparseIndexedNarrow(c: Column, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
+  return sparseIdxCompactNarrow(compactIds(c)!, idx, from, to, dst, at);
+}
+
 /** Writes the lengths of rows [from, to) of an indexed list (valid elements of each list's first `keep`); returns their sum. */
 export function writeLengthsIndexedList(l: IndexedListSource, from: number, to: number, out: Int32Array, at: number): number {
   const { offsets, idx, valid, keep } = l;
@@ -359,6 +369,28 @@ export function writeSparseIndexedList(l: IndexedListSource, from: number, to: n
     if (cd !== null) at = sparseIdxCompact(cd, idx, s, e, dst, at);
     else if (words !== null) at = sparseIdxWide(words, dict.valid, idx, s, e, dst, at);
     else at = sparseIdxNarrow(dict.values as Int32Array, dict.valid, idx, s, e, dst, at);
+  }
+  return at;
+}
+
+/** `writeSparseIndexedList` into one word per id (`dst[at]`), for a dictionary `hasCompactIds` accepts. */
+export function writeSparseIndexedListNarrow(l: IndexedListSource, from: number, to: number, dst: Uint32Array, at: number): number {
+  const { offsets, idx, valid, keep } = l;
+  const cd = compactIds(l.dict)!;
+  for (let r = from; r < to; r++) {
+    if (valid !== null && valid[r] === 0) continue;
+    const s = offsets[r]!;
+    at = sparseIdxCompactNarrow(cd, idx, s, s + Math.min(keep, offsets[r + 1]! - s), dst, at);
+  }
+  return at;
+}
+
+/** `sparseIdxCompact` writing one word per id (a narrow pack's), with the same null rule. */
+function sparseIdxCompactNarrow(cd: Int32Array, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
+  for (let r = from; r < to; r++) {
+    const x = cd[idx[r]!]!;
+    dst[at] = x;
+    at += ~x >>> 31;
   }
   return at;
 }

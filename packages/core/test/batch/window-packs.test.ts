@@ -198,6 +198,54 @@ describe('WindowPacks', () => {
     await expect(packs.take(0)).rejects.toThrow('decoder gone');
   });
 
+  it('places narrow parts (ids that fit in 31 bits, one word each) as it places wide ones', async () => {
+    // Reads as a decode thread computes them: sparse keys still indexed into their dictionaries
+    // (a list key with null lists, null ids and lists cut to their first 3; a scalar key with
+    // null rows). With `big`, one dictionary holds an id of 2^40, so no part may be narrow.
+    const idxLayout: BatchLayout = { dense: [], denseNames: [], dim: 0, sparseKeys: ['l', 's'], label: false };
+    const dict = (r: () => number, big: boolean): Column => ({
+      type: 'int64',
+      values: BigInt64Array.from({ length: 40 }, (_, i) => (big && i === 7 ? 2n ** 40n : BigInt(Math.floor(r() * 2 ** 31)))),
+      valid: Uint8Array.from({ length: 40 }, (_, i) => (i % 9 === 4 ? 0 : 1)),
+    });
+    const part = (rows: number, r: () => number, big: boolean, shared: boolean): Pack => {
+      const offsets = new Int32Array(rows + 1);
+      for (let i = 0; i < rows; i++) offsets[i + 1] = offsets[i]! + Math.floor(r() * 6);
+      const chunk = {
+        outputs: new Map<string, Column>(),
+        label: null,
+        locate: (row: number) => ({ file: 'test', rowGroup: 0, row }),
+        indexedLists: new Map([
+          ['l', { dict: dict(r, false), idx: Int32Array.from({ length: offsets[rows]! }, () => Math.floor(r() * 40)), offsets, valid: mask(rows, r, 0.1), keep: 3 }],
+        ]),
+        indexed: new Map([['s', { dict: dict(r, big), idx: Int32Array.from({ length: rows }, () => Math.floor(r() * 40)) }]]),
+      };
+      return packRows(idxLayout, [{ chunk, from: 0, to: rows }], undefined, shared);
+    };
+    const take = async (big: boolean, shared: boolean): Promise<Array<Record<string, unknown>>> => {
+      const r = rng(16);
+      const sizes = [23, 31, 17];
+      const parts = sizes.map((rows) => part(rows, r, big, shared));
+      expect(parts.map((p) => p.narrow === true)).toEqual(sizes.map(() => shared && !big));
+      const packs = new WindowPacks(idxLayout, permutation(71, 16, 0, 0), 71, cutsOf(71, 10), shared ? recordingPlacer() : undefined);
+      let base = 0;
+      parts.forEach((p, i) => {
+        packs.addPack(p, base);
+        base += sizes[i]!;
+      });
+      const out: Array<Record<string, unknown>> = [];
+      for (let c = 0; c < 8; c++) {
+        const got = await packs.take(c);
+        expect(got.narrow).toBeUndefined();
+        out.push(bits(got));
+      }
+      return out;
+    };
+    // Narrow parts placed by other threads against wide parts placed on this thread.
+    expect(await take(false, true)).toEqual(await take(false, false));
+    expect(await take(true, true)).toEqual(await take(true, false));
+  });
+
   it('cuts chunks into groups of consecutive chunks of about equal length', () => {
     expect(chunkGroups(13, 8)).toEqual([[0], [1, 2], [3], [4, 5], [6, 7], [8], [9, 10], [11, 12]]);
     expect(chunkGroups(3, 8)).toEqual([[0], [1], [2]]);
