@@ -2,12 +2,12 @@
  * ZSTD page decompression for the direct Parquet decoder, into reused memory.
  *
  * Where it can, zstd's own C library decompresses, through zstd-napi's binding of a decompression
- * context (`DCtx.decompress(dst, src)`, into a buffer kept for the decoder's life): ~6× the
- * wasm build below on RM5's pages (bench/README.md, "Native ZSTD"). zstd-napi is an optional
+ * context (`DCtx.decompress(dst, src)`, into a buffer kept for the decoder's life): ~4-5× the
+ * wasm build below on RM1's and RM5's pages (bench/README.md, "zstd.ts"). zstd-napi is an optional
  * dependency, compiled at install (node-gyp); where it did not build, or with SLUICE_ZSTD=wasm,
  * zstddec's wasm build of the same C code decompresses. The two do not refuse the same damaged
- * streams (docs/reliability.md, "ZSTD pages"): the wasm build, 32-bit like parquet-wasm's,
- * refuses some that the 64-bit native decoder decodes into other bytes.
+ * streams (docs/reliability.md, "ZSTD pages"): the native build decodes into other bytes some
+ * that the wasm builds (zstddec's, parquet-wasm's) refuse.
  *
  * The wasm path: zstddec's `decode` mallocs input and output in its wasm heap, decompresses, and
  * returns a `slice()` of the output: a fresh ArrayBuffer per page, garbage as soon as the page is
@@ -56,11 +56,8 @@ class Region {
 /** What this file uses of zstd-napi's binding (its binding.d.ts). */
 interface NativeDCtx {
   decompress(dst: Uint8Array, src: Uint8Array): number;
-  setParameter(param: number, value: number): void;
 }
 type NativeBinding = { DCtx: new () => NativeDCtx };
-
-const DISABLE_HUFFMAN_ASSEMBLY = 1004;
 
 const CORRUPT = 'ZSTD page does not decompress (corrupt data, or larger than its header says)';
 
@@ -86,12 +83,6 @@ export function nativePageZstd(): Zstd | null {
     return null;
   }
   const ctx = new binding.DCtx();
-  // ZSTD_d_disableHuffmanAssembly (zstd.h's ZSTD_d_experimentalParam5; zstd-napi names only
-  // windowLogMax). The x86-64 assembly Huffman decoder accepts some damaged literal streams that
-  // zstd's C decoder refuses: with it, damaged pages of frames without a checksum decoded to wrong
-  // values where parquet-wasm (zstd's C code in wasm) refuses them (test/reader/parquet.test.ts,
-  // "damaged copies"). Without it the speed is the same on RM5's pages.
-  ctx.setParameter(DISABLE_HUFFMAN_ASSEMBLY, 1);
   let out = new Uint8Array(0);
   return (src, size) => {
     if (out.length < size) out = new Uint8Array(Math.max(size, 2 * out.length, 1 << 16));
