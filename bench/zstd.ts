@@ -30,8 +30,7 @@ if (args.help) {
   process.exit(0);
 }
 const reps = intArg(args.reps, 5, 'reps');
-const files =
-  positionals.length > 0 ? positionals : ['rm1-r1000000-s42-g100000', 'rm5-r100000-s42-g10000'].map((f) => join(benchCacheDir(), `${f}.parquet`));
+const files = positionals.length > 0 ? positionals : ['rm1-r1000000-s42-g100000', 'rm5-r100000-s42-g10000'].map((f) => join(benchCacheDir(), `${f}.parquet`));
 for (const f of files)
   if (!existsSync(f)) throw new Error(`bench/zstd.ts: ${f} does not exist (npx tsx bench/realistic.ts --quick caches the RM1 file; sluice gen writes any)`);
 

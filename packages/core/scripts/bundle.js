@@ -26,7 +26,20 @@ const ROOT = dirname(PACKAGES);
 // Native addons, wasm read from beside the package, worker scripts run by path (piscina), lazily
 // loaded heavy servers (prom-client, ioredis, undici), packages core requires at run time, and
 // picomatch, which tinyglobby's fdir requires at run time (one copy, not two).
-const EXTERNAL = ['parquet-wasm', 'msgpackr', 'ioredis', 'prom-client', 'piscina', 'zstddec', 'zstd-napi', 'commander', 'undici', 'webgpu', '@duckdb/*', 'picomatch'];
+const EXTERNAL = [
+  'parquet-wasm',
+  'msgpackr',
+  'ioredis',
+  'prom-client',
+  'piscina',
+  'zstddec',
+  'zstd-napi',
+  'commander',
+  'undici',
+  'webgpu',
+  '@duckdb/*',
+  'picomatch',
+];
 
 /** Names NAME of the packages/backend-NAME folders: the backends the registry finds in the bundle. */
 const BACKENDS = readdirSync(PACKAGES)

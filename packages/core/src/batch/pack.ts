@@ -158,7 +158,9 @@ export function packMany(
       for (const seg of packs[p]!) {
         const ix = seg.chunk.indexed?.get(key);
         const il = seg.chunk.indexedLists?.get(key);
-        if (narrow[p]) at = ix !== undefined ? writeSparseIndexedNarrow(ix.dict, ix.idx, seg.from, seg.to, w, at) : writeSparseIndexedListNarrow(il!, seg.from, seg.to, w, at);
+        if (narrow[p])
+          at =
+            ix !== undefined ? writeSparseIndexedNarrow(ix.dict, ix.idx, seg.from, seg.to, w, at) : writeSparseIndexedListNarrow(il!, seg.from, seg.to, w, at);
         else
           at =
             ix !== undefined

@@ -144,7 +144,15 @@ export class WindowPacks {
       }
     }
     for (let k = 0; k < layout.sparseKeys.length; k++) this.placeLengths(k, pack.lengths.subarray(k * rows, k * rows + rows), where, at);
-    this.parts.push({ rows, lengths: pack.lengths, offsets: pack.offsets, values: pack.values, narrow: pack.narrow === true, where, out: this.dest.subarray(base, base + rows) });
+    this.parts.push({
+      rows,
+      lengths: pack.lengths,
+      offsets: pack.offsets,
+      values: pack.values,
+      narrow: pack.narrow === true,
+      where,
+      out: this.dest.subarray(base, base + rows),
+    });
   }
 
   /**

@@ -401,7 +401,16 @@ export class DecoderPool {
                 given = true;
                 arena.give(slot);
               };
-              return { rows: p.rows, dense: p.dense, lengths: p.lengths, offsets: p.offsets, values: p.values, labels: p.labels, release, ...(p.narrow === true ? { narrow: true as const } : {}) };
+              return {
+                rows: p.rows,
+                dense: p.dense,
+                lengths: p.lengths,
+                offsets: p.offsets,
+                values: p.values,
+                labels: p.labels,
+                release,
+                ...(p.narrow === true ? { narrow: true as const } : {}),
+              };
             });
       return { columns: new Map(), ipc: [], packs };
     } finally {

@@ -216,7 +216,10 @@ describe('WindowPacks', () => {
         label: null,
         locate: (row: number) => ({ file: 'test', rowGroup: 0, row }),
         indexedLists: new Map([
-          ['l', { dict: dict(r, false), idx: Int32Array.from({ length: offsets[rows]! }, () => Math.floor(r() * 40)), offsets, valid: mask(rows, r, 0.1), keep: 3 }],
+          [
+            'l',
+            { dict: dict(r, false), idx: Int32Array.from({ length: offsets[rows]! }, () => Math.floor(r() * 40)), offsets, valid: mask(rows, r, 0.1), keep: 3 },
+          ],
         ]),
         indexed: new Map([['s', { dict: dict(r, big), idx: Int32Array.from({ length: rows }, () => Math.floor(r() * 40)) }]]),
       };
