@@ -68,9 +68,7 @@ function placeKeysIds(plan: IdsPlan, words: ReadonlyArray<Uint32Array | null>): 
     const posK = pos.subarray(k * n, k * n + n);
     plan.parts.forEach((part, p) => {
       const rows = part.rows;
-      const lens = part.lengths.subarray(k * rows, k * rows + rows);
-      if (part.narrow) placeNarrowRuns(lens, part.offsets[k]!, from[p]!, part.where, part.out, posK, words);
-      else placeRuns(lens, part.offsets[k]!, from[p]!, part.where, part.out, posK, words);
+      placeRuns(part.lengths.subarray(k * rows, k * rows + rows), part.offsets[k]!, from[p]!, part.narrow, part.where, part.out, posK, words);
     });
   }
 }
@@ -78,11 +76,14 @@ function placeKeysIds(plan: IdsPlan, words: ReadonlyArray<Uint32Array | null>): 
 /**
  * One key of a part: row r's ids are the lens[r] after those of the rows before it, from `start`,
  * and go where its output row's ids start (posK[out[r]]) in its chunk's values (words[where[r]]).
+ * A narrow part's ids are one word each: only the low word of each is written, the high word left
+ * as the chunk's fresh array has it, zero.
  */
 function placeRuns(
   lens: Int32Array,
   start: number,
   ids: Uint32Array,
+  narrow: boolean,
   where: Int32Array,
   out: Int32Array,
   posK: Int32Array,
@@ -91,33 +92,12 @@ function placeRuns(
   for (let r = 0, s = start; r < where.length; r++) {
     const len = lens[r]!;
     const c = where[r]!;
-    if (c >= 0) {
-      const to = words[c];
-      if (to !== undefined && to !== null) copyWords(ids, 2 * s, 2 * (s + len), to, 2 * posK[out[r]!]!);
-    }
-    s += len;
-  }
-}
-
-/**
- * `placeRuns` from a narrow part (one word per id): each id's low word is written, its high word
- * left as the chunk's fresh array has it, zero.
- */
-function placeNarrowRuns(
-  lens: Int32Array,
-  start: number,
-  ids: Uint32Array,
-  where: Int32Array,
-  out: Int32Array,
-  posK: Int32Array,
-  words: ReadonlyArray<Uint32Array | null>,
-): void {
-  for (let r = 0, s = start; r < where.length; r++) {
-    const len = lens[r]!;
-    const c = where[r]!;
-    if (c >= 0) {
-      const to = words[c];
-      if (to !== undefined && to !== null) for (let j = s, k = 2 * posK[out[r]!]!; j < s + len; j++, k += 2) to[k] = ids[j]!;
+    // c < 0: a row a resumed window skips; null: a chunk another thread places.
+    const to = c >= 0 ? words[c] : null;
+    if (to !== undefined && to !== null) {
+      const at = 2 * posK[out[r]!]!;
+      if (narrow) for (let j = s, k = at; j < s + len; j++, k += 2) to[k] = ids[j]!;
+      else copyWords(ids, 2 * s, 2 * (s + len), to, at);
     }
     s += len;
   }

@@ -361,16 +361,8 @@ function packChunks(
 
 /** A pack as the reply carries it: the lent slot's number where its arrays are in that slot, else -1. */
 function workerPack(p: Pack & { readonly inSlot: boolean }, slot: readonly [number, SharedArrayBuffer] | undefined): WorkerPack {
-  return {
-    rows: p.rows,
-    dense: p.dense,
-    lengths: p.lengths,
-    offsets: p.offsets,
-    values: p.values,
-    labels: p.labels,
-    slot: p.inSlot ? slot![0] : -1,
-    ...(p.narrow === true ? { narrow: true as const } : {}),
-  };
+  const { inSlot, ...pack } = p;
+  return { ...pack, slot: inSlot ? slot![0] : -1 };
 }
 
 /** The packs' own buffers to transfer (a lent slot is shared memory: it is not transferred). */

@@ -401,16 +401,8 @@ export class DecoderPool {
                 given = true;
                 arena.give(slot);
               };
-              return {
-                rows: p.rows,
-                dense: p.dense,
-                lengths: p.lengths,
-                offsets: p.offsets,
-                values: p.values,
-                labels: p.labels,
-                release,
-                ...(p.narrow === true ? { narrow: true as const } : {}),
-              };
+              const { slot: _slot, ...pack } = p;
+              return { ...pack, release };
             });
       return { columns: new Map(), ipc: [], packs };
     } finally {
