@@ -73,6 +73,8 @@ interface Slot {
   detach: () => void;
   /** A task failed in it: its wasm state may be broken (parquet-wasm panics), so it is not reused. */
   failed: boolean;
+  /** The settings it started with (`startEnv`). */
+  env: string;
 }
 
 interface Task {
@@ -111,7 +113,20 @@ const WORKER_URL = new URL('../../dist/reader/decode-worker.js', import.meta.url
  * batches then reuse warm ones. Parked workers are unref'd (they never keep the process alive),
  * forget every file they had open (`reset`), and end after `idleMs()` unused.
  */
-const idle: Array<{ worker: Worker; started: () => boolean; unpark: () => void }> = [];
+const idle: Array<{ worker: Worker; started: () => boolean; env: string; unpark: () => void }> = [];
+
+/** The variables a decode thread reads (decode-worker.ts, zstd.ts, parquet/rle-wasm.ts). */
+const WORKER_SETTINGS = ['SLUICE_DIRECT_DECODE', 'SLUICE_RLE_WASM', 'SLUICE_ZSTD'];
+
+/**
+ * The decode threads' settings as a worker started now would read them. A worker reads them from
+ * the copy of the environment it got when it started, so a parked worker serves only a pool of a
+ * process whose settings are still those: one that changed them (a test, or a script comparing
+ * settings) gets a worker that reads the new ones.
+ */
+function startEnv(): string {
+  return WORKER_SETTINGS.map((k) => `${k}=${process.env[k] ?? ''}`).join('\0');
+}
 const IDLE_MS = 10_000;
 let idleSetting: { readonly raw: string | undefined; readonly ms: number } | null = null;
 
@@ -136,7 +151,7 @@ function idleMs(): number {
 }
 const MAX_IDLE = 8;
 
-function park(worker: Worker, started: () => boolean = () => true): void {
+function park(worker: Worker, env: string, started: () => boolean = () => true): void {
   if (idle.length >= MAX_IDLE) {
     void worker.terminate();
     return;
@@ -161,6 +176,7 @@ function park(worker: Worker, started: () => boolean = () => true): void {
   idle.push({
     worker,
     started,
+    env,
     unpark: () => {
       clearTimeout(timer);
       worker.off('exit', drop);
@@ -168,11 +184,14 @@ function park(worker: Worker, started: () => boolean = () => true): void {
   });
 }
 
-function takeIdle(): { worker: Worker; started: boolean } | null {
-  const e = idle.pop();
-  if (e === undefined) return null;
-  e.unpark();
-  return { worker: e.worker, started: e.started() };
+/** The most recently parked worker that started with this process's settings as they are now (see `startEnv`). */
+function takeIdle(env: string): { worker: Worker; started: boolean } | null {
+  let i = idle.length - 1;
+  while (i >= 0 && idle[i]!.env !== env) i--;
+  if (i < 0) return null;
+  const [e] = idle.splice(i, 1);
+  e!.unpark();
+  return { worker: e!.worker, started: e!.started() };
 }
 
 /**
@@ -199,7 +218,7 @@ export function prestartDecoders(n: number): void {
     // One that fails to start while parked just exits (and leaves the idle list); a pool that took
     // it reports the failure from its own listeners.
     worker.on('error', () => undefined);
-    park(worker, () => started);
+    park(worker, startEnv(), () => started);
   }
 }
 
@@ -439,7 +458,7 @@ export class DecoderPool {
         // cancelled mid-read) is ended, as is one that never started or had a task fail.
         if (s.busy.size === 0 && s.started && !s.failed) {
           s.detach();
-          park(s.worker);
+          park(s.worker, s.env);
           return;
         }
         for (const p of s.busy.values()) p.reject(err);
@@ -477,9 +496,10 @@ export class DecoderPool {
   }
 
   private spawn(): Slot {
-    const warm = takeIdle();
+    const env = startEnv();
+    const warm = takeIdle(env);
     const worker = warm?.worker ?? new Worker(WORKER_URL, { execArgv: workerExecArgv() });
-    const slot: Slot = { worker, busy: new Map(), specs: new Set(), started: warm?.started ?? false, detach: () => undefined, failed: false };
+    const slot: Slot = { worker, busy: new Map(), specs: new Set(), started: warm?.started ?? false, detach: () => undefined, failed: false, env };
     const onMessage = (m: DecodeReply): void => {
       if (m.kind === 'started') {
         slot.started = true;

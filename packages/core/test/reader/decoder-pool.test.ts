@@ -37,6 +37,31 @@ describe('decode workers kept warm between pools', () => {
     expect(idleDecoders()).toBe(before + 2);
   });
 
+  it('a parked worker serves only a pool whose decoder settings (SLUICE_ZSTD, …) are those it started with', async () => {
+    const f = writeSmall(join(tempDir(), 'env.parquet'), 200, 100);
+    // At least one worker with this process's settings parked.
+    const a = new DecoderPool(1);
+    await a.readRowGroup(f, 0, ['id']);
+    await a.close();
+    const before = idleDecoders();
+    expect(before).toBeGreaterThan(0);
+    process.env.SLUICE_ZSTD = 'wasm';
+    try {
+      const b = new DecoderPool(1);
+      await b.readRowGroup(f, 0, ['id']);
+      // Every parked worker read the old settings as it started: b started its own.
+      expect(idleDecoders()).toBe(before);
+      await b.close();
+      expect(idleDecoders()).toBe(before + 1);
+    } finally {
+      delete process.env.SLUICE_ZSTD;
+    }
+    const c = new DecoderPool(1);
+    await c.readRowGroup(f, 1, ['id']);
+    expect(idleDecoders()).toBe(before); // one started with the old settings, not b's
+    await c.close();
+  });
+
   it('prestartDecoders parks started workers for the next pools, and tops up only to the number asked', async () => {
     const f = writeSmall(join(tempDir(), 'p.parquet'), 300, 100);
     const before = idleDecoders();
