@@ -41,6 +41,7 @@ import {
 } from './dict-ops.js';
 import { checkChunks, decodeFlatRowGroup, FileRefusal, footerColumns, pageChecks, readFooter, Refusal, repairedFooter, type ReadAt } from './parquet/index.js';
 import { pageZstd } from './zstd.js';
+import type { Zstd } from './parquet/index.js';
 import type { S3Access } from './s3/access.js';
 import { S3Error } from './s3/errors.js';
 import { isS3Url } from './s3/url.js';
@@ -64,8 +65,15 @@ const loadParquetWasm = (): Promise<typeof PW> => (parquetWasm ??= import('parqu
 const footers = new Map<string, { readonly key: string; readonly md: FileMetaData }>();
 /** Read specs by id (SpecRequest); the last 8. */
 const specs = new Map<number, ReadShared>();
-// Pages decompress into reused wasm memory (zstd.ts).
-const zstd = await pageZstd();
+// Pages decompress into reused memory (zstd.ts). Loaded without a top-level await: a worker
+// ended while its module still awaits at top level crashes V8 ("Check failed: (location_) !=
+// nullptr" in ExecuteAsyncModule), which a CLI that fails fast (a missing file) did as it exited
+// with its decoders still starting. Tasks wait for it (`zstdReady`).
+let loaded: Zstd | null = null;
+const zstdReady = pageZstd().then((z) => {
+  loaded = z;
+});
+const zstd: Zstd = (src, size) => loaded!(src, size);
 
 /** What identifies a file's current contents for the caches here: size, modification time, inode. */
 const statKey = (st: fs.Stats): string => `${st.size}\0${st.mtimeMs}\0${st.ino}`;
@@ -619,6 +627,7 @@ port.on('message', async (msg: DecodeRequest) => {
   }
   const { id } = msg;
   try {
+    if (loaded === null) await zstdReady;
     if (msg.kind === 'place') {
       const values = placeChunkIds(msg.plan, msg.chunks);
       reply(
@@ -642,4 +651,4 @@ port.on('message', async (msg: DecodeRequest) => {
 });
 
 // Every import above has loaded: a failure from here on is about a task's data, not the install.
-reply({ kind: 'started' });
+void zstdReady.then(() => reply({ kind: 'started' }));
