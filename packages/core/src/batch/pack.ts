@@ -14,8 +14,6 @@ import {
   writeSparse,
   writeSparseIndexed,
   writeSparseIndexedList,
-  writeSparseIndexedListNarrow,
-  writeSparseIndexedNarrow,
   hasCompactIds,
 } from './writers.js';
 
@@ -158,16 +156,13 @@ export function packMany(
       for (const seg of packs[p]!) {
         const ix = seg.chunk.indexed?.get(key);
         const il = seg.chunk.indexedLists?.get(key);
-        if (narrow[p])
-          at =
-            ix !== undefined ? writeSparseIndexedNarrow(ix.dict, ix.idx, seg.from, seg.to, w, at) : writeSparseIndexedListNarrow(il!, seg.from, seg.to, w, at);
-        else
-          at =
-            ix !== undefined
-              ? writeSparseIndexed(ix.dict, ix.idx, seg.from, seg.to, w, at)
-              : il !== undefined
-                ? writeSparseIndexedList(il, seg.from, seg.to, w, at)
-                : writeSparse(seg.chunk.outputs.get(key)!, seg.from, seg.to, w, at);
+        // A narrow part's keys are all indexed (isNarrow), so writeSparse never gets one.
+        at =
+          ix !== undefined
+            ? writeSparseIndexed(ix.dict, ix.idx, seg.from, seg.to, w, at, narrow[p])
+            : il !== undefined
+              ? writeSparseIndexedList(il, seg.from, seg.to, w, at, narrow[p])
+              : writeSparse(seg.chunk.outputs.get(key)!, seg.from, seg.to, w, at);
       }
     }
   }

@@ -313,8 +313,14 @@ export function writeLengthsIndexed(c: Column, idx: Int32Array, from: number, to
   return sum;
 }
 
-export function writeSparseIndexed(c: Column, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
+/**
+ * The ids of rows [from, to) of an indexed scalar column into `dst` words from value index `at`;
+ * returns the new index. `narrow`: one word per id (a narrow pack's, Pack.narrow), for a dictionary
+ * `hasCompactIds` accepts.
+ */
+export function writeSparseIndexed(c: Column, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number, narrow = false): number {
   const cd = compactIds(c);
+  if (narrow) return sparseIdxCompactWord(cd!, idx, from, to, dst, at);
   if (cd !== null) return sparseIdxCompact(cd, idx, from, to, dst, at);
   if (c.type === 'int64') return sparseIdxWide(int64Words(c.values), c.valid, idx, from, to, dst, at);
   if (c.type === 'int32') return sparseIdxNarrow(c.values, c.valid, idx, from, to, dst, at);
@@ -324,11 +330,6 @@ export function writeSparseIndexed(c: Column, idx: Int32Array, from: number, to:
 /** Whether every id of a dictionary is null or in [0, 2^31), so that one 32-bit word holds it (a narrow pack). */
 export function hasCompactIds(dict: Column): boolean {
   return compactIds(dict) !== null;
-}
-
-/** `writeSparseIndexed` into one word per id (`dst[at]`), for a dictionary `hasCompactIds` accepts. */
-export function writeSparseIndexedNarrow(c: Column, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
-  return sparseIdxCompactNarrow(compactIds(c)!, idx, from, to, dst, at);
 }
 
 /** Writes the lengths of rows [from, to) of an indexed list (valid elements of each list's first `keep`); returns their sum. */
@@ -354,8 +355,11 @@ export function writeLengthsIndexedList(l: IndexedListSource, from: number, to: 
   return sum;
 }
 
-/** The ids of rows [from, to) of an indexed list into `dst` words from value index `at`; returns the new index. */
-export function writeSparseIndexedList(l: IndexedListSource, from: number, to: number, dst: Uint32Array, at: number): number {
+/**
+ * The ids of rows [from, to) of an indexed list into `dst` words from value index `at`; returns the
+ * new index. `narrow` as for `writeSparseIndexed`.
+ */
+export function writeSparseIndexedList(l: IndexedListSource, from: number, to: number, dst: Uint32Array, at: number, narrow = false): number {
   const { offsets, idx, valid, keep, dict } = l;
   if (dict.type !== 'int64' && dict.type !== 'int32') throw new TypeError(`sparse output must be integer, got ${dict.type}`);
   // Each valid row's first `keep` element indices are a run of `idx`, written as a scalar
@@ -366,27 +370,16 @@ export function writeSparseIndexedList(l: IndexedListSource, from: number, to: n
     if (valid !== null && valid[r] === 0) continue;
     const s = offsets[r]!;
     const e = s + Math.min(keep, offsets[r + 1]! - s);
-    if (cd !== null) at = sparseIdxCompact(cd, idx, s, e, dst, at);
+    if (narrow) at = sparseIdxCompactWord(cd!, idx, s, e, dst, at);
+    else if (cd !== null) at = sparseIdxCompact(cd, idx, s, e, dst, at);
     else if (words !== null) at = sparseIdxWide(words, dict.valid, idx, s, e, dst, at);
     else at = sparseIdxNarrow(dict.values as Int32Array, dict.valid, idx, s, e, dst, at);
   }
   return at;
 }
 
-/** `writeSparseIndexedList` into one word per id (`dst[at]`), for a dictionary `hasCompactIds` accepts. */
-export function writeSparseIndexedListNarrow(l: IndexedListSource, from: number, to: number, dst: Uint32Array, at: number): number {
-  const { offsets, idx, valid, keep } = l;
-  const cd = compactIds(l.dict)!;
-  for (let r = from; r < to; r++) {
-    if (valid !== null && valid[r] === 0) continue;
-    const s = offsets[r]!;
-    at = sparseIdxCompactNarrow(cd, idx, s, s + Math.min(keep, offsets[r + 1]! - s), dst, at);
-  }
-  return at;
-}
-
 /** `sparseIdxCompact` writing one word per id (a narrow pack's), with the same null rule. */
-function sparseIdxCompactNarrow(cd: Int32Array, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
+function sparseIdxCompactWord(cd: Int32Array, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
   for (let r = from; r < to; r++) {
     const x = cd[idx[r]!]!;
     dst[at] = x;
