@@ -685,10 +685,10 @@ describe('packed chunks (decode workers lay batches out)', () => {
 // promise.)
 describe('damaged files', () => {
   const CASES = 12;
-  // zstd's 32-bit wasm decoder, as parquet-wasm's: the native 64-bit one decodes some damaged
-  // streams that both wasm builds refuse (docs/reliability.md, "ZSTD pages"), and this suite asks
-  // for parquet-wasm's verdict exactly. Set while the suite runs: a trapped decode thread's
-  // replacement starts with the environment of that moment.
+  // zstd's wasm build, as parquet-wasm's: the native build decodes some damaged streams that both
+  // wasm builds refuse (docs/reliability.md, "ZSTD pages"), and this suite asks for parquet-wasm's
+  // verdict exactly. Set while the suite runs: a trapped decode thread's replacement starts with
+  // the environment of that moment, and no parked decoder of other settings is taken.
   let pool: DecoderPool;
   beforeAll(() => {
     process.env.SLUICE_ZSTD = 'wasm';
