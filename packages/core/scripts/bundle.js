@@ -34,6 +34,7 @@ const EXTERNAL = [
   'piscina',
   'zstddec',
   'zstd-napi',
+  'koffi',
   'commander',
   'undici',
   'webgpu',

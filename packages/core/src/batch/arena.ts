@@ -1,3 +1,4 @@
+import { hugePages } from '../util/huge-pages.js';
 import type { BatchLayout } from './layout.js';
 import { align8 } from './pack.js';
 
@@ -105,7 +106,7 @@ export class PackArena {
       if (id !== undefined) this.reused++;
       else if (this.active && this.slots.size < this.maxSlots) {
         id = this.nextId++;
-        this.slots.set(id, new SharedArrayBuffer(this.bytes));
+        this.slots.set(id, hugePages(new Uint8Array(new SharedArrayBuffer(this.bytes))).buffer as SharedArrayBuffer);
       } else break;
       this.out.add(id);
       got.push([id, this.slots.get(id)!]);

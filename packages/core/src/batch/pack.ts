@@ -2,6 +2,7 @@
 // (batch/arena.ts). `packRows` builds one from columns, `mergePacks` joins rows of several.
 import { DataError, gatherColumn, int64Words, type Column } from '@sluice/ops';
 import { copyElements } from '../util/copy.js';
+import { hugePages } from '../util/huge-pages.js';
 import type { BatchLayout } from './layout.js';
 import type { IndexedListSource, Pack, PackSource } from './types.js';
 import {
@@ -278,7 +279,9 @@ class SlotLayout {
       this.inSlot = true;
       return { buffer: slot, offset };
     }
-    return { buffer: this.shared ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes), offset: 0 };
+    const buffer = this.shared ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes);
+    hugePages(new Uint8Array(buffer));
+    return { buffer, offset: 0 };
   }
   // Methods, not arrow-function fields: a field makes new closures per instance (see `packRows`).
   f32(n: number): Float32Array {

@@ -4,6 +4,7 @@
 // shared memory. On one thread the copy took ~1.5 s of RM5's 100,000-row window while the decoders
 // sat idle (bench/README.md, "Shuffled reads").
 import { copyWords, int64Words } from '@sluice/ops';
+import { hugePages } from '../util/huge-pages.js';
 
 /** One read of the window, laid out as a pack in its own row order, and where each of its rows goes. */
 export interface IdsPart {
@@ -48,7 +49,7 @@ export interface IdsPlacer {
  * stalls on about every read, a scatter's writes do not (bench/README.md, "Shuffled reads").
  */
 export function placeChunkIds(plan: IdsPlan, chunks: readonly number[]): BigInt64Array[] {
-  const values = chunks.map((c) => new BigInt64Array(plan.sizes[c]!));
+  const values = chunks.map((c) => hugePages(new BigInt64Array(plan.sizes[c]!)));
   const words: Array<Uint32Array | null> = plan.sizes.map(() => null);
   chunks.forEach((c, i) => (words[c] = int64Words(values[i]!)));
   placeKeysIds(plan, words);

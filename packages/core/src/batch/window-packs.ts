@@ -2,6 +2,7 @@
 // no window-sized copy of the permuted columns in between (stream/shuffle.ts, where the reader
 // computes every feature). The packs are the ones `packRows` makes from the permuted window.
 import { copyWords, int64Words, type Column, type ListColumn } from '@sluice/ops';
+import { hugePages } from '../util/huge-pages.js';
 import type { BatchLayout } from './layout.js';
 import type { Pack } from './types.js';
 import { chunkGroups, isSharedPart, placeChunkIds, type IdsPart, type IdsPlacer, type IdsPlan } from './window-ids.js';
@@ -69,7 +70,7 @@ export class WindowPacks {
     for (let c = 0; c + 1 < cuts.length; c++) {
       const rows = cuts[c + 1]! - cuts[c]!;
       this.chunkOf.fill(c, cuts[c]!, cuts[c + 1]!);
-      this.dense.push(new Float32Array(rows * layout.dim));
+      this.dense.push(hugePages(new Float32Array(rows * layout.dim)));
       this.lengths.push(new Int32Array(K * rows));
       this.labels.push(layout.label ? new Float32Array(rows) : null);
       this.counts.push(new Int32Array(K));
@@ -335,5 +336,5 @@ const PLACED = Promise.resolve(new BigInt64Array(0));
 
 /** `n` int32s, in shared memory where a decode thread is to read them. */
 function int32s(n: number, shared: boolean): Int32Array {
-  return shared ? new Int32Array(new SharedArrayBuffer(4 * n)) : new Int32Array(n);
+  return hugePages(shared ? new Int32Array(new SharedArrayBuffer(4 * n)) : new Int32Array(n));
 }

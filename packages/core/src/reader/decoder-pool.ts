@@ -115,8 +115,8 @@ const WORKER_URL = new URL('../../dist/reader/decode-worker.js', import.meta.url
  */
 const idle: Array<{ worker: Worker; started: () => boolean; env: string; unpark: () => void }> = [];
 
-/** The variables a decode thread reads (decode-worker.ts, zstd.ts, parquet/rle-wasm.ts). */
-const WORKER_SETTINGS = ['SLUICE_DIRECT_DECODE', 'SLUICE_RLE_WASM', 'SLUICE_ZSTD'];
+/** The variables a decode thread reads (decode-worker.ts, zstd.ts, parquet/rle-wasm.ts, util/huge-pages.ts). */
+const WORKER_SETTINGS = ['SLUICE_DIRECT_DECODE', 'SLUICE_RLE_WASM', 'SLUICE_ZSTD', 'SLUICE_HUGE_PAGES'];
 
 /**
  * The decode threads' settings as a worker started now would read them. A worker reads them from
