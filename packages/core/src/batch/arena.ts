@@ -106,7 +106,9 @@ export class PackArena {
       if (id !== undefined) this.reused++;
       else if (this.active && this.slots.size < this.maxSlots) {
         id = this.nextId++;
-        this.slots.set(id, hugePages(new Uint8Array(new SharedArrayBuffer(this.bytes))).buffer as SharedArrayBuffer);
+        const slot = new SharedArrayBuffer(this.bytes);
+        hugePages(new Uint8Array(slot));
+        this.slots.set(id, slot);
       } else break;
       this.out.add(id);
       got.push([id, this.slots.get(id)!]);

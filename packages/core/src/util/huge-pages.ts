@@ -44,9 +44,7 @@ let advise: Advise | null | undefined;
  * on a freshly allocated array, before anything writes to it.
  */
 export function hugePages<T extends ArrayBufferView>(view: T): T {
-  if (view.byteLength < HUGE_MIN_BYTES) return view;
-  advise ??= loadAdvise();
-  if (advise !== null) advise(view);
+  if (view.byteLength >= HUGE_MIN_BYTES && hugePagesOn()) advise!(view);
   return view;
 }
 
