@@ -12,10 +12,14 @@ import { align8 } from './pack.js';
  * loop releases its batches"). A slot goes to a worker with a read, comes back as the arrays of a
  * batch, and returns to the free list when the consumer calls `release()`.
  *
- * Nothing is pooled until the consumer has released a batch: a consumer that keeps its batches (or
- * never calls `release`) gets fresh arrays as before and pays for no idle slots. Slots are made on
- * demand up to `maxSlots`; past that, and for a pack that does not fit a slot, the worker
- * allocates fresh memory as before.
+ * Slots are lent from the first read, made on demand up to `maxSlots`; past that, and for a pack
+ * that does not fit a slot, the worker allocates fresh memory. Each pack or batch laid out in a
+ * slot is its `hold`er: one dropped without `release()` is garbage collected, and the arena then
+ * lets its slot go too (a FinalizationRegistry), so a consumer that never releases gets a new slot
+ * per batch, as fresh arrays before, and the arena keeps no memory for it. (Lending only after the
+ * first release, as the arena once did, left the first reads of every process in fresh memory:
+ * ~20% of a 1M-row RM1 run's time went to their page faults and GCs; bench/README.md, "Slots from
+ * the first read".)
  *
  * Growing: a slot first holds one sparse value per key and row (`packSlotBytes`), which list
  * features outgrow. A pack that did not fit makes the arena `grow`: later slots are that big (with
@@ -24,28 +28,28 @@ import { align8 } from './pack.js';
  *
  * Parking: a pipeline that ends parks its arena (`park`) for the next pipeline of the same slot
  * size in this process (`PackArena.take`), as the decoder pool parks its warm workers, so that
- * pipeline lays its first batches out in released slots rather than fresh memory. A taken arena
- * lends its free slots from the first read but makes no new ones until its new consumer releases a
- * batch, so a consumer that keeps its batches holds no more slot memory than was parked.
+ * pipeline lays its first batches out in released slots rather than fresh memory.
  *
  * @example
  * const arena = new PackArena(packSlotBytes(layout, 8192));
- * const slots = arena.lend(13); // [[id, sab], ...] for one row group's packs (none until activated)
- * arena.activate(); arena.give(slots[0][0]);
+ * const slots = arena.lend(13); // [[id, sab], ...] for one row group's packs
+ * arena.hold(slots[0][0], pack); // pack 0 lies in slot 0
+ * arena.give(slots[0][0]); // its batch was released
  */
 export class PackArena {
   private readonly slots = new Map<number, SharedArrayBuffer>();
   private nextId = 0;
   private readonly free: number[] = [];
-  /** Slots lent out: in a worker's hands, or holding a batch. */
-  private readonly out = new Set<number>();
-  private active = false;
+  /** Slots lent out (in a worker's hands, or holding a batch), each with its holder's token once it has one. */
+  private readonly out = new Map<number, object | null>();
   private closed = false;
   /** Parked by `park`, waiting for `take`: lends nothing meanwhile, but takes released slots back. */
   private parked = false;
   private unpark: (() => void) | null = null;
   /** Slots handed out again after a release (the memory saved from allocation). */
   reused = 0;
+  /** Lets a slot go when its holder is collected before the slot was given back. */
+  private readonly holders = new FinalizationRegistry<{ readonly id: number; readonly token: object }>(({ id, token }) => this.drop(id, token));
 
   /** Bytes of the slots made from now on (`grow` raises it). */
   private bytes: number;
@@ -84,36 +88,34 @@ export class PackArena {
     return this.out.size;
   }
 
-  /** Whether slots are lent (after the first release). */
-  get pooling(): boolean {
-    return this.active && !this.closed;
-  }
-
-  /** The consumer releases batches: lend slots from now on. */
-  activate(): void {
-    this.active = true;
-  }
-
-  /**
-   * Up to `n` slots to lay packs out in: free ones first, then new ones while under `maxSlots`
-   * (new ones only once a consumer has released a batch; see `take`).
-   */
+  /** Up to `n` slots to lay packs out in: free ones first, then new ones while under `maxSlots`. */
   lend(n: number): Array<[number, SharedArrayBuffer]> {
     const got: Array<[number, SharedArrayBuffer]> = [];
-    if (this.closed || this.parked || (!this.active && this.free.length === 0)) return got;
+    if (this.closed || this.parked) return got;
     while (got.length < n) {
       let id = this.free.pop();
       if (id !== undefined) this.reused++;
-      else if (this.active && this.slots.size < this.maxSlots) {
+      else if (this.slots.size < this.maxSlots) {
         id = this.nextId++;
         const slot = new SharedArrayBuffer(this.bytes);
         hugePages(new Uint8Array(slot));
         this.slots.set(id, slot);
       } else break;
-      this.out.add(id);
+      this.out.set(id, null);
       got.push([id, this.slots.get(id)!]);
     }
     return got;
+  }
+
+  /**
+   * Slot `id` lies in `holder`'s arrays until it is given back: if `holder` is garbage collected
+   * first (a batch dropped without `release()`), the arena lets the slot go.
+   */
+  hold(id: number, holder: object): void {
+    if (!this.out.has(id) || this.out.get(id) !== null) return;
+    const token = {};
+    this.out.set(id, token);
+    this.holders.register(holder, { id, token }, token);
   }
 
   /**
@@ -121,9 +123,20 @@ export class PackArena {
    * slot smaller than `slotBytes` (made before a `grow`) is let go instead of kept.
    */
   give(id: number): void {
-    if (!this.out.delete(id) || this.closed) return;
+    if (!this.out.has(id)) return;
+    const token = this.out.get(id);
+    if (token) this.holders.unregister(token);
+    this.out.delete(id);
+    if (this.closed) return;
     if (this.slots.get(id)!.byteLength < this.bytes) this.slots.delete(id);
     else this.free.push(id);
+  }
+
+  /** Slot `id`'s holder was collected while it held the slot (`token`: that lend's): let the slot go. */
+  private drop(id: number, token: object): void {
+    if (this.out.get(id) !== token) return;
+    this.out.delete(id);
+    this.slots.delete(id);
   }
 
   /**
@@ -143,6 +156,7 @@ export class PackArena {
     this.closed = true;
     this.parked = false;
     this.free.length = 0;
+    for (const token of this.out.values()) if (token) this.holders.unregister(token);
     this.out.clear();
     this.slots.clear();
   }
@@ -150,11 +164,11 @@ export class PackArena {
   /**
    * The pipeline is done with this arena: keep it for the next `take` of the same slot size in
    * this process, for up to `PARK_MS` (slots its batches still hold come back as they are
-   * released). An arena that never pooled, or one past `MAX_PARKED`, is closed instead.
+   * released). An arena that holds no slot, or one past `MAX_PARKED`, is closed instead.
    */
   park(): void {
     if (this.closed || this.parked) return;
-    if (!this.active || this.slots.size === 0) {
+    if (this.slots.size === 0) {
       this.close();
       return;
     }
@@ -176,7 +190,7 @@ export class PackArena {
 
   /**
    * An arena for packs of `slotBytes`: the most recently parked one asked for that size (its free
-   * slots, grown or not, lent from the first read, new ones only after a release), or a new one.
+   * slots, grown or not, lent from the first read), or a new one.
    */
   static take(slotBytes: number, maxSlots?: number): PackArena {
     for (let i = parked.length - 1; i >= 0; i--) {
@@ -186,7 +200,6 @@ export class PackArena {
       a.unpark?.();
       a.unpark = null;
       a.parked = false;
-      a.active = false;
       a.reused = 0;
       return a;
     }

@@ -10,6 +10,8 @@ import type { Batch, Pack, Segment } from './types.js';
 export interface SlotLender {
   lend(n: number): Array<[number, SharedArrayBuffer]>;
   give(id: number): void;
+  /** Slot `id` lies in `holder`'s arrays: let it go if `holder` is collected first (PackArena.hold). */
+  hold(id: number, holder: object): void;
   /** A pack of `bytes` did not fit the slot it was lent (PackArena.grow). */
   grow?(bytes: number): void;
 }
@@ -22,9 +24,8 @@ export interface SlotLender {
  */
 export function assembleBatch(layout: BatchLayout, segments: readonly Segment[], seq: number, end: Cursor, arena?: SlotLender): Batch {
   let pack: Pack;
-  // Packs in shared memory whose release this batch's release calls: it gives a whole pack's
-  // memory back, and for packs it copied from (already given back) turns pooling on.
-  const from: Pack[] = [];
+  // The pack in shared memory this batch hands on whole, given back by the batch's release.
+  let from: Pack | null = null;
   // The arena's slot this batch was copied into, given back on release (-1: none).
   let own = -1;
   if (!segments.some((s) => s.chunk.packed !== undefined)) {
@@ -33,10 +34,10 @@ export function assembleBatch(layout: BatchLayout, segments: readonly Segment[],
     const whole = segments.length === 1 && segments[0]!.from === 0 && segments[0]!.to === segments[0]!.chunk.packed?.rows;
     if (whole) {
       pack = segments[0]!.chunk.packed!;
-      if (pack.release !== undefined) from.push(pack);
+      if (pack.release !== undefined) from = pack;
     } else {
       // A batch across a row-group boundary, or a mix of packed and unpacked chunks: copied into
-      // a slot of the arena when it lends one (after the first release), as the packs are.
+      // a slot of the arena when it lends one, as the packs are.
       const [slot] = arena?.lend(1) ?? [];
       // A loop, not segments.map (see the note above packRows): mergePacks deoptimized ("wrong
       // map") on a mapped array at its first use.
@@ -54,9 +55,7 @@ export function assembleBatch(layout: BatchLayout, segments: readonly Segment[],
       // with batches, so a pack is split at most at a batch boundary and its rows go in order).
       for (const s of segments) {
         const p = s.chunk.packed;
-        if (p?.release === undefined) continue;
-        from.push(p);
-        if (s.to === p.rows) p.release(false);
+        if (p?.release !== undefined && s.to === p.rows) p.release();
       }
     }
   }
@@ -69,8 +68,10 @@ export function assembleBatch(layout: BatchLayout, segments: readonly Segment[],
     labels: pack.labels,
     end,
   };
+  // Dropped without release, the batch lets its own slot go (a whole pack's is its pack's).
+  if (own >= 0) arena!.hold(own, batch);
   return defineRelease(batch, () => {
-    for (const p of from) p.release!(true);
+    from?.release!();
     if (own >= 0) arena!.give(own);
   });
 }

@@ -46,9 +46,9 @@ export interface Batch {
   readonly end: Cursor;
   /**
    * Says you are done with this batch, so that its memory may hold a later batch. Optional: a
-   * batch never released is collected as usual. Once one batch is released, a pipeline whose
-   * decode threads lay batches out lays them in reused shared memory (batch/arena.ts), which
-   * spares allocating every batch and the garbage collections that causes (see bench/README.md,
+   * batch never released is collected as usual. A pipeline whose decode threads lay batches out
+   * lays them in shared memory (batch/arena.ts) that released batches give back for later ones,
+   * which spares allocating every batch and the garbage collections that causes (see bench/README.md,
    * "Where the CPU goes, and why the loop releases its batches"). After `release()` nothing may
    * read the batch's arrays (nor views of their buffers): they may be overwritten. Repeated calls
    * do nothing. Batches of pipelines only (not enumerable); absent on batches decoded from a
@@ -96,11 +96,8 @@ export interface Pack {
    * widens them. Never set on a pack that becomes a batch.
    */
   readonly narrow?: true;
-  /**
-   * Set when the arrays are in a slot of a PackArena (batch/arena.ts): gives the slot back,
-   * `byConsumer` when a batch's consumer released it (which turns pooling on). Idempotent.
-   */
-  readonly release?: (byConsumer: boolean) => void;
+  /** Set when the arrays are in a slot of a PackArena (batch/arena.ts): gives the slot back. Idempotent. */
+  readonly release?: () => void;
 }
 
 /** Where a chunk's output columns are, for `packRows`. */

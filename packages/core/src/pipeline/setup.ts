@@ -293,9 +293,9 @@ export function buildStages(s: RunSetup, plan: Plan, spec: BackendSpec, fitState
   const readRaw = backendPlan?.columns ?? (typed.label === null ? [] : [typed.label]);
   const columns = new Map<string, ColumnType>(readRaw.map((c) => [c, info.dataset.schema.get(c)!]));
   // Nothing left for the backend: the decoders lay the batches out themselves, and this
-  // thread only hands their arrays on. Once the consumer releases batches, the decoders lay
-  // them out in the arena's reused memory (see Batch.release); a pack is one chunk, never
-  // more rows than a batch or a row group.
+  // thread only hands their arrays on, in the arena's slots, which come back for reuse as the
+  // consumer releases its batches (see Batch.release); a pack is one chunk, never more rows than
+  // a batch or a row group.
   let pack: PackRequest | undefined;
   if (allInReader(pushdown) && options.pack !== false) {
     const packRowsMax = Math.min(

@@ -362,7 +362,7 @@ export class DecoderPool {
   ): Promise<{ columns: Map<string, Column>; ipc: Uint8Array[]; packs: Pack[] | null }> {
     const inputs = new Set([...columns, ...derived.map((d) => d.input)]);
     const arena = pack?.arena;
-    // One slot per pack, while the arena lends (it gives none before a consumer releases a batch).
+    // One slot per pack, while the arena has slots to lend.
     const slots = arena?.lend(pack!.cuts.length - 1) ?? [];
     // Slots holding a returned pack; the others go back when the read ends, however it ends (a
     // failure, columns instead of packs, a pack that did not fit).
@@ -414,14 +414,16 @@ export class DecoderPool {
               const lent = slots[i];
               if (lent !== undefined && !packInSlot(p, lent[1])) arena.grow(packBytes(p));
               let given = slot < 0;
-              const release = (byConsumer: boolean): void => {
-                if (byConsumer) arena.activate();
+              const release = (): void => {
                 if (given) return;
                 given = true;
                 arena.give(slot);
               };
               const { slot: _slot, ...pack } = p;
-              return { ...pack, release };
+              const held: Pack = { ...pack, release };
+              // Dropped without release (its batch never released), the pack's slot is let go.
+              if (slot >= 0) arena.hold(slot, held);
+              return held;
             });
       return { columns: new Map(), ipc: [], packs };
     } finally {

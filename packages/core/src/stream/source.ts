@@ -56,7 +56,7 @@ export interface PackRequest {
   /** Feature name -> the derived column that is its output. */
   readonly outputs: ReadonlyArray<readonly [string, string]>;
   readonly label: string | null;
-  /** Shared memory to lay the packs out in once the consumer releases batches (stays in this thread; slots travel). */
+  /** Shared memory to lay the packs out in, reused as the consumer releases batches (stays in this thread; slots travel). */
   readonly arena?: PackArena;
 }
 

@@ -1,22 +1,35 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import type { Column } from '@sluice/ops';
 import { DEFAULT_ARENA_BYTES, MAX_SLOT_BYTES, PackArena, packSlotBytes } from '../../src/batch/arena.js';
 import { mergePacks, packRows, type BatchLayout, type PackSource } from '../../src/batch/index.js';
 
+/** The garbage collector, for the tests of slots whose holders are collected. */
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+/** Collects garbage until `done()` (finalizers run in later tasks), or fails after ~2 s. */
+async function collectUntil(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !done(); i++) {
+    gc();
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  expect(done(), 'the holder was collected and its slot let go').toBe(true);
+}
+
 describe('PackArena', () => {
-  it('lends nothing until a consumer has released a batch', () => {
+  it('lends slots from the first read, up to maxSlots', () => {
     const a = new PackArena(64, 4);
-    expect(a.lend(3)).toEqual([]);
-    a.activate();
     const got = a.lend(3);
     expect(got.map(([id]) => id)).toEqual([0, 1, 2]);
     expect(got.every(([, sab]) => sab instanceof SharedArrayBuffer && sab.byteLength === 64)).toBe(true);
     expect(a.lent).toBe(3);
+    expect(a.lend(3).length, 'bounded by maxSlots').toBe(1);
   });
 
   it('reuses given-back slots, never makes more than maxSlots, and ignores a second give', () => {
     const a = new PackArena(64, 3);
-    a.activate();
     const first = a.lend(5);
     expect(first.length, 'bounded by maxSlots').toBe(3);
     a.give(1);
@@ -32,19 +45,41 @@ describe('PackArena', () => {
     expect(a.size).toBe(3);
   });
 
+  it('lets a slot go when its holder is collected without giving it back, and only then', async () => {
+    const a = new PackArena(64, 3);
+    const [[kept], [dropped], [reLent]] = a.lend(3) as Array<[number, SharedArrayBuffer]>;
+    const keeper = { batch: 'kept' };
+    a.hold(kept!, keeper);
+    a.hold(dropped!, { batch: 'dropped' });
+    // Given back while its first holder lives, then lent again to a holder that stays: the first
+    // holder's collection must not let the slot go.
+    a.hold(reLent!, { batch: 'released' });
+    a.give(reLent!);
+    const [[again]] = a.lend(1) as Array<[number, SharedArrayBuffer]>;
+    expect(again).toBe(reLent);
+    a.hold(again!, keeper);
+    expect(a.lend(1), 'all lent: none left').toEqual([]);
+    await collectUntil(() => a.lent === 2);
+    expect(a.size, 'only the dropped batch’s slot is no longer the arena’s').toBe(2);
+    const [[fresh]] = a.lend(1) as Array<[number, SharedArrayBuffer]>;
+    expect([kept, reLent, dropped], 'a new slot in its place').not.toContain(fresh);
+    a.give(kept!);
+    a.give(again!);
+    expect(a.lent).toBe(1);
+    expect(keeper.batch).toBe('kept');
+  });
+
   it('stops lending once closed, and gives after that do nothing', () => {
     const a = new PackArena(64, 3);
-    a.activate();
     const [[id]] = a.lend(1) as [[number, SharedArrayBuffer]];
     a.close();
     a.give(id);
     expect(a.lend(1)).toEqual([]);
-    expect(a.pooling).toBe(false);
+    expect(a.size).toBe(0);
   });
 
-  it('parks for the next take of its slot size: free slots lent at once, new ones only after a release', () => {
+  it('parks for the next take of its slot size, whose first reads get the free slots', () => {
     const a = PackArena.take(72, 4);
-    a.activate();
     const got = a.lend(3);
     a.give(got[0]![0]);
     a.give(got[1]![0]);
@@ -54,16 +89,15 @@ describe('PackArena', () => {
     expect(PackArena.take(80, 4), 'another slot size gets a new arena').not.toBe(a);
     const b = PackArena.take(72, 4);
     expect(b).toBe(a);
-    expect(b.pooling, 'not active until its own consumer releases').toBe(false);
+    expect(b.reused).toBe(0);
     const lent = b.lend(5);
-    expect(lent.length, 'the three free slots, and no new one').toBe(3);
-    expect(b.size).toBe(3);
+    expect(lent.length, 'the three free slots, then one new one up to maxSlots').toBe(4);
+    expect(b.reused).toBe(3);
+    expect(lent.slice(0, 3).map(([, sab]) => sab)).toEqual(expect.arrayContaining(got.map(([, sab]) => sab)));
     expect(PackArena.take(72, 4), 'taken arenas are not shared').not.toBe(a);
-    b.activate();
-    expect(b.lend(2).length, 'new slots once active, up to maxSlots').toBe(1);
   });
 
-  it('an arena that never pooled is closed rather than parked', () => {
+  it('an arena that holds no slot is closed rather than parked', () => {
     const a = PackArena.take(88, 4);
     a.park();
     expect(PackArena.take(88, 4)).not.toBe(a);
@@ -71,7 +105,6 @@ describe('PackArena', () => {
 
   it('grows for a pack that did not fit: new slots that big and 1/8 more, outgrown ones let go', () => {
     const a = new PackArena(64, 4);
-    a.activate();
     const [s0, s1] = a.lend(2) as Array<[number, SharedArrayBuffer]>;
     a.give(s1![0]);
     a.grow(64);
@@ -107,7 +140,6 @@ describe('PackArena', () => {
 
   it('a grown arena is parked for the next take of the size first asked for', () => {
     const a = PackArena.take(96, 4);
-    a.activate();
     a.grow(1000);
     const [[id]] = a.lend(1) as [[number, SharedArrayBuffer]];
     a.give(id);

@@ -561,8 +561,9 @@ describe('packed chunks (decode workers lay batches out)', () => {
     // Batches of 320 rows: a slot size no earlier test parked an arena for.
     const p = pipeline({ ...plan('req', 2), batchSize: 320 }, { input: file });
     const kept = await collect(p);
-    expect(p.metrics().recycledPacks).toBe(0);
-    expect(kept.every((b) => !(b.dense.data.buffer instanceof SharedArrayBuffer))).toBe(true);
+    // Laid out in slots from the first read; only those of packs copied into a boundary batch
+    // come back. Every kept batch still reads as in a run without packing.
+    expect(kept.some((b) => b.dense.data.buffer instanceof SharedArrayBuffer)).toBe(true);
     expect(kept.map(arrays)).toEqual((await collect(pipeline({ ...plan('req', 2), batchSize: 320 }, { input: file, pack: false }))).map(arrays));
     // Releasing after the run ended is harmless.
     for (const b of kept) b.release!();
@@ -576,13 +577,11 @@ describe('packed chunks (decode workers lay batches out)', () => {
     const first = pipeline(shape, { input: file, decoders: 2 });
     for await (const b of first) b.release!();
     expect(first.metrics().recycledPacks).toBeGreaterThan(0);
-    // The second keeps its batches: it may use the parked free slots, but makes none and reuses
-    // none it holds, so every kept batch still reads as in a run without packing.
+    // The second keeps its batches: its first come in the parked free slots, and it reuses none
+    // it holds, so every kept batch still reads as in a run without packing.
     const second = pipeline(shape, { input: file, decoders: 2 });
     const kept = await collect(second);
-    const shared = kept.filter((b) => b.dense.data.buffer instanceof SharedArrayBuffer).length;
-    expect(shared, 'its first batches came in parked slots').toBeGreaterThan(0);
-    expect(shared).toBeLessThan(kept.length);
+    expect(second.metrics().recycledPacks, 'its first batches came in parked slots').toBeGreaterThan(0);
     expect(kept.map(arrays)).toEqual(want);
     // Released late, they go back to the arena, which the third run takes with them.
     for (const b of kept) b.release!();
