@@ -1,6 +1,6 @@
-import { hugePages } from '../util/huge-pages.js';
+import { hugeShared } from '../util/huge-pages.js';
 import type { BatchLayout } from './layout.js';
-import { align8 } from './pack.js';
+import { align8, type SlotMemory } from './pack.js';
 
 /**
  * Shared memory that decode workers lay batches out in, reused once the consumer releases a batch
@@ -32,12 +32,12 @@ import { align8 } from './pack.js';
  *
  * @example
  * const arena = new PackArena(packSlotBytes(layout, 8192));
- * const slots = arena.lend(13); // [[id, sab], ...] for one row group's packs
+ * const slots = arena.lend(13); // [[id, memory], ...] for one row group's packs
  * arena.hold(slots[0][0], pack); // pack 0 lies in slot 0
  * arena.give(slots[0][0]); // its batch was released
  */
 export class PackArena {
-  private readonly slots = new Map<number, SharedArrayBuffer>();
+  private readonly slots = new Map<number, SlotMemory>();
   private nextId = 0;
   private readonly free: number[] = [];
   /** Slots lent out (in a worker's hands, or holding a batch), each with its holder's token once it has one. */
@@ -88,18 +88,20 @@ export class PackArena {
     return this.out.size;
   }
 
-  /** Up to `n` slots to lay packs out in: free ones first, then new ones while under `maxSlots`. */
-  lend(n: number): Array<[number, SharedArrayBuffer]> {
-    const got: Array<[number, SharedArrayBuffer]> = [];
+  /**
+   * Up to `n` slots to lay packs out in: free ones first, then new ones while under `maxSlots`.
+   * A new slot starts on a 2 MiB boundary and takes 2 MiB pages where huge pages are on
+   * (`hugeShared`): a cold run's slots are fresh memory, and in 4 KiB pages each costs a fault.
+   */
+  lend(n: number): Array<[number, SlotMemory]> {
+    const got: Array<[number, SlotMemory]> = [];
     if (this.closed || this.parked) return got;
     while (got.length < n) {
       let id = this.free.pop();
       if (id !== undefined) this.reused++;
       else if (this.slots.size < this.maxSlots) {
         id = this.nextId++;
-        const slot = new SharedArrayBuffer(this.bytes);
-        hugePages(new Uint8Array(slot));
-        this.slots.set(id, slot);
+        this.slots.set(id, hugeShared(this.bytes));
       } else break;
       this.out.set(id, null);
       got.push([id, this.slots.get(id)!]);

@@ -3,12 +3,12 @@
 import { defineRelease } from '@sluice/ops';
 import type { Cursor } from './cursor.js';
 import type { BatchLayout } from './layout.js';
-import { mergePacks, packBytes, packInSlot, packRows } from './pack.js';
+import { mergePacks, packBytes, packInSlot, packRows, type SlotMemory } from './pack.js';
 import type { Batch, Pack, Segment } from './types.js';
 
 /** Slots of shared memory to lay batches out in, and where they go back (batch/arena.ts). */
 export interface SlotLender {
-  lend(n: number): Array<[number, SharedArrayBuffer]>;
+  lend(n: number): Array<[number, SlotMemory]>;
   give(id: number): void;
   /** Slot `id` lies in `holder`'s arrays: let it go if `holder` is collected first (PackArena.hold). */
   hold(id: number, holder: object): void;

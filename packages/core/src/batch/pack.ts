@@ -32,9 +32,18 @@ export function packBytes(p: Pack): number {
   );
 }
 
+/**
+ * A slot of a PackArena (batch/arena.ts): bytes of shared memory, 8-byte aligned, that a pack's
+ * arrays are laid out in (a view: the arena starts its slots on 2 MiB boundaries where it can).
+ */
+export type SlotMemory = Uint8Array<SharedArrayBuffer>;
+
 /** Whether every array of a pack lies in `slot`. */
-export function packInSlot(p: Pack, slot: SharedArrayBuffer): boolean {
-  return [p.dense, p.lengths, p.offsets, p.values, p.labels].every((a) => a === null || a.buffer === slot);
+export function packInSlot(p: Pack, slot: SlotMemory): boolean {
+  const end = slot.byteOffset + slot.byteLength;
+  return [p.dense, p.lengths, p.offsets, p.values, p.labels].every(
+    (a) => a === null || (a.buffer === slot.buffer && a.byteOffset >= slot.byteOffset && a.byteOffset + a.byteLength <= end),
+  );
 }
 
 /** Rows [from, to) of a source: a pack is laid out from one or more, in order. */
@@ -54,7 +63,7 @@ export interface PackSegment {
  * threads that take CPU from the decoders (see bench/README.md, "A noisy host", the TurboFan
  * item).
  */
-export function packRows(layout: BatchLayout, segments: readonly PackSegment[], slot?: SharedArrayBuffer, shared = false): Pack & { readonly inSlot: boolean } {
+export function packRows(layout: BatchLayout, segments: readonly PackSegment[], slot?: SlotMemory, shared = false): Pack & { readonly inSlot: boolean } {
   return packMany(layout, [segments], [slot], shared)[0]!;
 }
 
@@ -68,7 +77,7 @@ export function packRows(layout: BatchLayout, segments: readonly PackSegment[], 
 export function packMany(
   layout: BatchLayout,
   packs: ReadonlyArray<readonly PackSegment[]>,
-  slots: ReadonlyArray<SharedArrayBuffer | undefined>,
+  slots: ReadonlyArray<SlotMemory | undefined>,
   /** Arrays outside a slot in fresh shared memory, not ArrayBuffers (a part of a shuffled window: batch/window-ids.ts). */
   shared = false,
 ): Array<Pack & { readonly inSlot: boolean }> {
@@ -94,7 +103,7 @@ export function packMany(
     const mem = new SlotLayout(slot, shared);
     mems.push(mem);
     const data = mem.f32(rows * dim);
-    if (data.buffer === slot && layout.dense.some((f) => f.vector)) data.fill(0);
+    if (slot !== undefined && data.buffer === slot.buffer && layout.dense.some((f) => f.vector)) data.fill(0);
     dense.push(data);
     lengths.push(mem.i32(K * rows));
     offsets.push(mem.i32(K + 1).fill(0));
@@ -268,16 +277,16 @@ class SlotLayout {
   /** Whether any array went in the slot. */
   inSlot = false;
   constructor(
-    private readonly slot: SharedArrayBuffer | undefined,
+    private readonly slot: SlotMemory | undefined,
     private readonly shared: boolean,
   ) {}
   private take(bytes: number): { buffer: ArrayBufferLike; offset: number } {
     const slot = this.slot;
     if (slot !== undefined && this.at + bytes <= slot.byteLength) {
-      const offset = this.at;
+      const offset = slot.byteOffset + this.at;
       this.at = align8(this.at + bytes);
       this.inSlot = true;
-      return { buffer: slot, offset };
+      return { buffer: slot.buffer, offset };
     }
     const buffer = this.shared ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes);
     hugePages(new Uint8Array(buffer));
@@ -337,7 +346,7 @@ function rowStart(pack: Pack, k: number, row: number): number {
 export function mergePacks(
   layout: BatchLayout,
   parts: ReadonlyArray<{ readonly pack: Pack; readonly from: number; readonly to: number }>,
-  slot?: SharedArrayBuffer,
+  slot?: SlotMemory,
 ): Pack & { readonly inSlot: boolean } {
   // Plain loops, not callbacks: see the note above `packRows`.
   let rows = 0;

@@ -5,7 +5,7 @@
  * `reset`) get none.
  */
 import type { Column, ColumnType, OpChain } from '@sluice/ops';
-import type { BatchLayout, IdsPlan, Pack } from '../batch/index.js';
+import type { BatchLayout, IdsPlan, Pack, SlotMemory } from '../batch/index.js';
 import type { DerivedSpec } from './dict-ops.js';
 import type { FooterColumns, RowRange } from './parquet/index.js';
 import type { S3Access } from './s3/access.js';
@@ -53,7 +53,7 @@ export interface PackCuts {
   /** Pack i holds rows [cuts[i], cuts[i + 1]) of the read. */
   readonly cuts: readonly number[];
   /** Shared memory lent for the packs (PackArena): pack i goes in slots[i] when there is one and it fits. */
-  readonly slots?: ReadonlyArray<readonly [number, SharedArrayBuffer]>;
+  readonly slots?: ReadonlyArray<readonly [number, SlotMemory]>;
   /**
    * A shuffled window that is this one row group: its permutation, `permutation(rows, ...keys)`
    * (util/rng.ts), which the worker computes itself. Pack i then holds the read's rows p[cuts[i]],

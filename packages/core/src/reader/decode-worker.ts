@@ -15,7 +15,7 @@ import { readOffsetIndex } from 'hyparquet/src/indexes.js';
 import type { FileMetaData } from 'hyparquet/src/types.js';
 import type * as PW from 'parquet-wasm';
 import { chainFeature, runOps, type Column, type ColumnType, type KernelOverrides, type OpChainFeature, type PlanState } from '@sluice/ops';
-import { packMany, packRows, permutedSources, placeChunkIds, type Pack, type PackSource } from '../batch/index.js';
+import { packMany, packRows, permutedSources, placeChunkIds, type Pack, type PackSource, type SlotMemory } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
 import { isUrl } from '../util/url.js';
 import type {
@@ -368,7 +368,7 @@ function packChunks(
 }
 
 /** A pack as the reply carries it: the lent slot's number where its arrays are in that slot, else -1. */
-function workerPack(p: Pack & { readonly inSlot: boolean }, slot: readonly [number, SharedArrayBuffer] | undefined): WorkerPack {
+function workerPack(p: Pack & { readonly inSlot: boolean }, slot: readonly [number, SlotMemory] | undefined): WorkerPack {
   const { inSlot, ...pack } = p;
   return { ...pack, slot: inSlot ? slot![0] : -1 };
 }

@@ -3,7 +3,7 @@ import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import type { Column } from '@sluice/ops';
 import { DEFAULT_ARENA_BYTES, MAX_SLOT_BYTES, PackArena, packSlotBytes } from '../../src/batch/arena.js';
-import { mergePacks, packRows, type BatchLayout, type PackSource } from '../../src/batch/index.js';
+import { mergePacks, packRows, type BatchLayout, type PackSource, type SlotMemory } from '../../src/batch/index.js';
 
 /** The garbage collector, for the tests of slots whose holders are collected. */
 setFlagsFromString('--expose-gc');
@@ -23,7 +23,7 @@ describe('PackArena', () => {
     const a = new PackArena(64, 4);
     const got = a.lend(3);
     expect(got.map(([id]) => id)).toEqual([0, 1, 2]);
-    expect(got.every(([, sab]) => sab instanceof SharedArrayBuffer && sab.byteLength === 64)).toBe(true);
+    expect(got.every(([, slot]) => slot.buffer instanceof SharedArrayBuffer && slot.byteLength === 64)).toBe(true);
     expect(a.lent).toBe(3);
     expect(a.lend(3).length, 'bounded by maxSlots').toBe(1);
   });
@@ -47,7 +47,7 @@ describe('PackArena', () => {
 
   it('lets a slot go when its holder is collected without giving it back, and only then', async () => {
     const a = new PackArena(64, 3);
-    const [[kept], [dropped], [reLent]] = a.lend(3) as Array<[number, SharedArrayBuffer]>;
+    const [[kept], [dropped], [reLent]] = a.lend(3) as Array<[number, SlotMemory]>;
     const keeper = { batch: 'kept' };
     a.hold(kept!, keeper);
     a.hold(dropped!, { batch: 'dropped' });
@@ -55,13 +55,13 @@ describe('PackArena', () => {
     // holder's collection must not let the slot go.
     a.hold(reLent!, { batch: 'released' });
     a.give(reLent!);
-    const [[again]] = a.lend(1) as Array<[number, SharedArrayBuffer]>;
+    const [[again]] = a.lend(1) as Array<[number, SlotMemory]>;
     expect(again).toBe(reLent);
     a.hold(again!, keeper);
     expect(a.lend(1), 'all lent: none left').toEqual([]);
     await collectUntil(() => a.lent === 2);
     expect(a.size, 'only the dropped batch’s slot is no longer the arena’s').toBe(2);
-    const [[fresh]] = a.lend(1) as Array<[number, SharedArrayBuffer]>;
+    const [[fresh]] = a.lend(1) as Array<[number, SlotMemory]>;
     expect([kept, reLent, dropped], 'a new slot in its place').not.toContain(fresh);
     a.give(kept!);
     a.give(again!);
@@ -71,7 +71,7 @@ describe('PackArena', () => {
 
   it('stops lending once closed, and gives after that do nothing', () => {
     const a = new PackArena(64, 3);
-    const [[id]] = a.lend(1) as [[number, SharedArrayBuffer]];
+    const [[id]] = a.lend(1) as [[number, SlotMemory]];
     a.close();
     a.give(id);
     expect(a.lend(1)).toEqual([]);
@@ -105,14 +105,14 @@ describe('PackArena', () => {
 
   it('grows for a pack that did not fit: new slots that big and 1/8 more, outgrown ones let go', () => {
     const a = new PackArena(64, 4);
-    const [s0, s1] = a.lend(2) as Array<[number, SharedArrayBuffer]>;
+    const [s0, s1] = a.lend(2) as Array<[number, SlotMemory]>;
     a.give(s1![0]);
     a.grow(64);
     expect(a.slotBytes, 'a pack that fits: no change').toBe(64);
     a.grow(100);
     expect(a.slotBytes).toBe(120); // ceil(100 * 1.125) = 113, 8-aligned
     expect(a.size, 'the free small slot is let go at once').toBe(1);
-    const [n] = a.lend(1) as Array<[number, SharedArrayBuffer]>;
+    const [n] = a.lend(1) as Array<[number, SlotMemory]>;
     expect(n![1].byteLength).toBe(120);
     a.give(s0![0]);
     expect(a.size, 'the lent small slot is let go when given back').toBe(1);
@@ -141,7 +141,7 @@ describe('PackArena', () => {
   it('a grown arena is parked for the next take of the size first asked for', () => {
     const a = PackArena.take(96, 4);
     a.grow(1000);
-    const [[id]] = a.lend(1) as [[number, SharedArrayBuffer]];
+    const [[id]] = a.lend(1) as [[number, SlotMemory]];
     a.give(id);
     a.park();
     const b = PackArena.take(96, 4);
@@ -154,6 +154,22 @@ describe('PackArena', () => {
     expect(() => new PackArena(64, 0)).toThrow(/maxSlots/);
   });
 });
+
+/**
+ * A slot that held older bytes (`junk`), in the middle of a larger buffer as the arena's 2 MiB-
+ * aligned slots are: the bytes around it must stay as they are (`around`).
+ */
+function usedSlot(bytes: number, junk: number): SlotMemory {
+  const sab = new SharedArrayBuffer(bytes + 128);
+  new Uint8Array(sab).fill(junk);
+  return new Uint8Array(sab, 64, bytes);
+}
+
+/** Whether the bytes of `slot`'s buffer before and after it are all still `junk`. */
+function around(slot: SlotMemory, junk: number): boolean {
+  const all = new Uint8Array(slot.buffer);
+  return all.subarray(0, slot.byteOffset).every((b) => b === junk) && all.subarray(slot.byteOffset + slot.byteLength).every((b) => b === junk);
+}
 
 describe('packRows into a used slot', () => {
   // A vector dense feature (whose null rows are skipped), a sparse list key and int64 ids with
@@ -209,16 +225,16 @@ describe('packRows into a used slot', () => {
     expect(want.inSlot).toBe(false);
     // Sized as a pipeline sizes it (one value per key and row): the list key has more, so the
     // values array goes outside the slot while the others stay in it.
-    const slot = new SharedArrayBuffer(packSlotBytes(layout, 46));
-    new Uint8Array(slot).fill(0xa5);
+    const slot = usedSlot(packSlotBytes(layout, 46), 0xa5);
     const got = packRows(layout, segs, slot);
     expect(got.inSlot).toBe(true);
-    expect(got.dense.buffer).toBe(slot);
-    expect(got.values.buffer).not.toBe(slot);
-    const big = new SharedArrayBuffer(1 << 16);
-    new Uint8Array(big).fill(0xff);
+    expect(got.dense.buffer).toBe(slot.buffer);
+    expect(got.values.buffer).not.toBe(slot.buffer);
+    expect(around(slot, 0xa5), 'nothing written outside the slot').toBe(true);
+    const big = usedSlot(1 << 16, 0xff);
     const all = packRows(layout, segs, big);
-    expect(all.values.buffer).toBe(big);
+    expect(all.values.buffer).toBe(big.buffer);
+    expect(around(big, 0xff)).toBe(true);
     for (const p of [got, all]) {
       expect(Array.from(p.dense)).toEqual(Array.from(want.dense));
       expect(Array.from(p.lengths)).toEqual(Array.from(want.lengths));
@@ -253,10 +269,10 @@ describe('packRows into a used slot', () => {
     };
     const segs = [{ chunk: src, from: 2, to: 37 }];
     const want = packRows(lay, segs);
-    const slot = new SharedArrayBuffer(1 << 14);
-    new Uint8Array(slot).fill(0xff);
+    const slot = usedSlot(1 << 14, 0xff);
     const got = packRows(lay, segs, slot);
-    expect(got.values.buffer).toBe(slot);
+    expect(got.values.buffer).toBe(slot.buffer);
+    expect(around(slot, 0xff)).toBe(true);
     expect(Array.from(got.values)).toEqual(Array.from(want.values));
     expect(Array.from(got.lengths)).toEqual(Array.from(want.lengths));
     expect(Array.from(got.dense)).toEqual(Array.from(want.dense));
@@ -276,13 +292,13 @@ describe('packRows into a used slot', () => {
     const direct = packRows(layout, [{ chunk, from: 5, to: 42 }]);
     expect(Array.from(want.values)).toEqual(Array.from(direct.values));
     for (const bytes of [packSlotBytes(layout, 37), 1 << 16]) {
-      const slot = new SharedArrayBuffer(bytes);
-      new Uint8Array(slot).fill(0xa5);
+      const slot = usedSlot(bytes, 0xa5);
       const got = mergePacks(layout, parts, slot);
       expect(got.inSlot).toBe(true);
-      expect(got.dense.buffer).toBe(slot);
+      expect(got.dense.buffer).toBe(slot.buffer);
+      expect(around(slot, 0xa5)).toBe(true);
       // The list key has more than one value per row: at the pipeline's size the values do not fit.
-      expect(got.values.buffer === slot).toBe(bytes > packSlotBytes(layout, 37));
+      expect(got.values.buffer === slot.buffer).toBe(bytes > packSlotBytes(layout, 37));
       for (const k of ['dense', 'lengths', 'offsets', 'values', 'labels'] as const) {
         const list = (a: ArrayLike<number | bigint> | null): Array<number | bigint> => Array.from(a as ArrayLike<number | bigint>);
         expect(list(got[k]), k).toEqual(list(want[k]));
@@ -294,7 +310,7 @@ describe('packRows into a used slot', () => {
 
 describe('packRows of list columns with null lists', () => {
   const lay: BatchLayout = { dense: [], denseNames: [], dim: 0, sparseKeys: ['l'], label: false };
-  const pack = (c: Column, from: number, to: number, slot?: SharedArrayBuffer): bigint[] => {
+  const pack = (c: Column, from: number, to: number, slot?: SlotMemory): bigint[] => {
     const src: PackSource = { outputs: new Map([['l', c]]), label: null, locate: (row) => ({ row }) };
     return Array.from(packRows(lay, [{ chunk: src, from, to }], slot).values);
   };
@@ -306,7 +322,7 @@ describe('packRows of list columns with null lists', () => {
     const empty: Column = { type: 'list', offsets: Int32Array.from([0, 2, 2, 3, 3, 3, 6]), child: { type: 'int64', values, valid: null }, valid };
     expect(pack(empty, 0, 6)).toEqual([1n, 2n, 3n, 4n, 5n, 6n]);
     expect(pack(empty, 1, 5)).toEqual([3n]);
-    expect(pack(empty, 0, 6, new SharedArrayBuffer(1 << 12))).toEqual([1n, 2n, 3n, 4n, 5n, 6n]);
+    expect(pack(empty, 0, 6, usedSlot(1 << 12, 0x5a))).toEqual([1n, 2n, 3n, 4n, 5n, 6n]);
     // The same lists where the null rows hold elements (Arrow allows it; the ids must not show).
     const holding: Column = {
       type: 'list',

@@ -112,11 +112,7 @@ describe('permutedSources', () => {
     // Laid out together, key by key across the chunks (as the decode worker does), each pack is
     // the one packRows makes alone: in fresh memory, and in slots that hold older bytes.
     const alone = got.map((c, i) => packRows(layout, [{ chunk: c, from: 0, to: cuts[i + 1]! - cuts[i]! }]));
-    const slots = got.map(() => {
-      const slot = new SharedArrayBuffer(1 << 16);
-      new Uint8Array(slot).fill(0xa5);
-      return slot;
-    });
+    const slots = got.map(() => new Uint8Array(new SharedArrayBuffer(1 << 16)).fill(0xa5));
     for (const within of [got.map(() => undefined), slots]) {
       const together = packMany(
         layout,

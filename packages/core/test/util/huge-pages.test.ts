@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { describe, expect, it, vi } from 'vitest';
-import { HUGE_MIN_BYTES, hugePages, hugePagesOn, thpMode } from '../../src/util/huge-pages.js';
+import { HUGE_MIN_BYTES, hugePages, hugePagesOn, hugeShared, thpMode } from '../../src/util/huge-pages.js';
 
 /** kB of AnonHugePages in the mappings that overlap [start, end) of this process's memory. */
 function anonHugeKb(start: bigint, end: bigint): number {
@@ -54,6 +54,24 @@ describe('hugePages', () => {
     // The 2 MiB-aligned interior: at least 60 of the 64 MiB.
     expect(advised.kb).toBeGreaterThanOrEqual(60 << 10);
     expect(plain.kb).toBe(0);
+  });
+
+  it('hugeShared: zeroed shared memory on a 2 MiB boundary, all of it in 2 MiB pages once written', (ctx) => {
+    const small = hugeShared(1000);
+    expect([small.byteOffset, small.byteLength, small.buffer instanceof SharedArrayBuffer]).toEqual([0, 1000, true]);
+    if (!hugePagesOn()) ctx.skip();
+    // 5 MiB and a bit: an array only advised would have its first and last partial 2 MiB in small pages.
+    const bytes = (5 << 20) + 4096;
+    const slot = hugeShared(bytes);
+    expect(slot.byteLength).toBe(bytes);
+    expect(slot.buffer instanceof SharedArrayBuffer).toBe(true);
+    const koffi = createRequire(import.meta.url)('koffi') as { address(v: unknown): bigint };
+    const at = koffi.address(slot);
+    expect(at % (2n << 20n), 'starts on a 2 MiB boundary').toBe(0n);
+    expect(slot.every((b) => b === 0)).toBe(true);
+    for (let i = 0; i < bytes; i += 4096) slot[i] = 7;
+    // Whole 2 MiB pages: the 5 MiB and 4 KiB written lie in three of them.
+    expect(anonHugeKb(at, at + BigInt(bytes))).toBeGreaterThanOrEqual(6 << 10);
   });
 
   it('does nothing with SLUICE_HUGE_PAGES=0', async () => {
