@@ -215,14 +215,24 @@ export function packMany(
  * indices (4 bytes a row, 400 KB for 100k rows) stay in the L2 cache while the permutation reads
  * them at random, and each chunk's indices come out contiguous. Per chunk, the random reads of
  * each column would miss the cache about every time (bench/README.md, "Shuffled reads").
+ *
+ * `scratch(n)`, when given, is where the permuted indices go (n int32s for all of them): memory
+ * the caller reuses for every row group, which must be laid out before the next call.
  */
-export function permutedSources(src: PackSource, rows: Int32Array, cuts: readonly number[]): PackSource[] {
+export function permutedSources(src: PackSource, rows: Int32Array, cuts: readonly number[], scratch?: (n: number) => Int32Array): PackSource[] {
   const c0 = cuts[0]!;
   const len = cuts[cuts.length - 1]! - c0;
   const order = rows.subarray(c0, c0 + len);
   // Features that share a derived column share its row indices: permute each array once.
+  const distinct = new Set<Int32Array>();
+  for (const ix of (src.indexed ?? new Map()).values()) distinct.add(ix.idx);
+  const into = scratch?.(distinct.size * len);
   const permuted = new Map<Int32Array, Int32Array>();
-  for (const ix of (src.indexed ?? new Map()).values()) if (!permuted.has(ix.idx)) permuted.set(ix.idx, gatherInt32(ix.idx, order));
+  let at = 0;
+  for (const idx of distinct) {
+    permuted.set(idx, gatherInt32(idx, order, into?.subarray(at, at + len) ?? new Int32Array(len)));
+    at += len;
+  }
   const out: PackSource[] = [];
   for (let i = 0; i + 1 < cuts.length; i++) {
     const from = cuts[i]! - c0;
@@ -240,8 +250,8 @@ export function permutedSources(src: PackSource, rows: Int32Array, cuts: readonl
   return out;
 }
 
-function gatherInt32(a: Int32Array, sel: Int32Array): Int32Array {
-  const out = new Int32Array(sel.length);
+/** out[i] = a[sel[i]] (`out` as long as `sel`). */
+function gatherInt32(a: Int32Array, sel: Int32Array, out: Int32Array): Int32Array {
   for (let i = 0; i < sel.length; i++) out[i] = a[sel[i]!]!;
   return out;
 }

@@ -16,6 +16,7 @@ import type { FileMetaData } from 'hyparquet/src/types.js';
 import type * as PW from 'parquet-wasm';
 import { chainFeature, runOps, type Column, type ColumnType, type KernelOverrides, type OpChainFeature, type PlanState } from '@sluice/ops';
 import { packMany, packRows, permutedSources, placeChunkIds, type Pack, type PackSource, type SlotMemory } from '../batch/index.js';
+import { hugePages } from '../util/huge-pages.js';
 import { permutation } from '../util/rng.js';
 import { isUrl } from '../util/url.js';
 import type {
@@ -349,7 +350,7 @@ function packChunks(
   // dictionary at random). Pack i goes in lent slot i when there is one (shared memory the main
   // thread recycles).
   if (pack.permute !== undefined) {
-    const permuted = permutedSources(chunk, permutation(pack.permute.rows, ...pack.permute.keys), pack.cuts);
+    const permuted = permutedSources(chunk, permutation(pack.permute.rows, ...pack.permute.keys), pack.cuts, permuteScratch);
     const laid = packMany(
       pack.layout,
       permuted.map((c, i) => [{ chunk: c, from: 0, to: pack.cuts[i + 1]! - pack.cuts[i]! }]),
@@ -365,6 +366,16 @@ function packChunks(
     packs.push(workerPack(packRows(pack.layout, [{ chunk, from: pack.cuts[i]!, to: pack.cuts[i + 1]! }], slot?.[1], pack.shared === true), slot));
   }
   return packs;
+}
+
+/**
+ * Where a shuffled row group's permuted row indices go (`permutedSources`): one grow-only region,
+ * as they are laid out before the next row group's.
+ */
+let permuteSpace = new Int32Array(0);
+function permuteScratch(n: number): Int32Array {
+  if (permuteSpace.length < n) permuteSpace = hugePages(new Int32Array(n));
+  return permuteSpace.subarray(0, n);
 }
 
 /** A pack as the reply carries it: the lent slot's number where its arrays are in that slot, else -1. */
