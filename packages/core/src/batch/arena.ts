@@ -13,13 +13,16 @@ import { align8, type SlotMemory } from './pack.js';
  * batch, and returns to the free list when the consumer calls `release()`.
  *
  * Slots are lent from the first read, made on demand up to `maxSlots`; past that, and for a pack
- * that does not fit a slot, the worker allocates fresh memory. Each pack or batch laid out in a
- * slot is its `hold`er: one dropped without `release()` is garbage collected, and the arena then
- * lets its slot go too (a FinalizationRegistry), so a consumer that never releases gets a new slot
- * per batch, as fresh arrays before, and the arena keeps no memory for it. (Lending only after the
+ * that does not fit a slot, the worker allocates fresh memory. (Lending only after the consumer's
  * first release, as the arena once did, left the first reads of every process in fresh memory:
- * ~20% of a 1M-row RM1 run's time went to their page faults and GCs; bench/README.md, "Slots from
- * the first read".)
+ * ~20% of a 1M-row RM1 run's time went to their page faults and GCs; bench/README.md, "A cold
+ * process's memory".) Each pack or batch laid out in a slot is its `hold`er: one dropped without
+ * `release()` is garbage collected, and the arena then lets its slot go (a FinalizationRegistry).
+ * Until the consumer releases a batch (`releasing`), the arena makes no more than `maxSlots` slots
+ * in all: shared memory does not count toward V8's external-memory budget, so the dropped batches
+ * of a consumer that never releases would not start the collections that free their slots, and
+ * new slots in their place would pile up (1 GB streaming 10M RM1 rows). Such a consumer gets fresh
+ * arrays past its first `maxSlots` batches, as before.
  *
  * Growing: a slot first holds one sparse value per key and row (`packSlotBytes`), which list
  * features outgrow. A pack that did not fit makes the arena `grow`: later slots are that big (with
@@ -48,6 +51,10 @@ export class PackArena {
   private unpark: (() => void) | null = null;
   /** Slots handed out again after a release (the memory saved from allocation). */
   reused = 0;
+  /** Whether the consumer has released a batch (`releasing`); until then at most `maxSlots` slots are made. */
+  private consumerReleases = false;
+  /** Slots made since this arena was made or taken. */
+  private made = 0;
   /** Lets a slot go when its holder is collected before the slot was given back. */
   private readonly holders = new FinalizationRegistry<{ readonly id: number; readonly token: object }>(({ id, token }) => this.drop(id, token));
 
@@ -99,14 +106,20 @@ export class PackArena {
     while (got.length < n) {
       let id = this.free.pop();
       if (id !== undefined) this.reused++;
-      else if (this.slots.size < this.maxSlots) {
+      else if (this.slots.size < this.maxSlots && (this.consumerReleases || this.made < this.maxSlots)) {
         id = this.nextId++;
+        this.made++;
         this.slots.set(id, hugeShared(this.bytes));
       } else break;
       this.out.set(id, null);
       got.push([id, this.slots.get(id)!]);
     }
     return got;
+  }
+
+  /** The consumer released a batch: slots that dropped batches let go may be made anew. */
+  releasing(): void {
+    this.consumerReleases = true;
   }
 
   /**
@@ -203,6 +216,8 @@ export class PackArena {
       a.unpark = null;
       a.parked = false;
       a.reused = 0;
+      a.made = 0;
+      a.consumerReleases = false;
       return a;
     }
     return new PackArena(slotBytes, maxSlots);

@@ -12,6 +12,8 @@ export interface SlotLender {
   give(id: number): void;
   /** Slot `id` lies in `holder`'s arrays: let it go if `holder` is collected first (PackArena.hold). */
   hold(id: number, holder: object): void;
+  /** The consumer released a batch (PackArena.releasing). */
+  releasing(): void;
   /** A pack of `bytes` did not fit the slot it was lent (PackArena.grow). */
   grow?(bytes: number): void;
 }
@@ -71,6 +73,7 @@ export function assembleBatch(layout: BatchLayout, segments: readonly Segment[],
   // Dropped without release, the batch lets its own slot go (a whole pack's is its pack's).
   if (own >= 0) arena!.hold(own, batch);
   return defineRelease(batch, () => {
+    arena?.releasing();
     from?.release!();
     if (own >= 0) arena!.give(own);
   });

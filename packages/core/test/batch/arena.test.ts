@@ -61,12 +61,25 @@ describe('PackArena', () => {
     expect(a.lend(1), 'all lent: none left').toEqual([]);
     await collectUntil(() => a.lent === 2);
     expect(a.size, 'only the dropped batch’s slot is no longer the arena’s').toBe(2);
+    a.releasing();
     const [[fresh]] = a.lend(1) as Array<[number, SlotMemory]>;
     expect([kept, reLent, dropped], 'a new slot in its place').not.toContain(fresh);
     a.give(kept!);
     a.give(again!);
     expect(a.lent).toBe(1);
     expect(keeper.batch).toBe('kept');
+  });
+
+  it('makes no more than maxSlots slots until the consumer releases a batch, then makes new ones for dropped ones', async () => {
+    const a = new PackArena(64, 2);
+    for (const [id] of a.lend(2)) a.hold(id, { batch: id });
+    // Both holders dropped unreleased: the slots go, but none are made in their place (the
+    // consumer may never release, and its dropped slots would not start a collection).
+    await collectUntil(() => a.lent === 0);
+    expect(a.size).toBe(0);
+    expect(a.lend(1), 'nothing made before a release').toEqual([]);
+    a.releasing();
+    expect(a.lend(3).length, 'new slots once the consumer releases, up to maxSlots').toBe(2);
   });
 
   it('stops lending once closed, and gives after that do nothing', () => {
@@ -90,6 +103,7 @@ describe('PackArena', () => {
     const b = PackArena.take(72, 4);
     expect(b).toBe(a);
     expect(b.reused).toBe(0);
+    // Its count of slots made starts again for the new consumer.
     const lent = b.lend(5);
     expect(lent.length, 'the three free slots, then one new one up to maxSlots').toBe(4);
     expect(b.reused).toBe(3);
