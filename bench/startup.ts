@@ -13,8 +13,10 @@
  * HTTP stack, the backends, core's pipeline layers): none are expected.
  *
  * `--compare DIR` times each command of another build too (DIR/bin/sluice.js, e.g. a copy of
- * packages/core's bin/, dist/ and package.json made before a change, placed inside this checkout so
- * that it resolves the same node_modules), in the same rounds.
+ * packages/core's bin/, dist/, assets/, build/ and package.json made before a change, placed
+ * beside packages/core, say packages/core-before/, so that it resolves the same node_modules and
+ * finds the backends' files where the bundle looks for them, at ../../backend-*), in the same
+ * rounds. The bundle finds its own files from where it lies, its decode worker included.
  *
  *   npm run bench:startup [-- --runs 20 --compare DIR --json]
  */

@@ -7,14 +7,15 @@
  *
  * What the bundle must keep as the unbundled build has it:
  * - Every `import.meta.url` still names the module's own file under dist/, so the URLs built from
- *   it (assets, package.json, worker scripts, createRequire) find the same files.
+ *   it (assets, package.json, worker scripts, createRequire) find the same files. It is computed
+ *   from the bundle's own location, so a dist/ moved or installed elsewhere finds its own files.
  * - One copy of each module: the backends are bundled with core (their `@sluice/core` imports
  *   resolve to the same dist files), and the registry imports them from the bundle by name.
  * - Packages with native or wasm parts, or that find files beside themselves, stay external.
  */
 import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { dirname, join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 
 const CORE = fileURLToPath(new URL('..', import.meta.url));
@@ -74,7 +75,11 @@ const ownModules = {
       if (file === join(DIST, 'reader', 'decoder-pool.js')) {
         text = replaceOnce(text, "'../../dist/reader/decode-worker.js'", "'../../dist/bundle/decode-worker.js'", file);
       }
-      if (text.includes('import.meta.url')) text = text.replaceAll('import.meta.url', JSON.stringify(pathToFileURL(file).href));
+      // Relative to the bundle's own dist/ (the banner's __sluiceDist), not the absolute path of
+      // the build: a dist/ run from elsewhere (an installed copy, a build kept for an A/B) must
+      // find its own files, its own decode worker included.
+      if (text.includes('import.meta.url'))
+        text = text.replaceAll('import.meta.url', `new URL(${JSON.stringify(relative(DIST, file).split(sep).join('/'))}, __sluiceDist).href`);
       return { contents: text, loader: 'js', resolveDir: dirname(file) };
     });
   },
@@ -99,8 +104,11 @@ const COMMON = {
   legalComments: 'none',
   absWorkingDir: ROOT,
   metafile: true,
-  // CommonJS packages inlined in an ES module call require() for Node's built-ins.
-  banner: { js: "import { createRequire as __sluiceRequire } from 'node:module'; const require = __sluiceRequire(import.meta.url);" },
+  // CommonJS packages inlined in an ES module call require() for Node's built-ins. __sluiceDist:
+  // the dist/ folder this output lies in (outputs are dist/bundle/*.js and dist/bundle/chunks/*.js).
+  banner: {
+    js: "import { createRequire as __sluiceRequire } from 'node:module'; const require = __sluiceRequire(import.meta.url); const __sluiceDist = new URL(/\\/bundle\\/chunks\\/[^/]*$/.test(import.meta.url) ? '../../' : '../', import.meta.url);",
+  },
 };
 
 rmSync(OUT, { recursive: true, force: true });
