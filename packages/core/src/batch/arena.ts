@@ -127,7 +127,8 @@ export class PackArena {
    * first (a batch dropped without `release()`), the arena lets the slot go.
    */
   hold(id: number, holder: object): void {
-    if (!this.out.has(id) || this.out.get(id) !== null) return;
+    // Only a lent slot without a holder yet (get: undefined when not lent).
+    if (this.out.get(id) !== null) return;
     const token = {};
     this.out.set(id, token);
     this.holders.register(holder, { id, token }, token);

@@ -8,7 +8,7 @@ import { isS3Url } from './s3/url.js';
 import { workerExecArgv } from '../util/worker-argv.js';
 import type { RowRange } from './parquet/index.js';
 import { footerTypes, ipcTypes, type FileTypes } from './file-types.js';
-import { packBytes, packInSlot, type IdsPlan, type Pack, type PackArena } from '../batch/index.js';
+import { packBytes, type IdsPlan, type Pack, type PackArena } from '../batch/index.js';
 import type {
   DecodeReply,
   DecodeRequest,
@@ -411,8 +411,11 @@ export class DecoderPool {
               const slot = p.slot;
               if (slot >= 0) used.add(slot);
               // A pack that outgrew the slot lent for it (list features): later slots hold such packs.
+              // By size: the pack's arrays came back over another object of the slot's memory
+              // (postMessage makes a new SharedArrayBuffer object), so packInSlot cannot tell here.
               const lent = slots[i];
-              if (lent !== undefined && !packInSlot(p, lent[1])) arena.grow(packBytes(p));
+              const bytes = packBytes(p);
+              if (lent !== undefined && bytes > lent[1].byteLength) arena.grow(bytes);
               let given = slot < 0;
               const release = (): void => {
                 if (given) return;
