@@ -38,7 +38,9 @@ import {
   gatherIndexedList,
   releaseIndexed,
   type IndexedColumn,
+  isListColumn,
   type IndexedList,
+  type ListDerived,
 } from './dict-ops.js';
 import { checkChunks, decodeFlatRowGroup, FileRefusal, footerColumns, pageChecks, readFooter, Refusal, repairedFooter, type ReadAt } from './parquet/index.js';
 import { pageZstd } from './zstd.js';
@@ -242,7 +244,7 @@ function readDirect(msg: ReadInline, fast: KernelOverrides | null, remote?: { md
     const listed =
       lists.length > 0
         ? decodeListDerivedIndexed(md, msg.rowGroup, lists, types, readAt, zstd, applyNamedPerValue.bind(null, runs, fast), keptOf.bind(null, runs))
-        : new Map<string, IndexedList>();
+        : new Map<string, ListDerived>();
     // Raw columns: the ones asked for, and the inputs of derived columns not computed above.
     const raw = new Set(msg.columns);
     for (const d of derived) if (!indexed.has(d.name) && !listed.has(d.name)) raw.add(d.input);
@@ -306,7 +308,7 @@ function packChunks(
   pack: PackShape & PackCuts,
   columns: ReadonlyMap<string, Column>,
   indexed: ReadonlyMap<string, IndexedColumn>,
-  listed: ReadonlyMap<string, IndexedList>,
+  listed: ReadonlyMap<string, ListDerived>,
 ): WorkerPack[] | null {
   const byName = columns;
   const outputs = new Map<string, Column>();
@@ -320,9 +322,10 @@ function packChunks(
       continue;
     }
     const l = listed.get(column);
-    // A sparse key's ids go from the indices into the pack; a dense feature gets the list column.
+    // A sparse key's ids go from the indices into the pack; a dense feature gets the list column,
+    // as does a list computed as its column.
     if (l !== undefined) {
-      if (sparse.has(feature)) listsByFeature.set(feature, l);
+      if (sparse.has(feature) && !isListColumn(l)) listsByFeature.set(feature, l);
       else outputs.set(feature, gatherIndexedList(l));
       continue;
     }

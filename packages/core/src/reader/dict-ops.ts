@@ -16,10 +16,10 @@ import { DictShare, type Shared } from './dict-share.js';
 import { decodeChunkInto, rowsOf, type RowRange } from './parquet/chunk.js';
 import { dictColumn } from './parquet/dictionary.js';
 import { decodeListInto } from './parquet/list.js';
-import { inScratch, type PlainColumn } from './parquet/plain.js';
+import { cutLists, inScratch, type PlainColumn } from './parquet/plain.js';
 import type { ReadAt, Zstd } from './parquet/page.js';
 import { readable, readableList } from './parquet/schema.js';
-import { gather, newArray, NotAllDictionary } from './parquet/values.js';
+import { count, gather, newArray, NotAllDictionary } from './parquet/values.js';
 
 /** A column computed from an input column by a chain of per-value ops (see plan/pushdown.ts). */
 export interface DerivedSpec {
@@ -54,6 +54,16 @@ export interface IndexedColumn {
 export interface IndexedList extends IndexedListSource {
   readonly dict: NumericColumn;
 }
+
+/**
+ * A list feature as the reader computes it: indexed, or, for a chunk without a dictionary or a
+ * null element (DuckDB's), the list column itself: its lists cut to their kept elements first and
+ * the ops run on those, so neither indices nor a gather are made (`cutPlain`).
+ */
+export type ListDerived = IndexedList | ListColumn;
+
+/** Whether a list feature was computed as its list column. */
+export const isListColumn = (l: ListDerived): l is ListColumn => 'child' in l;
 
 /**
  * Applies per-value op chains to dictionary-encoded columns once per dictionary entry, then
@@ -145,10 +155,29 @@ export function decodeListDerivedIndexed(
   zstd: Zstd,
   apply: Apply,
   keep: (name: string) => number,
-): Map<string, IndexedList> {
-  const out = new Map<string, IndexedList>();
-  eachOnDictionary(md, rowGroup, derived, decodeIndexedList.bind(null, md, types, readAt, zstd), apply, setIndexedList.bind(null, out, keep));
+): Map<string, ListDerived> {
+  const out = new Map<string, ListDerived>();
+  eachOnDictionary(
+    md,
+    rowGroup,
+    derived,
+    decodeIndexedList.bind(null, md, types, readAt, zstd),
+    apply,
+    setIndexedList.bind(null, out, keep),
+    undefined,
+    cutPlain.bind(null, keep),
+  );
   return out;
+}
+
+/** A list input decoded in indices mode (`idx` null: each element is its own PLAIN value, list.ts), and its lists' cuts by `keep`, as made. */
+interface DecodedList {
+  readonly offsets: Int32Array;
+  readonly valid: Uint8Array | null;
+  readonly idx: Int32Array | null;
+  readonly dict: Column;
+  readonly plain: PlainColumn | null;
+  readonly cuts: Map<number, Int32Array>;
 }
 
 /** decodeListDerivedIndexed's `decode`. */
@@ -160,22 +189,47 @@ function decodeIndexedList(
   input: string,
   rg: FileMetaData['row_groups'][number],
   rows: number,
-): { offsets: Int32Array; valid: Uint8Array | null; idx: Int32Array; dict: Column; plain: PlainColumn | null } | null {
+): DecodedList | null {
   const l = readableList(md, rg, input, types);
   if (l === null) return null;
   const r = decodeListInto(l, rows, readAt, zstd, true, true);
-  return { offsets: r.offsets, valid: r.valid, idx: r.idx!, dict: dictColumn(r.dict!), plain: r.plain ?? null };
+  return { offsets: r.offsets, valid: r.valid, idx: r.idx, dict: dictColumn(r.dict!), plain: r.plain ?? null, cuts: new Map() };
+}
+
+/** The lists of `src` cut to their first `x` elements: their offsets (`src.offsets` when none is longer). */
+function cutOf(src: DecodedList, x: number): Int32Array {
+  let cut = src.cuts.get(x);
+  if (cut === undefined) {
+    cut = firstOffsets(src.offsets, x) ?? src.offsets;
+    src.cuts.set(x, cut);
+  }
+  return cut;
+}
+
+/**
+ * decodeListDerivedIndexed's PLAIN values for feature `d`: a chunk without indices (`idx` null)
+ * has its lists cut to the elements `d` keeps first, so that its ops run on those alone and their
+ * results are the list column's values as they come.
+ */
+function cutPlain(keep: (name: string) => number, d: DerivedSpec, src: DecodedList): PlainColumn | null {
+  const plain = src.plain;
+  if (src.idx !== null || plain === null || plain.column === null) return plain;
+  const cut = cutOf(src, keep(d.name));
+  return cut === src.offsets ? plain : { ...plain, column: cutLists(plain.column, src.offsets, cut) };
 }
 
 /** decodeListDerivedIndexed's `use`. */
-function setIndexedList(
-  out: Map<string, IndexedList>,
-  keep: (name: string) => number,
-  d: DerivedSpec,
-  src: { readonly offsets: Int32Array; readonly valid: Uint8Array | null; readonly idx: Int32Array },
-  res: NumericColumn,
-): void {
-  out.set(d.name, { dict: res, idx: src.idx, offsets: src.offsets, valid: src.valid, keep: keep(d.name) });
+function setIndexedList(out: Map<string, ListDerived>, keep: (name: string) => number, d: DerivedSpec, src: DecodedList, res: NumericColumn): void {
+  if (src.idx !== null) {
+    out.set(d.name, { dict: res, idx: src.idx, offsets: src.offsets, valid: src.valid, keep: keep(d.name) });
+    return;
+  }
+  // Computed on the kept elements (`cutPlain`): their results then a null slot, or just theirs.
+  const offsets = cutOf(src, keep(d.name));
+  const n = offsets[offsets.length - 1]!;
+  const values = res.values.length === n ? res.values : res.values.subarray(0, n);
+  const valid = res.valid === null || count(res.valid, 0, n) === n ? null : res.valid.subarray(0, n);
+  out.set(d.name, { type: 'list', offsets, child: { type: res.type, values, valid } as NumericColumn, valid: src.valid });
 }
 
 /**
@@ -197,6 +251,7 @@ function eachOnDictionary<S extends { readonly dict: Column | null; readonly pla
   apply: Apply,
   use: (d: DerivedSpec, src: S, res: NumericColumn) => void,
   share?: { readonly view: DictShare; readonly reverse: boolean },
+  plainOf: (d: DerivedSpec, src: S) => PlainColumn | null = plainAsRead,
 ): void {
   const rg = md.row_groups[rowGroup];
   if (rg === undefined) return;
@@ -233,7 +288,7 @@ function eachOnDictionary<S extends { readonly dict: Column | null; readonly pla
       for (let k = 0; k < members.length; k++) {
         if (known[k] === 'failed') continue;
         const d = derived[members[k]!]!;
-        const res = withPlain(apply, d.name, known[k] as NumericColumn, src.plain);
+        const res = withPlain(apply, d.name, known[k] as NumericColumn, plainOf(d, src));
         if (res !== null) use(d, src, res);
       }
       continue;
@@ -268,11 +323,14 @@ function eachOnDictionary<S extends { readonly dict: Column | null; readonly pla
         }
         if (onDict === null) continue;
       }
-      const res = withPlain(apply, d.name, onDict, src.plain);
+      const res = withPlain(apply, d.name, onDict, plainOf(d, src));
       if (res !== null) use(d, src, res);
     }
   }
 }
+
+/** eachOnDictionary's PLAIN values for every derived column of an input: the chunk's, as read. */
+const plainAsRead = (_: DerivedSpec, src: { readonly plain: PlainColumn | null }): PlainColumn | null => src.plain;
 
 /** `apply(name, input)` when it succeeds with a numeric column, else null (the caller reads the input raw). */
 function tryApply(apply: Apply, name: string, input: Column, from = 0): NumericColumn | null {
@@ -378,18 +436,26 @@ export function gatherIndexed(d: IndexedColumn): Column {
   return gatherRows(d.dict, d.idx)!;
 }
 
-/** An indexed list as a list column: each list cut to its first `keep` elements, then gathered. */
-export function gatherIndexedList(l: IndexedList): ListColumn {
+/** A list feature as a list column: an indexed one's lists cut to their first `keep` elements, then gathered. */
+export function gatherIndexedList(l: ListDerived): ListColumn {
+  if (isListColumn(l)) return l;
   const { offsets, idx } = firstOf(l.offsets, l.idx, l.keep);
   return { type: 'list', offsets, child: gatherRows(l.dict, idx) as NumericColumn, valid: l.valid };
+}
+
+/** The offsets of lists `offsets` cut to their first x elements, or null when none is longer. */
+function firstOffsets(offsets: Int32Array, x: number): Int32Array | null {
+  const rows = offsets.length - 1;
+  const out = new Int32Array(rows + 1);
+  for (let i = 0; i < rows; i++) out[i + 1] = out[i]! + Math.min(x, offsets[i + 1]! - offsets[i]!);
+  return out[rows] === offsets[rows] ? null : out;
 }
 
 /** Each list cut to its first x elements: new offsets and the kept elements' indices (the inputs themselves when nothing is cut). Core's firstX, without its intermediate index. */
 function firstOf(offsets: Int32Array, idx: Int32Array, x: number): { offsets: Int32Array; idx: Int32Array } {
   const rows = offsets.length - 1;
-  const out = new Int32Array(rows + 1);
-  for (let i = 0; i < rows; i++) out[i + 1] = out[i]! + Math.min(x, offsets[i + 1]! - offsets[i]!);
-  if (out[rows] === offsets[rows]) return { offsets, idx };
+  const out = firstOffsets(offsets, x);
+  if (out === null) return { offsets, idx };
   const kept = new Int32Array(out[rows]!);
   for (let i = 0, k = 0; i < rows; i++) {
     for (let j = offsets[i]!, end = j + out[i + 1]! - out[i]!; j < end; j++) kept[k++] = idx[j]!;

@@ -233,3 +233,94 @@ it('keeps a chunk’s results once the next chunk is decoded, where the chain le
   const all = decodeFlatRowGroup(md, 0, ['C', 'B'], types, readAt, zstd).columns;
   for (const d of only) expect(kept[0]!.get(d.name), d.name).toEqual(apply(d.name, all.get(d.input)!, 0));
 });
+
+// ---- list features cut by firstX: a chunk without a dictionary computes them as list columns ----
+
+/** Lists of up to 8 ids (so firstX cuts some), and lists with null elements. */
+const listSource = writeParquet(
+  join(dir, 'lists.parquet'),
+  {
+    L: listI64(ids.map((i) => (i % 23 === 0 ? null : Array.from({ length: i % 9 }, (_, j) => BigInt(i * 131 + j * 7) - 50n)))),
+    N: listI64(ids.map((i) => (i % 19 === 0 ? null : (Array.from({ length: i % 5 }, (_, j) => ((i + j) % 7 === 3 ? null : BigInt(i * 17 + j))) as bigint[])))),
+  },
+  1000,
+);
+const listTypes = new Map<string, ColumnType>([
+  ['L', { kind: 'list', child: 'int64' }],
+  ['N', { kind: 'list', child: 'int64' }],
+]);
+/** Each feature's per-value ops (what the decode worker applies to elements) and the firstX it keeps. */
+const CUTS: Array<{ name: string; input: string; perValue: Array<{ op: string } & Record<string, unknown>>; keep: number }> = [
+  {
+    name: 'cut3',
+    input: 'L',
+    perValue: [
+      { op: 'clamp', min: 0, max: 400000 },
+      { op: 'sigridHash', salt: 1, max: 5000 },
+    ],
+    keep: 3,
+  },
+  { name: 'cut5', input: 'L', perValue: [{ op: 'modulus', m: 1000 }], keep: 5 },
+  { name: 'whole', input: 'L', perValue: [{ op: 'sigridHash', salt: 2, max: 777 }], keep: Infinity },
+  // A chain whose kernel hands back its input: the cut values, in scratch memory.
+  { name: 'fill4', input: 'L', perValue: [{ op: 'fillNull', value: 1 }], keep: 4 },
+  {
+    name: 'nulls2',
+    input: 'N',
+    perValue: [
+      { op: 'fillNull', value: 9 },
+      { op: 'sigridHash', salt: 3, max: 1000 },
+    ],
+    keep: 2,
+  },
+];
+const perValue = new Map(CUTS.map((d) => [d.name, chainFeature(d.name, d.input, chain(d.perValue))]));
+/** The whole chain as the pipeline runs it: firstX first. */
+const whole = new Map(
+  CUTS.map((d) => [d.name, chainFeature(d.name, d.input, chain([...(d.keep === Infinity ? [] : [{ op: 'firstX', x: d.keep }]), ...d.perValue]))]),
+);
+const applyPerValue = (name: string, col: Column, from: number): Column => {
+  const f = perValue.get(name)!;
+  return runOps(f, col, from, f.ops.length, NONE, NONE, NONE);
+};
+const applyWhole = (name: string, col: Column): Column => {
+  const f = whole.get(name)!;
+  return runOps(f, col, 0, f.ops.length, NONE, NONE, NONE);
+};
+const keepOf = (name: string): number => CUTS.find((d) => d.name === name)!.keep;
+
+describe.each([
+  ['DuckDB (PLAIN throughout)', 'duckdb'],
+  ['Arrow with a small dictionary (dictionary, then PLAIN)', 'mixed'],
+])('list features cut by firstX, of chunks written by %s', (_, writer) => {
+  it('are firstX then the reference kernels on the lists read as values, and stay so once the next row group is decoded', async () => {
+    const file =
+      writer === 'duckdb'
+        ? await writeDuckdb(listSource, join(dir, 'lists-duck.parquet'))
+        : writeArrowMixed(listSource, join(dir, 'lists-mixed.parquet'), { rowGroupRows: 1000 });
+    const enc = pageEncodings(file);
+    // DuckDB names a list's elements `element`, arrow-rs `item`.
+    for (const c of ['L', 'N']) {
+      const path = [...enc[0]!.keys()].find((k) => k.startsWith(`${c}.`))!;
+      expect(chunkShape(enc, path), path).toBe(writer === 'duckdb' ? 'plain' : 'mixed');
+    }
+    const { md, readAt } = await reader(file);
+    const zstd = await pageZstd();
+    const got = [];
+    for (const rg of md.row_groups.keys()) {
+      const lists = decodeListDerivedIndexed(md, rg, CUTS, listTypes, readAt, zstd, applyPerValue, keepOf);
+      expect([...lists.keys()]).toEqual(CUTS.map((d) => d.name));
+      if (writer === 'duckdb') {
+        // No dictionary: L's features come as list columns; N's, with null elements, indexed.
+        for (const d of CUTS) expect('child' in lists.get(d.name)!, d.name).toBe(d.input === 'L');
+      }
+      got.push({ rg, lists: new Map([...lists].map(([n, l]) => [n, gatherIndexedList(l)])) });
+    }
+    // The first row group again, cut otherwise: what the results above hold must not change with the scratch memory.
+    decodeListDerivedIndexed(md, 0, CUTS, listTypes, readAt, zstd, applyPerValue, () => 2);
+    for (const { rg, lists } of got) {
+      const raw = decodeFlatRowGroup(md, rg, ['L', 'N'], listTypes, readAt, zstd).columns;
+      for (const d of CUTS) expect(lists.get(d.name), `${d.name}, row group ${rg}`).toEqual(applyWhole(d.name, raw.get(d.input)!));
+    }
+  });
+});

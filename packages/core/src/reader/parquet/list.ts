@@ -6,7 +6,7 @@ import type { ListColumn, NumericColumn, ValidMask } from '@sluice/ops';
 import { readDict, type Dict } from './dictionary.js';
 import { chunkPages, decompress, type ReadAt, type Zstd } from './page.js';
 import { located, type PagePlace } from './refusal.js';
-import { patchNulls, PlainValues, plainIndices, type PlainColumn } from './plain.js';
+import { firstIndices, patchNulls, PlainValues, plainIndices, type PlainColumn } from './plain.js';
 import { levels } from './rle-wasm.js';
 import type { ListChunk } from './schema.js';
 import { count, indices, newArray, NotAllDictionary, readValues } from './values.js';
@@ -40,7 +40,9 @@ export function decodeListChunk(l: ListChunk, rows: number, readAt: ReadAt, zstd
 /**
  * A decoded list chunk: values (`child`), or in indices mode each slot's dictionary index (`idx`,
  * dict.size for a null element), the dictionary, and the PLAIN pages' values (`plain`, which the
- * slots of PLAIN pages point to past the null slot, plain.ts; null when there are none).
+ * slots of PLAIN pages point to past the null slot, plain.ts; null when there are none). In
+ * indices mode `idx` is null only for a chunk without a dictionary or a null element: slot i then
+ * holds PLAIN value i.
  */
 export interface ListDecoded {
   readonly offsets: Int32Array;
@@ -177,9 +179,14 @@ function decodeListPages(
       }
     if (slot > entries) throw new Error(`column ${col}: more elements than the chunk's ${entries} values`);
     if (indexMode) {
-      idx ??= new Int32Array(slot + entries - seen - n);
-      if (plain !== null && encoding === 'PLAIN') plainIndices(page, p, slot - first, present, first, elemValid, idx, dict?.size ?? null, plain, col);
-      else indices(page, p, encoding, slot - first, present, first, elemValid, idx, dict, col);
+      // A chunk without a dictionary (DuckDB's): its slots' indices are the values' order, so
+      // none is written as its pages are read (plain.ts, `firstIndices`).
+      if (plain !== null && encoding === 'PLAIN' && dict === null) plainIndices(page, p, slot - first, present, first, elemValid, null, null, plain, col);
+      else {
+        idx ??= new Int32Array(slot + entries - seen - n);
+        if (plain !== null && encoding === 'PLAIN') plainIndices(page, p, slot - first, present, first, elemValid, idx, dict?.size ?? null, plain, col);
+        else indices(page, p, encoding, slot - first, present, first, elemValid, idx, dict, col);
+      }
     } else {
       values ??= newArray(l.type, slot + entries - seen - n);
       readValues(page, p, encoding, l.type, slot - first, present, first, elemValid, values, null, dict, col);
@@ -195,11 +202,15 @@ function decodeListPages(
     if (dict === null && slot > 0 && (plain === null || plain.count + plain.nulls === 0)) throw new NotAllDictionary();
     if (plain !== null && idx !== null) patchNulls(idx, slot, plain);
     const plainValues = plain !== null && plain.count + plain.nulls > 0 ? plain.column() : null;
+    // Without a dictionary no index was written: made here where a slot is null, else left null
+    // (each slot its own value).
+    if (plain?.first === true && idx === null) idx = firstIndices(elemValid, slot, plain);
+    else idx = (idx ?? new Int32Array(0)).subarray(0, slot);
     return {
       offsets,
       valid,
       child: null,
-      idx: (idx ?? new Int32Array(0)).subarray(0, slot),
+      idx,
       dict: dict ?? readDict(new Uint8Array(0), l.type, 0),
       plain: plainValues,
     };

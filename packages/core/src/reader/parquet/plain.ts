@@ -13,7 +13,7 @@
  */
 import type { Column, PrimitiveType } from '@sluice/ops';
 import { parsePlainHex } from './plain-hex.js';
-import { copyBytes, newArray } from './values.js';
+import { copyBytes, count, newArray } from './values.js';
 
 const WIDTH: Record<string, number> = { int32: 4, int64: 8, float32: 4, float64: 8 };
 
@@ -22,7 +22,10 @@ const WIDTH: Record<string, number> = { int32: 4, int64: 8, float32: 4, float64:
  * computed on (and copied out of) before the next chunk is decoded in this thread, and fresh
  * arrays per chunk were tens of MB of garbage per row group for the decode thread's GC.
  */
-const scratch: ArrayBuffer[] = [new ArrayBuffer(0), new ArrayBuffer(0)];
+const scratch: ArrayBuffer[] = [new ArrayBuffer(0), new ArrayBuffer(0), new ArrayBuffer(0)];
+
+/** Scratch slot of `cutLists`' values (slots 0 and 1 hold the chunk's PLAIN values, which it reads). */
+const CUT = 2;
 
 /** Scratch slot `i` with at least `bytes` bytes; `keep` bytes of its contents survive a grow. */
 function scratchOf(i: number, bytes: number, keep = 0): ArrayBuffer {
@@ -51,7 +54,7 @@ export interface PlainColumn {
 
 /** Whether an array lies in the PLAIN scratch memory, which the next chunk overwrites. */
 export function inScratch(a: ArrayBufferView | null): boolean {
-  return a !== null && (a.buffer === scratch[0] || a.buffer === scratch[1]);
+  return a !== null && scratch.includes(a.buffer as ArrayBuffer);
 }
 
 /** The PLAIN values of one column chunk, appended page by page. */
@@ -173,7 +176,7 @@ export function plainIndices(
   present: number,
   at: number,
   valid: Uint8Array | null,
-  rowIdx: Int32Array,
+  rowIdx: Int32Array | null,
   dictSize: number | null,
   plain: PlainValues,
   col: string,
@@ -183,6 +186,11 @@ export function plainIndices(
   const base = (plain.first ? 0 : nul + 1) + plain.count;
   plain.append(page, p, present, col);
   plain.nulls += n - present;
+  // A chunk without a dictionary whose indices are left unwritten (`firstIndices`): only the count is checked.
+  if (rowIdx === null) {
+    if (valid !== null && count(valid, at, n) !== present) throw new Error(`column ${col}: ${count(valid, at, n)} rows marked present for ${present} values`);
+    return;
+  }
   if (valid === null) {
     for (let i = 0; i < n; i++) rowIdx[at + i] = base + i;
     return;
@@ -195,6 +203,46 @@ export function plainIndices(
     k += v;
   }
   if (k !== present) throw new Error(`column ${col}: ${k} rows marked present for ${present} values`);
+}
+
+/**
+ * The indices of a chunk without a dictionary that were not written as its pages were read (a list
+ * chunk's, parquet/list.ts): slot i holding the k-th value gets k, a null slot the one after the
+ * values. Null when no slot is null: each slot's index is then its own position, which the caller
+ * uses as it is (dict-ops.ts, `cutLists`).
+ */
+export function firstIndices(valid: Uint8Array | null, n: number, plain: PlainValues): Int32Array | null {
+  if (plain.nulls === 0) return null;
+  const idx = new Int32Array(n);
+  const nul = plain.count;
+  for (let i = 0, k = 0; i < n; i++) {
+    const v = valid![i]!;
+    idx[i] = nul ^ ((k ^ nul) & -v);
+    k += v;
+  }
+  return idx;
+}
+
+/**
+ * Each list of a chunk's PLAIN values (`column`, no null element, list r at [offsets[r],
+ * offsets[r + 1])) cut to the elements `cut` keeps (its first cut[r + 1] - cut[r]): the kept values
+ * in a row, in scratch memory that the next call overwrites.
+ */
+export function cutLists(column: Column, offsets: Int32Array, cut: Int32Array): Column {
+  const c = column as Column & { readonly values: Int32Array | BigInt64Array | Float32Array | Float64Array };
+  const rows = cut.length - 1;
+  const w = c.values.BYTES_PER_ELEMENT;
+  const C = c.values.constructor as new (b: ArrayBuffer, o: number, l: number) => Int32Array;
+  const values = new C(scratchOf(CUT, w * cut[rows]!), 0, cut[rows]!);
+  // As 32-bit words (every numeric type is one or two), in a plain loop: a subarray per list
+  // would be an object per row.
+  const k = w >> 2;
+  const from = new Int32Array(c.values.buffer, c.values.byteOffset, k * c.values.length);
+  const to = new Int32Array(values.buffer, 0, k * values.length);
+  for (let r = 0; r < rows; r++) {
+    for (let i = k * offsets[r]!, j = k * cut[r]!, end = k * cut[r + 1]!; j < end; i++, j++) to[j] = from[i]!;
+  }
+  return { type: c.type, values, valid: null } as Column;
 }
 
 /** A chunk without a dictionary: its null rows' slot, after the values (module comment), in rowIdx[0, n). */
