@@ -91,13 +91,20 @@ export class WindowPacks {
     if (dim > 0) {
       // The read's rows laid out row-major first (as packRows would lay them out), then each row
       // copied whole to its place: one strided pass and one of contiguous copies, where writing
-      // each value to its permuted place would miss the cache on about every write.
-      if (this.scratch.length < rows * dim) this.scratch = new Float32Array(rows * dim);
+      // each value to its permuted place would miss the cache on about every write. A block of
+      // rows at a time: a read of 100k RM5 rows laid out whole took 200 MB of fresh memory, which
+      // a cold process pays for in page faults (bench/README.md, "A cold process's memory").
+      const block = Math.max(1, Math.min(rows, Math.floor(DENSE_BLOCK_WORDS / dim)));
+      if (this.scratch.length < block * dim) this.scratch = new Float32Array(block * dim);
       const scratch = this.scratch;
-      if (this.vectors) scratch.fill(0, 0, rows * dim);
-      const seg = { from: 0, to: rows };
-      for (const f of layout.dense) writeDense(outputs.get(f.name)!, seg, scratch, 0, dim, f.offset, f.width);
-      this.placeDense(new Uint32Array(scratch.buffer, 0, rows * dim), where, at);
+      const words = new Uint32Array(scratch.buffer);
+      for (let from = 0; from < rows; from += block) {
+        const to = Math.min(rows, from + block);
+        if (this.vectors) scratch.fill(0, 0, (to - from) * dim);
+        const seg = { from, to };
+        for (const f of layout.dense) writeDense(outputs.get(f.name)!, seg, scratch, 0, dim, f.offset, f.width);
+        this.placeDense(words.subarray(0, (to - from) * dim), where.subarray(from, to), at.subarray(from, to));
+      }
     }
 
     if (label !== null) {
@@ -328,6 +335,9 @@ function placeRuns(
     copyWords(ids, 2 * o[r]!, 2 * o[r + 1]!, words[c]!, 2 * posK[out[r]!]!);
   }
 }
+
+/** Dense values `add` lays out at a time (2 MiB: about what the cache holds). */
+const DENSE_BLOCK_WORDS = 1 << 19;
 
 const EMPTY_F32 = new Float32Array(0);
 const EMPTY_I32 = new Int32Array(0);

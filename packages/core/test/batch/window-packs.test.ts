@@ -167,6 +167,11 @@ describe('WindowPacks', () => {
     await check([9, 4], 0, 1, 3);
   });
 
+  it('lays out a read of more rows than one block of dense values (2 MiB) as it lays out a small one', async () => {
+    // 80,000 rows of 7 dense values: two blocks, the second short; a resumed window on top.
+    await check([80_000, 3], 11, 30_000, 7);
+  });
+
   it('leaves out the rows before a resumed window offset', async () => {
     await check([30, 25, 45], 17, 10, 4);
     await check([30, 25], 54, 8, 5);
