@@ -32,6 +32,7 @@ import type {
   WorkerPack,
 } from './decode-protocol.js';
 import {
+  decodeDerived,
   decodeDerivedIndexed,
   decodeListDerivedIndexed,
   gatherIndexed,
@@ -236,8 +237,11 @@ function readDirect(msg: ReadInline, fast: KernelOverrides | null, remote?: { md
     const scalar: DerivedRequest[] = [];
     const lists: DerivedRequest[] = [];
     for (const d of derived) (types.get(d.input)?.kind === 'list' ? lists : scalar).push(d);
+    // Without a pack to lay out, scalar derived columns are gathered as they are computed (decodeDerived).
+    const gathered =
+      scalar.length > 0 && !msg.pack ? decodeDerived(md, msg.rowGroup, scalar, types, readAt, zstd, applyNamed.bind(null, runs, fast), range) : NO_COLUMNS;
     const indexed =
-      scalar.length > 0
+      scalar.length > 0 && msg.pack
         ? decodeDerivedIndexed(md, msg.rowGroup, scalar, types, readAt, zstd, applyNamed.bind(null, runs, fast), range)
         : new Map<string, IndexedColumn>();
     if (range !== undefined && lists.length > 0) throw new Error('list columns are read by whole row groups only');
@@ -247,7 +251,7 @@ function readDirect(msg: ReadInline, fast: KernelOverrides | null, remote?: { md
         : new Map<string, ListDerived>();
     // Raw columns: the ones asked for, and the inputs of derived columns not computed above.
     const raw = new Set(msg.columns);
-    for (const d of derived) if (!indexed.has(d.name) && !listed.has(d.name)) raw.add(d.input);
+    for (const d of derived) if (!gathered.has(d.name) && !indexed.has(d.name) && !listed.has(d.name)) raw.add(d.input);
     const { columns, rest } = decodeFlatRowGroup(md, msg.rowGroup, [...raw], types, readAt, zstd, range);
     const packs = msg.pack && rest.length === 0 ? packChunks(msg.pack, columns, indexed, listed) : null;
     const out: Direct =
@@ -256,6 +260,7 @@ function readDirect(msg: ReadInline, fast: KernelOverrides | null, remote?: { md
         : {
             columns: [
               ...columns,
+              ...gathered,
               ...[...indexed].map(([name, d]): [string, Column] => [name, gatherIndexed(d)]),
               ...[...listed].map(([name, l]): [string, Column] => [name, gatherIndexedList(l)]),
             ],
@@ -273,6 +278,8 @@ function readDirect(msg: ReadInline, fast: KernelOverrides | null, remote?: { md
     if (fd !== undefined) fs.closeSync(fd);
   }
 }
+
+const NO_COLUMNS: ReadonlyMap<string, Column> = new Map();
 
 /** Empty context for the derived columns' ops: per-value and stateless, they read no other feature and no state. */
 const NO_FEATURES: ReadonlyMap<string, Column> = new Map();

@@ -7,7 +7,14 @@ import { join } from 'node:path';
 import { Float64 } from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chainFeature, OPS, runOps, type Column, type ColumnType, type OpChain } from '@sluice/ops';
-import { decodeDerivedIndexed, decodeListDerivedIndexed, gatherIndexed, gatherIndexedList, type DerivedSpec } from '../../src/reader/dict-ops.js';
+import {
+  decodeDerived,
+  decodeDerivedIndexed,
+  decodeListDerivedIndexed,
+  gatherIndexed,
+  gatherIndexedList,
+  type DerivedSpec,
+} from '../../src/reader/dict-ops.js';
 import { readFooter } from '../../src/reader/parquet/check.js';
 import { decodeFlatRowGroup, type ReadAt } from '../../src/reader/parquet/index.js';
 import { parsePlainHex } from '../../src/reader/parquet/plain-hex.js';
@@ -191,6 +198,10 @@ describe.each([
       const lists = decodeListDerivedIndexed(md, rg, LISTS, types, readAt, zstd, apply, () => Infinity);
       expect([...got.keys()]).toEqual(DERIVED.map((d) => d.name));
       for (const d of DERIVED) expect(gatherIndexed(got.get(d.name)!), `${d.name}, row group ${rg}`).toEqual(apply(d.name, raw.get(d.input)!, 0));
+      // Gathered as they are computed, each input's row indices reused by the next (two inputs have two features each).
+      const gathered = decodeDerived(md, rg, DERIVED, types, readAt, zstd, apply);
+      expect([...gathered.keys()]).toEqual(DERIVED.map((d) => d.name));
+      for (const d of DERIVED) expect(gathered.get(d.name), `${d.name}, gathered, row group ${rg}`).toEqual(apply(d.name, raw.get(d.input)!, 0));
       expect(gatherIndexedList(lists.get('list')!)).toEqual(apply('list', raw.get('L')!, 0));
     }
   });
