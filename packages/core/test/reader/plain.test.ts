@@ -180,13 +180,19 @@ async function reader(file: string): Promise<{ md: ReturnType<typeof readFooter>
   return { md: readFooter(size, readAt), readAt };
 }
 
-describe.each([
+/** The two other writers these suites read: DuckDB (PLAIN throughout) and Arrow with a small dictionary (dictionary, then PLAIN). */
+const WRITERS = [
   ['DuckDB (PLAIN throughout)', 'duckdb'],
   ['Arrow with a small dictionary (dictionary, then PLAIN)', 'mixed'],
-])('derived columns of chunks written by %s', (_, writer) => {
+] as const;
+
+/** `src` rewritten by `writer` as `dir/<name>-<writer>.parquet` (Arrow: row groups of 1000 rows). */
+const rewrite = async (writer: 'duckdb' | 'mixed', src: string, name: string): Promise<string> =>
+  writer === 'duckdb' ? writeDuckdb(src, join(dir, `${name}-duck.parquet`)) : writeArrowMixed(src, join(dir, `${name}-mixed.parquet`), { rowGroupRows: 1000 });
+
+describe.each(WRITERS)('derived columns of chunks written by %s', (_, writer) => {
   it('are the reference kernels’ results on the column read as values, row for row', async () => {
-    const file =
-      writer === 'duckdb' ? await writeDuckdb(source, join(dir, 'duck.parquet')) : writeArrowMixed(source, join(dir, 'mixed.parquet'), { rowGroupRows: 1000 });
+    const file = await rewrite(writer, source, 'src');
     const enc = pageEncodings(file);
     if (writer === 'duckdb') expect(chunkShape(enc, 'C')).toBe('plain');
     else for (const c of ['C', 'B', 'F', 'L.list.item']) expect(chunkShape(enc, c)).toBe('mixed');
@@ -300,15 +306,9 @@ const applyWhole = (name: string, col: Column): Column => {
 };
 const keepOf = (name: string): number => CUTS.find((d) => d.name === name)!.keep;
 
-describe.each([
-  ['DuckDB (PLAIN throughout)', 'duckdb'],
-  ['Arrow with a small dictionary (dictionary, then PLAIN)', 'mixed'],
-])('list features cut by firstX, of chunks written by %s', (_, writer) => {
+describe.each(WRITERS)('list features cut by firstX, of chunks written by %s', (_, writer) => {
   it('are firstX then the reference kernels on the lists read as values, and stay so once the next row group is decoded', async () => {
-    const file =
-      writer === 'duckdb'
-        ? await writeDuckdb(listSource, join(dir, 'lists-duck.parquet'))
-        : writeArrowMixed(listSource, join(dir, 'lists-mixed.parquet'), { rowGroupRows: 1000 });
+    const file = await rewrite(writer, listSource, 'lists');
     const enc = pageEncodings(file);
     // DuckDB names a list's elements `element`, arrow-rs `item`.
     for (const c of ['L', 'N']) {
