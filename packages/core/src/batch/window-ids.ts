@@ -3,8 +3,9 @@
 // for the window's chunks in parallel (reader/decode-worker.ts) where the reads came laid out in
 // shared memory. On one thread the copy took ~1.5 s of RM5's 100,000-row window while the decoders
 // sat idle (bench/README.md, "Shuffled reads").
-import { copyWords, int64Words } from '@sluice/ops';
+import { copyWords, int64Words, type Column, type ListColumn } from '@sluice/ops';
 import { hugePages } from '../util/huge-pages.js';
+import { writeSparse } from './writers.js';
 
 /** One read of the window, laid out as a pack in its own row order, and where each of its rows goes. */
 export interface IdsPart {
@@ -41,6 +42,121 @@ export interface IdsPlacer {
   readonly threads: number;
   /** The values of chunks `chunks` of `plan`, in that order (`placeChunkIds`, in another thread). */
   place(plan: IdsPlan, chunks: readonly number[]): Promise<BigInt64Array[]>;
+  /** Places `task`'s keys (`placeKeyIds`, in another thread), its reads' arrays in `transfer` moved there, not copied. */
+  placeKeys(task: KeysTask, transfer: readonly ArrayBuffer[]): Promise<void>;
+}
+
+/** A read of a window that came as columns, as `placeKeyIds` takes it: where its rows go, and its columns of some keys. */
+export interface ColumnsIds {
+  /** where[r]: the chunk row r goes to (-1: a row a resumed window skips). */
+  readonly where: Int32Array;
+  /** out[r]: the output row row r becomes. */
+  readonly out: Int32Array;
+  /** keys[i]: the read's column of the task's i-th key, and its ids as words where it is a list of int64 ids without a null id (else null). */
+  readonly keys: ReadonlyArray<{ readonly column: Column; readonly ids: Uint32Array | null }>;
+}
+
+/**
+ * Some keys of a window whose reads came as columns (a row group shared by columns among the
+ * decode threads), to place in its chunks' values, which are shared memory: each thread places
+ * its keys' ids, the reads' arrays of those keys moved to it.
+ */
+export interface KeysTask {
+  readonly keys: readonly number[];
+  /** The window's output rows. */
+  readonly rows: number;
+  /** IdsPlan.pos (shared memory). */
+  readonly pos: Int32Array;
+  readonly parts: readonly ColumnsIds[];
+  /** Each chunk's values as words (shared memory). */
+  readonly chunks: readonly Uint32Array[];
+}
+
+/** Every id of `task`'s keys to its place, key by key (as `placeKeysIds`). */
+export function placeKeyIds(task: KeysTask): void {
+  const n = task.rows;
+  task.keys.forEach((k, i) => {
+    const posK = task.pos.subarray(k * n, k * n + n);
+    for (const part of task.parts) placeColumn(part.keys[i]!.column, part.keys[i]!.ids, part.where, part.out, posK, task.chunks);
+  });
+}
+
+/**
+ * One key of a read that came as columns to its places: a list of int64 ids without a null id run
+ * by run (`placeListRuns`), any other sparse column row by row as `writeSparse` writes it.
+ */
+export function placeColumn(col: Column, ids: Uint32Array | null, where: Int32Array, out: Int32Array, posK: Int32Array, words: readonly Uint32Array[]): void {
+  if (ids !== null) return placeListRuns((col as ListColumn).offsets, col.valid, ids, where, out, posK, words);
+  for (let r = 0; r < where.length; r++) {
+    const c = where[r]!;
+    if (c >= 0) writeSparse(col, r, r + 1, words[c]!, posK[out[r]!]!);
+  }
+}
+
+/** The buffers of a column's arrays (its child's too). */
+export function columnBuffers(col: Column): ArrayBufferLike[] {
+  const out: ArrayBufferLike[] = [];
+  if ('values' in col) out.push(col.values.buffer);
+  if ('offsets' in col) out.push(col.offsets.buffer);
+  if ('data' in col) out.push(col.data.buffer);
+  if (col.valid !== null) out.push(col.valid.buffer);
+  if (col.type === 'list') out.push(...columnBuffers(col.child));
+  return out;
+}
+
+/**
+ * Each row's ids of a list of int64 ids without null ids (`ids`: their words; a null list has
+ * none) to where its output row's ids start (posK[out[r]]) in its chunk's values (words[where[r]]),
+ * as `writeSparse` writes them. Reads in order, writes at random.
+ */
+function placeListRuns(
+  o: Int32Array,
+  valid: Uint8Array | null,
+  ids: Uint32Array,
+  where: Int32Array,
+  out: Int32Array,
+  posK: Int32Array,
+  words: readonly Uint32Array[],
+): void {
+  for (let r = 0; r < where.length; r++) {
+    const c = where[r]!;
+    if (c < 0 || (valid !== null && valid[r] === 0)) continue;
+    copyWords(ids, 2 * o[r]!, 2 * o[r + 1]!, words[c]!, 2 * posK[out[r]!]!);
+  }
+}
+
+/**
+ * Keys 0..weights.length-1 in at most `groups` groups of about equal weight (ids), keys that share
+ * a buffer (`buffersOf`) in one group: a buffer can be moved to one thread only.
+ */
+export function keyGroups(weights: readonly number[], buffersOf: (k: number) => readonly ArrayBufferLike[], groups: number): number[][] {
+  // Keys joined through shared buffers (union-find on the key that first had each buffer).
+  const root = weights.map((_, k) => k);
+  const find = (k: number): number => (root[k] === k ? k : (root[k] = find(root[k]!)));
+  const owner = new Map<ArrayBufferLike, number>();
+  weights.forEach((_, k) => {
+    for (const b of buffersOf(k)) {
+      const o = owner.get(b);
+      if (o === undefined) owner.set(b, k);
+      else root[find(k)] = find(o);
+    }
+  });
+  const sets = new Map<number, { keys: number[]; weight: number }>();
+  weights.forEach((w, k) => {
+    const r = find(k);
+    const s = sets.get(r) ?? { keys: [], weight: 0 };
+    s.keys.push(k);
+    s.weight += w;
+    sets.set(r, s);
+  });
+  // The heaviest set first, each to the lightest group so far.
+  const out = Array.from({ length: Math.max(1, Math.min(groups, sets.size)) }, () => ({ keys: [] as number[], weight: 0 }));
+  for (const s of [...sets.values()].sort((a, b) => b.weight - a.weight)) {
+    const g = out.reduce((a, b) => (b.weight < a.weight ? b : a));
+    g.keys.push(...s.keys);
+    g.weight += s.weight;
+  }
+  return out.filter((g) => g.keys.length > 0).map((g) => g.keys.sort((a, b) => a - b));
 }
 
 /**

@@ -1,12 +1,24 @@
 // A shuffled window's chunks laid out as batch arrays straight from its row groups' reads, with
 // no window-sized copy of the permuted columns in between (stream/shuffle.ts, where the reader
 // computes every feature). The packs are the ones `packRows` makes from the permuted window.
-import { copyWords, int64Words, type Column, type ListColumn } from '@sluice/ops';
+import { copyWords, int64Words, type Column } from '@sluice/ops';
 import { hugePages } from '../util/huge-pages.js';
 import type { BatchLayout } from './layout.js';
 import type { Pack } from './types.js';
-import { chunkGroups, isSharedPart, placeChunkIds, type IdsPart, type IdsPlacer, type IdsPlan } from './window-ids.js';
-import { numberReader, writeDense, writeLengths, writeSparse } from './writers.js';
+import {
+  chunkGroups,
+  isSharedPart,
+  keyGroups,
+  placeChunkIds,
+  placeColumn,
+  columnBuffers,
+  type ColumnsIds,
+  type IdsPart,
+  type IdsPlacer,
+  type IdsPlan,
+  type KeysTask,
+} from './window-ids.js';
+import { numberReader, writeDense, writeLengths } from './writers.js';
 
 /** One read of the window, kept for its ids until every read is in (`placeIds`). */
 type Part = ColumnsPart | PackPart;
@@ -255,6 +267,11 @@ export class WindowPacks {
       }
       return values;
     }
+    // Every read came as columns (a row group the decode threads shared by columns): each thread
+    // places some keys, the reads' arrays of those moved to it. Here, after both threads are done
+    // decoding, placing every id took ~1.7 s of RM5's window on DuckDB's file while they sat idle
+    // (bench/README.md, "RM5 on DuckDB's file").
+    if (placer !== undefined && parts.length > 0 && parts.every((p): p is ColumnsPart => 'sparse' in p)) return this.placeKeysElsewhere(parts, plan, placer);
     // Here: the packs' ids as a decode thread places them, then the reads that came as columns.
     const values = placeChunkIds(
       plan,
@@ -269,16 +286,45 @@ export class WindowPacks {
       for (let k = 0; k < K; k++) {
         const col = sparse[k]!;
         const w = ids[k]!;
-        const posK = plan.pos.subarray(k * n, k * n + n);
-        if (w !== null) placeRuns((col as ListColumn).offsets, col.valid, w, where, out, posK, words);
-        else
-          for (let r = 0; r < where.length; r++) {
-            const c = where[r]!;
-            if (c >= 0) writeSparse(col, r, r + 1, words[c]!, posK[out[r]!]!);
-          }
+        placeColumn(col, w, where, out, plan.pos.subarray(k * n, k * n + n), words);
       }
     }
     return values.map((v) => Promise.resolve(v));
+  }
+
+  /**
+   * Places the ids of reads that all came as columns in the decode threads (`placer.placeKeys`),
+   * a group of keys each, into chunk values in shared memory.
+   */
+  private placeKeysElsewhere(parts: readonly ColumnsPart[], plan: IdsPlan, placer: IdsPlacer): Array<Promise<BigInt64Array>> {
+    const values = plan.sizes.map((size) => hugePages(new BigInt64Array(new SharedArrayBuffer(8 * size))));
+    const chunks = values.map((v) => int64Words(v));
+    const K = this.layout.sparseKeys.length;
+    const weights = Array.from({ length: K }, (_, k) => this.counts.reduce((a, c) => a + c[k]!, 0));
+    const buffersOf = (k: number): ArrayBufferLike[] => parts.flatMap((p) => columnBuffers(p.sparse[k]!));
+    const placed = keyGroups(weights, buffersOf, placer.threads).map((keys) => {
+      const transfer = new Set<ArrayBuffer>();
+      for (const k of keys) for (const b of buffersOf(k)) if (!(b instanceof SharedArrayBuffer)) transfer.add(b as ArrayBuffer);
+      const task: KeysTask = {
+        keys,
+        rows: plan.rows,
+        pos: plan.pos,
+        chunks,
+        parts: parts.map((p): ColumnsIds => ({
+          where: p.where,
+          out: p.out,
+          keys: keys.map((k) => ({ column: p.sparse[k]!, ids: p.ids[k]! })),
+        })),
+      };
+      return placer.placeKeys(task, [...transfer]);
+    });
+    const all = Promise.all(placed);
+    return values.map((v) => {
+      const p = all.then(() => v);
+      // Awaited by `take`; a stream that stops early never takes the rest.
+      p.catch(() => undefined);
+      return p;
+    });
   }
 
   /** Each chunk's offsets per key (kept for its pack) and ids, and where each row's ids of each key go there. */
@@ -313,27 +359,6 @@ export function destinations(order: Int32Array, rows: number, shared = false): I
   const dest = int32s(rows, shared).fill(-1);
   for (let i = 0; i < order.length; i++) dest[order[i]!] = i;
   return dest;
-}
-
-/**
- * Each row's ids of a list of int64 ids without null ids (`ids`: their words; a null list has
- * none) to where its output row's ids start (posK[out[r]]) in its chunk's values (words[where[r]]),
- * as `writeSparse` writes them. Reads in order, writes at random.
- */
-function placeRuns(
-  o: Int32Array,
-  valid: Uint8Array | null,
-  ids: Uint32Array,
-  where: Int32Array,
-  out: Int32Array,
-  posK: Int32Array,
-  words: Uint32Array[],
-): void {
-  for (let r = 0; r < where.length; r++) {
-    const c = where[r]!;
-    if (c < 0 || (valid !== null && valid[r] === 0)) continue;
-    copyWords(ids, 2 * o[r]!, 2 * o[r + 1]!, words[c]!, 2 * posK[out[r]!]!);
-  }
 }
 
 /** Dense values `add` lays out at a time (2 MiB: about what the cache holds). */

@@ -5,7 +5,7 @@
  * `reset`) get none.
  */
 import type { Column, ColumnType, OpChain } from '@sluice/ops';
-import type { BatchLayout, IdsPlan, Pack, SlotMemory } from '../batch/index.js';
+import type { BatchLayout, IdsPlan, KeysTask, Pack, SlotMemory } from '../batch/index.js';
 import type { DerivedSpec } from './dict-ops.js';
 import type { FooterColumns, RowRange } from './parquet/index.js';
 import type { S3Access } from './s3/access.js';
@@ -142,7 +142,14 @@ export interface PlaceRequest {
   readonly chunks: readonly number[];
 }
 
-export type DecodeRequest = OpenRequest | PagesRequest | ReadRequest | SpecRequest | ResetRequest | PlaceRequest;
+/** Places some keys of a shuffled window whose reads came as columns (batch/window-ids.ts, `placeKeyIds`); the reads' arrays come transferred. */
+export interface PlaceKeysRequest {
+  readonly kind: 'placeKeys';
+  readonly id: number;
+  readonly task: KeysTask;
+}
+
+export type DecodeRequest = OpenRequest | PagesRequest | ReadRequest | SpecRequest | ResetRequest | PlaceRequest | PlaceKeysRequest;
 
 /** Sent once, when the worker's imports have loaded: a failure after it is about a task's data, not the installation. */
 export interface StartedReply {
@@ -208,6 +215,12 @@ export interface PlacedReply {
   readonly values: BigInt64Array[];
 }
 
+/** A `PlaceKeysRequest`'s ids are in place. */
+export interface PlacedKeysReply {
+  readonly kind: 'placedKeys';
+  readonly id: number;
+}
+
 /** A request failed in a way the worker caught (a task that crashes the worker sends nothing). */
 export interface ErrorReply {
   readonly kind: 'error';
@@ -222,4 +235,4 @@ export interface ErrorReply {
   readonly broken?: boolean;
 }
 
-export type DecodeReply = StartedReply | OpenedReply | PagesReply | BatchReply | DoneReply | PackedReply | PlacedReply | ErrorReply;
+export type DecodeReply = StartedReply | OpenedReply | PagesReply | BatchReply | DoneReply | PackedReply | PlacedReply | PlacedKeysReply | ErrorReply;

@@ -15,7 +15,7 @@ import { readOffsetIndex } from 'hyparquet/src/indexes.js';
 import type { FileMetaData } from 'hyparquet/src/types.js';
 import type * as PW from 'parquet-wasm';
 import { chainFeature, runOps, type Column, type ColumnType, type KernelOverrides, type OpChainFeature, type PlanState } from '@sluice/ops';
-import { packMany, packRows, permutedSources, placeChunkIds, type Pack, type PackSource, type SlotMemory } from '../batch/index.js';
+import { packMany, packRows, permutedSources, placeChunkIds, placeKeyIds, type Pack, type PackSource, type SlotMemory } from '../batch/index.js';
 import { hugePages } from '../util/huge-pages.js';
 import { permutation } from '../util/rng.js';
 import { isUrl } from '../util/url.js';
@@ -655,6 +655,9 @@ port.on('message', async (msg: DecodeRequest) => {
         { kind: 'placed', id, values },
         values.map((v) => v.buffer as ArrayBuffer),
       );
+    } else if (msg.kind === 'placeKeys') {
+      placeKeyIds(msg.task);
+      reply({ kind: 'placedKeys', id });
     } else if (msg.kind === 'open') {
       const meta = (msg.wasm === true ? null : describeFooter(msg.source)) ?? describe(await open(msg.source, msg.s3, true));
       reply({ kind: 'opened', id, meta }, meta.schemaIpc !== undefined ? [meta.schemaIpc.buffer as ArrayBuffer] : []);

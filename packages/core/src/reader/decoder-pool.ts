@@ -8,7 +8,7 @@ import { isS3Url } from './s3/url.js';
 import { workerExecArgv } from '../util/worker-argv.js';
 import type { RowRange } from './parquet/index.js';
 import { footerTypes, ipcTypes, type FileTypes } from './file-types.js';
-import { packBytes, type IdsPlan, type Pack, type PackArena } from '../batch/index.js';
+import { packBytes, type IdsPlan, type KeysTask, type Pack, type PackArena } from '../batch/index.js';
 import type {
   DecodeReply,
   DecodeRequest,
@@ -20,6 +20,7 @@ import type {
   PackShape,
   PackedReply,
   PagesReply,
+  PlacedKeysReply,
   PlacedReply,
   ReadShared,
 } from './decode-protocol.js';
@@ -38,7 +39,7 @@ export interface FileMeta {
 }
 
 /** A task's last reply, and the record batches (`batch` replies) that came before it. */
-interface Finished<R = OpenedReply | PagesReply | DoneReply | PackedReply | PlacedReply> {
+interface Finished<R = OpenedReply | PagesReply | DoneReply | PackedReply | PlacedReply | PlacedKeysReply> {
   readonly reply: R;
   readonly ipc: Uint8Array[];
 }
@@ -49,6 +50,7 @@ interface LastReply {
   pages: PagesReply;
   read: DoneReply | PackedReply;
   place: PlacedReply;
+  placeKeys: PlacedKeysReply;
 }
 
 /** A request as the pool queues it: without its id, which it gets when a worker takes it. */
@@ -79,6 +81,8 @@ interface Slot {
 
 interface Task {
   msg: Request;
+  /** Buffers the request moves to the worker rather than copies. */
+  transfer?: readonly ArrayBuffer[];
   /** The spec a read refers to, sent to a worker before its first read that needs it. */
   spec?: ReadSpec;
   pending: Pending;
@@ -444,6 +448,15 @@ export class DecoderPool {
     return reply.values;
   }
 
+  /**
+   * Places keys `task.keys` of a shuffled window whose reads came as columns, in a decode thread
+   * (`placeKeyIds`, batch/window-ids.ts): the reads' arrays of those keys are moved there
+   * (`transfer`), the rest is shared memory. `source` names the window's file in an error.
+   */
+  async placeKeys(task: KeysTask, transfer: readonly ArrayBuffer[], source: string): Promise<void> {
+    await this.submit({ kind: 'placeKeys', task }, { source, placing: true }, undefined, transfer);
+  }
+
   /** `{ s3 }` for an s3:// source (its credentials and endpoint), else nothing. */
   private async s3Of(source: string): Promise<{ s3?: S3Access }> {
     if (!isS3Url(source)) return {};
@@ -475,10 +488,20 @@ export class DecoderPool {
   }
 
   /** Queues `msg` for the next free worker; resolves with its last reply (a `kind` request's). */
-  private submit<K extends keyof LastReply>(msg: Request & { kind: K }, what: Pending['what'], spec?: ReadSpec): Promise<Finished<LastReply[K]>> {
+  private submit<K extends keyof LastReply>(
+    msg: Request & { kind: K },
+    what: Pending['what'],
+    spec?: ReadSpec,
+    transfer?: readonly ArrayBuffer[],
+  ): Promise<Finished<LastReply[K]>> {
     if (this.closed) return Promise.reject(new InputError('decoder closed'));
     return new Promise<Finished>((resolve, reject) => {
-      this.queue.push({ msg, ...(spec !== undefined ? { spec } : {}), pending: { resolve, reject, chunks: [], what } });
+      this.queue.push({
+        msg,
+        ...(spec !== undefined ? { spec } : {}),
+        ...(transfer !== undefined ? { transfer } : {}),
+        pending: { resolve, reject, chunks: [], what },
+      });
       this.pump();
     }) as Promise<Finished<LastReply[K]>>;
   }
@@ -496,7 +519,7 @@ export class DecoderPool {
         slot.specs.add(task.spec.id);
         slot.worker.postMessage({ id: 0, kind: 'spec', spec: task.spec.id, ...task.spec.body } satisfies DecodeRequest);
       }
-      slot.worker.postMessage({ id, ...task.msg } as DecodeRequest);
+      slot.worker.postMessage({ id, ...task.msg } as DecodeRequest, task.transfer as ArrayBuffer[] | undefined);
     }
   }
 

@@ -252,7 +252,13 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     // its last row group is in (batch/window-ids.ts); one decoder leaves it to this thread, which is
     // free while that decoder reads the next window. A failure names the window's first file.
     const placerFor = (win: Window): IdsPlacer | undefined =>
-      pool.size > 1 ? { threads: pool.size, place: (plan, chunks) => pool.placeIds(plan, chunks, ds.files[win.units[0]!.file]!.source) } : undefined;
+      pool.size > 1
+        ? {
+            threads: pool.size,
+            place: (plan, chunks) => pool.placeIds(plan, chunks, ds.files[win.units[0]!.file]!.source),
+            placeKeys: (task, transfer) => pool.placeKeys(task, transfer, ds.files[win.units[0]!.file]!.source),
+          }
+        : undefined;
     const inflight: Array<Promise<UnitRead>> = [];
     let next = 0;
     // Fewer row groups than decoders (a file of one big row group, say): each is read by several

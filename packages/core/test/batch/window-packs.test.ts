@@ -8,8 +8,20 @@
 // copy of the plan made as postMessage makes it) where every read came as a pack in shared memory.
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { concatColumns, gatherColumn, type Column } from '@sluice/ops';
-import { chunkGroups, packRows, placeChunkIds, WindowPacks, type BatchLayout, type IdsPlacer, type IdsPlan, type Pack } from '../../src/batch/index.js';
+import { concatColumns, gatherColumn, type Column, type ListColumn } from '@sluice/ops';
+import {
+  chunkGroups,
+  keyGroups,
+  packRows,
+  placeChunkIds,
+  placeKeyIds,
+  WindowPacks,
+  type BatchLayout,
+  type IdsPlacer,
+  type IdsPlan,
+  type KeysTask,
+  type Pack,
+} from '../../src/batch/index.js';
 import { permutation, Rng } from '../../src/util/rng.js';
 
 const layout: BatchLayout = {
@@ -93,24 +105,35 @@ function asPack(m: Map<string, Column>, rows: number, shared = false): Pack {
   );
 }
 
-/** `msg` as another thread receives it from postMessage: shared memory stays shared, the rest is copied. */
-function posted<T>(msg: T): T {
+/** `msg` as another thread receives it from postMessage: shared memory stays shared, `transfer` is moved, the rest is copied. */
+function posted<T>(msg: T, transfer: readonly ArrayBuffer[] = []): T {
   const { port1, port2 } = new MessageChannel();
-  port1.postMessage(msg);
+  port1.postMessage(msg, [...transfer]);
   const got = receiveMessageOnPort(port2)!.message as T;
   port1.close();
   return got;
 }
 
-/** A placer that runs `placeChunkIds` on the plan as a decode thread receives it, and records the groups of chunks it was asked for. */
-function recordingPlacer(): IdsPlacer & { readonly asked: number[][] } {
+/**
+ * A placer that runs `placeChunkIds` and `placeKeyIds` on their tasks as a decode thread receives
+ * them (a key task's `transfer` moved, as the decoder pool moves it), and records the groups of
+ * chunks and of keys it was asked for.
+ */
+function recordingPlacer(): IdsPlacer & { readonly asked: number[][]; readonly askedKeys: number[][] } {
   const asked: number[][] = [];
+  const askedKeys: number[][] = [];
   return {
     threads: 2,
     asked,
+    askedKeys,
     place: (plan: IdsPlan, chunks: readonly number[]) => {
       asked.push([...chunks]);
       return Promise.resolve(posted(placeChunkIds(posted(plan), chunks)));
+    },
+    placeKeys: (task: KeysTask, transfer: readonly ArrayBuffer[]) => {
+      askedKeys.push([...task.keys]);
+      placeKeyIds(posted(task, transfer));
+      return Promise.resolve();
     },
   };
 }
@@ -193,10 +216,86 @@ describe('WindowPacks', () => {
     await check([37, 50, 13], 0, 16, 14, (i) => i !== 1, recordingPlacer());
   });
 
+  it('has other threads place the ids of reads that all came as columns, a group of keys each, their arrays moved there', async () => {
+    // Three keys of int64 ids without null ids, b and c sharing their lists' offsets (one input cut
+    // twice), so they must go to one thread; a scalar key of int32 ids with nulls (placed row by
+    // row, as writeSparse writes it).
+    const keysLayout: BatchLayout = {
+      dense: [{ name: 'f', offset: 0, width: 1, vector: false }],
+      denseNames: ['f'],
+      dim: 1,
+      sparseKeys: ['a', 'b', 'c', 's'],
+      label: true,
+    };
+    const r = rng(17);
+    const partRows = [40, 27, 33];
+    const reads = partRows.map((rows) => {
+      const a = list(rows, r, true, false) as ListColumn;
+      const b = list(rows, r, true, false) as ListColumn;
+      const n = b.offsets[rows]!;
+      const c: ListColumn = {
+        type: 'list',
+        offsets: b.offsets,
+        child: { type: 'int64', values: BigInt64Array.from({ length: n }, () => BigInt(Math.floor(r() * 1e12))), valid: null },
+        valid: b.valid,
+      };
+      return new Map<string, Column>([
+        ['f', { type: 'float32', values: Float32Array.from({ length: rows }, () => r()), valid: null }],
+        ['a', a],
+        ['b', b],
+        ['c', c],
+        ['s', { type: 'int32', values: Int32Array.from({ length: rows }, () => Math.floor(r() * 2 ** 31) - 2 ** 30), valid: mask(rows, r, 0.2) }],
+        ['label', { type: 'float32', values: Float32Array.from({ length: rows }, () => (r() < 0.5 ? 0 : 1)), valid: null }],
+      ]);
+    });
+    const windowRows = 100;
+    const skip = 9;
+    const order = permutation(windowRows, 17, 0, 0).subarray(skip);
+    const cuts = cutsOf(windowRows - skip, 16);
+    // The oracle, from the reads before they are moved.
+    const window = new Map([...reads[0]!.keys()].map((n) => [n, gatherColumn(concatColumns(reads.map((m) => m.get(n)!)), order)]));
+    const src = {
+      outputs: new Map([...window].filter(([n]) => n !== 'label')),
+      label: window.get('label')!,
+      locate: (row: number) => ({ file: 'test', rowGroup: 0, row }),
+    };
+    const want = cuts.slice(1).map((to, c) => bits(packRows(keysLayout, [{ chunk: src, from: cuts[c]!, to }])));
+
+    const placer = recordingPlacer();
+    const packs = new WindowPacks(keysLayout, order, windowRows, cuts, placer);
+    let base = 0;
+    reads.forEach((m, i) => {
+      expect(packs.add(new Map([...m].filter(([n]) => n !== 'label')), m.get('label')!, base, partRows[i]!)).toBe(true);
+      base += partRows[i]!;
+    });
+    for (let c = 0; c + 1 < cuts.length; c++) expect(bits(await packs.take(c)), `chunk ${c}`).toEqual(want[c]);
+    expect(placer.asked).toEqual([]);
+    expect(placer.askedKeys.flat().sort()).toEqual([0, 1, 2, 3]);
+    expect(placer.askedKeys.some((g) => g.includes(1) && g.includes(2))).toBe(true);
+    // Moved, not copied: this thread's arrays of the reads' ids are empty now.
+    for (const m of reads) for (const k of ['a', 'b', 'c']) expect(((m.get(k) as ListColumn).child as { values: BigInt64Array }).values.byteLength).toBe(0);
+  });
+
+  it('groups keys by the ids they hold, keys that share a buffer together', () => {
+    const shared = new ArrayBuffer(8);
+    const own = [0, 1, 2, 3, 4].map(() => new ArrayBuffer(8));
+    // Keys 1 and 3 share a buffer: one set of weight 9; then 7, 4 and 2 each go to the lighter group (11 and 11).
+    expect(keyGroups([7, 5, 2, 4, 4], (k) => (k === 1 || k === 3 ? [own[k]!, shared] : [own[k]!]), 2)).toEqual([
+      [1, 2, 3],
+      [0, 4],
+    ]);
+    expect(keyGroups([1, 1], (k) => [own[k]!], 8)).toEqual([[0], [1]]);
+    expect(keyGroups([3, 1], () => [shared], 2)).toEqual([[0, 1]]);
+  });
+
   it('passes a placement failure to the chunks that wait for it', async () => {
     const r = rng(15);
     const reads = [read(10, r), read(10, r)];
-    const failing: IdsPlacer = { threads: 2, place: () => Promise.reject(new Error('decoder gone')) };
+    const failing: IdsPlacer = {
+      threads: 2,
+      place: () => Promise.reject(new Error('decoder gone')),
+      placeKeys: () => Promise.reject(new Error('decoder gone')),
+    };
     const packs = new WindowPacks(layout, permutation(20, 15, 0, 0), 20, [0, 8, 16, 20], failing);
     packs.addPack(asPack(reads[0]!, 10, true), 0);
     packs.addPack(asPack(reads[1]!, 10, true), 10);
