@@ -85,7 +85,7 @@ export function placeKeyIds(task: KeysTask): void {
  * One key of a read that came as columns to its places: a list of int64 ids without a null id run
  * by run (`placeListRuns`), any other sparse column row by row as `writeSparse` writes it.
  */
-export function placeColumn(col: Column, ids: Uint32Array | null, where: Int32Array, out: Int32Array, posK: Int32Array, words: readonly Uint32Array[]): void {
+function placeColumn(col: Column, ids: Uint32Array | null, where: Int32Array, out: Int32Array, posK: Int32Array, words: readonly Uint32Array[]): void {
   if (ids !== null) return placeListRuns((col as ListColumn).offsets, col.valid, ids, where, out, posK, words);
   for (let r = 0; r < where.length; r++) {
     const c = where[r]!;

@@ -10,7 +10,7 @@ import {
   isSharedPart,
   keyGroups,
   placeChunkIds,
-  placeColumn,
+  placeKeyIds,
   columnBuffers,
   type ColumnsIds,
   type IdsPart,
@@ -277,18 +277,9 @@ export class WindowPacks {
       plan,
       Array.from({ length: C }, (_, c) => c),
     );
-    const words = values.map((v) => int64Words(v));
-    const K = this.layout.sparseKeys.length;
-    const n = plan.rows;
-    for (const part of parts) {
-      if (!('sparse' in part)) continue;
-      const { sparse, ids, where, out } = part;
-      for (let k = 0; k < K; k++) {
-        const col = sparse[k]!;
-        const w = ids[k]!;
-        placeColumn(col, w, where, out, plan.pos.subarray(k * n, k * n + n), words);
-      }
-    }
+    const columns = parts.filter((p): p is ColumnsPart => 'sparse' in p);
+    const keys = this.layout.sparseKeys.map((_, k) => k);
+    placeKeyIds({ keys, rows: plan.rows, pos: plan.pos, chunks: values.map((v) => int64Words(v)), parts: columnsIds(columns, keys) });
     return values.map((v) => Promise.resolve(v));
   }
 
@@ -305,17 +296,7 @@ export class WindowPacks {
     const placed = keyGroups(weights, buffersOf, placer.threads).map((keys) => {
       const transfer = new Set<ArrayBuffer>();
       for (const k of keys) for (const b of buffersOf(k)) if (!(b instanceof SharedArrayBuffer)) transfer.add(b as ArrayBuffer);
-      const task: KeysTask = {
-        keys,
-        rows: plan.rows,
-        pos: plan.pos,
-        chunks,
-        parts: parts.map((p): ColumnsIds => ({
-          where: p.where,
-          out: p.out,
-          keys: keys.map((k) => ({ column: p.sparse[k]!, ids: p.ids[k]! })),
-        })),
-      };
+      const task: KeysTask = { keys, rows: plan.rows, pos: plan.pos, chunks, parts: columnsIds(parts, keys) };
       return placer.placeKeys(task, [...transfer]);
     });
     const all = Promise.all(placed);
@@ -349,6 +330,11 @@ export class WindowPacks {
     }
     return { keys: K, rows: n, pos, sizes, parts };
   }
+}
+
+/** Reads that came as columns, as `placeKeyIds` takes them for keys `keys`. */
+function columnsIds(parts: readonly ColumnsPart[], keys: readonly number[]): ColumnsIds[] {
+  return parts.map((p) => ({ where: p.where, out: p.out, keys: keys.map((k) => ({ column: p.sparse[k]!, ids: p.ids[k]! })) }));
 }
 
 /**

@@ -15,7 +15,7 @@ import { readOffsetIndex } from 'hyparquet/src/indexes.js';
 import type { FileMetaData } from 'hyparquet/src/types.js';
 import type * as PW from 'parquet-wasm';
 import { chainFeature, runOps, type Column, type ColumnType, type KernelOverrides, type OpChainFeature, type PlanState } from '@sluice/ops';
-import { packMany, packRows, permutedSources, placeChunkIds, placeKeyIds, type Pack, type PackSource, type SlotMemory } from '../batch/index.js';
+import { columnBuffers, packMany, packRows, permutedSources, placeChunkIds, placeKeyIds, type Pack, type PackSource, type SlotMemory } from '../batch/index.js';
 import { hugePages } from '../util/huge-pages.js';
 import { permutation } from '../util/rng.js';
 import { isUrl } from '../util/url.js';
@@ -405,14 +405,7 @@ function packBuffers(packs: readonly WorkerPack[]): ArrayBuffer[] {
 /** The buffers of columns to transfer. */
 function buffersOf(columns: ReadonlyArray<readonly [string, Column]>): ArrayBuffer[] {
   const set = new Set<ArrayBuffer>();
-  const walk = (c: Column): void => {
-    if ('values' in c) set.add(c.values.buffer as ArrayBuffer);
-    if (c.valid !== null) set.add(c.valid.buffer as ArrayBuffer);
-    if ('offsets' in c) set.add(c.offsets.buffer as ArrayBuffer);
-    if ('data' in c) set.add(c.data.buffer as ArrayBuffer);
-    if (c.type === 'list') walk(c.child);
-  };
-  for (const [, c] of columns) walk(c);
+  for (const [, c] of columns) for (const b of columnBuffers(c)) set.add(b as ArrayBuffer);
   return [...set];
 }
 

@@ -251,14 +251,15 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     // A shuffled window of several row groups has its ids placed by the decoders, in parallel, once
     // its last row group is in (batch/window-ids.ts); one decoder leaves it to this thread, which is
     // free while that decoder reads the next window. A failure names the window's first file.
-    const placerFor = (win: Window): IdsPlacer | undefined =>
-      pool.size > 1
-        ? {
-            threads: pool.size,
-            place: (plan, chunks) => pool.placeIds(plan, chunks, ds.files[win.units[0]!.file]!.source),
-            placeKeys: (task, transfer) => pool.placeKeys(task, transfer, ds.files[win.units[0]!.file]!.source),
-          }
-        : undefined;
+    const placerFor = (win: Window): IdsPlacer | undefined => {
+      if (pool.size <= 1) return undefined;
+      const source = ds.files[win.units[0]!.file]!.source;
+      return {
+        threads: pool.size,
+        place: (plan, chunks) => pool.placeIds(plan, chunks, source),
+        placeKeys: (task, transfer) => pool.placeKeys(task, transfer, source),
+      };
+    };
     const inflight: Array<Promise<UnitRead>> = [];
     let next = 0;
     // Fewer row groups than decoders (a file of one big row group, say): each is read by several

@@ -54,9 +54,9 @@ export function hugePages<T extends ArrayBufferView>(view: T): T {
 
 /**
  * `bytes` of fresh shared memory that start on a 2 MiB boundary, advised to take 2 MiB pages where
- * `hugePages` advises (a plain SharedArrayBuffer of `bytes` where it does not, or for under 2 MiB). An array only advised keeps its
- * first and last partial 2 MiB in 4 KiB pages, which for a pack arena's ~4 MB slots was half of
- * every slot; this one is in 2 MiB pages throughout, and costs up to 4 MiB more address space
+ * `hugePages` advises (a plain SharedArrayBuffer of `bytes` where it does not, or for under
+ * 2 MiB). An array only advised keeps its first and last partial 2 MiB in 4 KiB pages, which for a
+ * pack arena's ~4 MB slots was half of every slot; this one is in 2 MiB pages throughout, and costs up to 4 MiB more address space
  * (not memory: pages never written are never there).
  */
 export function hugeShared(bytes: number): Uint8Array<SharedArrayBuffer> {
