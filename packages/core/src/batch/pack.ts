@@ -214,32 +214,37 @@ export function packMany(
  * The row indices are permuted one column at a time over all the chunks at once: the column's
  * indices (4 bytes a row, 400 KB for 100k rows) stay in the L2 cache while the permutation reads
  * them at random, and each chunk's indices come out contiguous. Per chunk, the random reads of
- * each column would miss the cache about every time (bench/README.md, "Shuffled reads").
- *
- * `scratch(n)`, when given, is where the permuted indices go (n int32s for all of them): memory
- * the caller reuses for every row group, which must be laid out before the next call.
+ * each column would miss the cache about every time (bench/README.md, "Shuffled reads"). The
+ * decode worker permutes them as it decodes them instead (reader/dict-ops.ts,
+ * `decodeDerivedPermuted`) and calls `chunkSources`.
  */
-export function permutedSources(src: PackSource, rows: Int32Array, cuts: readonly number[], scratch?: (n: number) => Int32Array): PackSource[] {
+export function permutedSources(src: PackSource, rows: Int32Array, cuts: readonly number[]): PackSource[] {
   const c0 = cuts[0]!;
-  const len = cuts[cuts.length - 1]! - c0;
-  const order = rows.subarray(c0, c0 + len);
+  const order = rows.subarray(c0, cuts[cuts.length - 1]!);
   // Features that share a derived column share its row indices: permute each array once.
-  const distinct = new Set<Int32Array>();
-  for (const ix of (src.indexed ?? new Map()).values()) distinct.add(ix.idx);
-  const into = scratch?.(distinct.size * len);
   const permuted = new Map<Int32Array, Int32Array>();
-  let at = 0;
-  for (const idx of distinct) {
-    permuted.set(idx, gatherInt32(idx, order, into?.subarray(at, at + len) ?? new Int32Array(len)));
-    at += len;
+  const indexed = new Map<string, { readonly dict: Column; readonly idx: Int32Array }>();
+  for (const [name, ix] of src.indexed ?? []) {
+    let idx = permuted.get(ix.idx);
+    if (idx === undefined) permuted.set(ix.idx, (idx = gatherInt32(ix.idx, order, new Int32Array(order.length))));
+    indexed.set(name, { dict: ix.dict, idx });
   }
+  return chunkSources({ ...src, indexed }, order, cuts);
+}
+
+/**
+ * `permutedSources` where the indexed columns' row indices are in the window's order already:
+ * index i of each is that of row order[i] (cuts[0] is order's first row).
+ */
+export function chunkSources(src: PackSource, order: Int32Array, cuts: readonly number[]): PackSource[] {
+  const c0 = cuts[0]!;
   const out: PackSource[] = [];
   for (let i = 0; i + 1 < cuts.length; i++) {
     const from = cuts[i]! - c0;
     const to = cuts[i + 1]! - c0;
     const sel = order.subarray(from, to);
     const indexed = new Map<string, { readonly dict: Column; readonly idx: Int32Array }>();
-    for (const [name, ix] of src.indexed ?? []) indexed.set(name, { dict: ix.dict, idx: permuted.get(ix.idx)!.subarray(from, to) });
+    for (const [name, ix] of src.indexed ?? []) indexed.set(name, { dict: ix.dict, idx: ix.idx.subarray(from, to) });
     const outputs = new Map<string, Column>();
     for (const [name, c] of src.outputs) outputs.set(name, gatherColumn(c, sel));
     const lists = new Map<string, IndexedListSource>();

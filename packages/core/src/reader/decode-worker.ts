@@ -15,8 +15,7 @@ import { readOffsetIndex } from 'hyparquet/src/indexes.js';
 import type { FileMetaData } from 'hyparquet/src/types.js';
 import type * as PW from 'parquet-wasm';
 import { chainFeature, runOps, type Column, type ColumnType, type KernelOverrides, type OpChainFeature, type PlanState } from '@sluice/ops';
-import { columnBuffers, packMany, packRows, permutedSources, placeChunkIds, placeKeyIds, type Pack, type PackSource, type SlotMemory } from '../batch/index.js';
-import { hugePages } from '../util/huge-pages.js';
+import { chunkSources, columnBuffers, packMany, packRows, placeChunkIds, placeKeyIds, type Pack, type PackSource, type SlotMemory } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
 import { isUrl } from '../util/url.js';
 import type {
@@ -34,6 +33,7 @@ import type {
 import {
   decodeDerived,
   decodeDerivedIndexed,
+  decodeDerivedPermuted,
   decodeListDerivedIndexed,
   gatherIndexed,
   gatherIndexedList,
@@ -240,10 +240,16 @@ function readDirect(msg: ReadInline, fast: KernelOverrides | null, remote?: { md
     // Without a pack to lay out, scalar derived columns are gathered as they are computed (decodeDerived).
     const gathered =
       scalar.length > 0 && !msg.pack ? decodeDerived(md, msg.rowGroup, scalar, types, readAt, zstd, applyNamed.bind(null, runs, fast), range) : NO_COLUMNS;
+    // A shuffled window that is this row group: the rows in the order its packs take them, which
+    // the indexed columns' row indices are put in as each input is decoded.
+    if (range !== undefined && msg.pack?.permute !== undefined) throw new Error('a shuffled window is read by whole row groups only');
+    const order = msg.pack?.permute !== undefined ? windowOrder(msg.pack.permute, msg.pack.cuts) : null;
     const indexed =
-      scalar.length > 0 && msg.pack
-        ? decodeDerivedIndexed(md, msg.rowGroup, scalar, types, readAt, zstd, applyNamed.bind(null, runs, fast), range)
-        : new Map<string, IndexedColumn>();
+      scalar.length === 0 || !msg.pack
+        ? new Map<string, IndexedColumn>()
+        : order !== null
+          ? decodeDerivedPermuted(md, msg.rowGroup, scalar, types, readAt, zstd, applyNamed.bind(null, runs, fast), order)
+          : decodeDerivedIndexed(md, msg.rowGroup, scalar, types, readAt, zstd, applyNamed.bind(null, runs, fast), range);
     if (range !== undefined && lists.length > 0) throw new Error('list columns are read by whole row groups only');
     const listed =
       lists.length > 0
@@ -253,7 +259,7 @@ function readDirect(msg: ReadInline, fast: KernelOverrides | null, remote?: { md
     const raw = new Set(msg.columns);
     for (const d of derived) if (!gathered.has(d.name) && !indexed.has(d.name) && !listed.has(d.name)) raw.add(d.input);
     const { columns, rest } = decodeFlatRowGroup(md, msg.rowGroup, [...raw], types, readAt, zstd, range);
-    const packs = msg.pack && rest.length === 0 ? packChunks(msg.pack, columns, indexed, listed) : null;
+    const packs = msg.pack && rest.length === 0 ? packChunks(msg.pack, columns, indexed, listed, order) : null;
     const out: Direct =
       packs !== null
         ? { packs, rest }
@@ -316,6 +322,8 @@ function packChunks(
   columns: ReadonlyMap<string, Column>,
   indexed: ReadonlyMap<string, IndexedColumn>,
   listed: ReadonlyMap<string, ListDerived>,
+  /** A shuffled window's rows in its packs' order (`windowOrder`), which `indexed`'s row indices are in already. */
+  order: Int32Array | null,
 ): WorkerPack[] | null {
   const byName = columns;
   const outputs = new Map<string, Column>();
@@ -359,8 +367,8 @@ function packChunks(
   // out together (`packMany`: key by key across the chunks, as every chunk reads each key's
   // dictionary at random). Pack i goes in lent slot i when there is one (shared memory the main
   // thread recycles).
-  if (pack.permute !== undefined) {
-    const permuted = permutedSources(chunk, permutation(pack.permute.rows, ...pack.permute.keys), pack.cuts, permuteScratch);
+  if (order !== null) {
+    const permuted = chunkSources(chunk, order, pack.cuts);
     const laid = packMany(
       pack.layout,
       permuted.map((c, i) => [{ chunk: c, from: 0, to: pack.cuts[i + 1]! - pack.cuts[i]! }]),
@@ -378,14 +386,9 @@ function packChunks(
   return packs;
 }
 
-/**
- * Where a shuffled row group's permuted row indices go (`permutedSources`): one grow-only region,
- * as they are laid out before the next row group's.
- */
-let permuteSpace = new Int32Array(0);
-function permuteScratch(n: number): Int32Array {
-  if (permuteSpace.length < n) permuteSpace = hugePages(new Int32Array(n));
-  return permuteSpace.subarray(0, n);
+/** The rows of a shuffled window that is one row group, in the order its packs (cut at `cuts`) take them. */
+function windowOrder(permute: NonNullable<PackCuts['permute']>, cuts: readonly number[]): Int32Array {
+  return permutation(permute.rows, ...permute.keys).subarray(cuts[0]!, cuts[cuts.length - 1]!);
 }
 
 /** A pack as the reply carries it: the lent slot's number where its arrays are in that slot, else -1. */

@@ -6,10 +6,11 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { Float64 } from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
-import { chainFeature, OPS, runOps, type Column, type ColumnType, type OpChain } from '@sluice/ops';
+import { chainFeature, gatherColumn, OPS, runOps, type Column, type ColumnType, type OpChain } from '@sluice/ops';
 import {
   decodeDerived,
   decodeDerivedIndexed,
+  decodeDerivedPermuted,
   decodeListDerivedIndexed,
   gatherIndexed,
   gatherIndexedList,
@@ -19,6 +20,7 @@ import { readFooter } from '../../src/reader/parquet/check.js';
 import { decodeFlatRowGroup, type ReadAt } from '../../src/reader/parquet/index.js';
 import { parsePlainHex } from '../../src/reader/parquet/plain-hex.js';
 import { pageZstd } from '../../src/reader/zstd.js';
+import { permutation } from '../../src/util/rng.js';
 import { i64, listI64, str, tempDir, vec, writeParquet } from '../helpers.js';
 import { chunkShape, pageEncodings, writeArrowMixed, writeDuckdb } from '../writers.js';
 
@@ -209,8 +211,41 @@ describe.each(WRITERS)('derived columns of chunks written by %s', (_, writer) =>
       expect([...gathered.keys()]).toEqual(DERIVED.map((d) => d.name));
       for (const d of DERIVED) expect(gathered.get(d.name), `${d.name}, gathered, row group ${rg}`).toEqual(apply(d.name, raw.get(d.input)!, 0));
       expect(gatherIndexedList(lists.get('list')!)).toEqual(apply('list', raw.get('L')!, 0));
+      expectPermuted(md, rg, readAt, zstd, raw);
     }
   });
+});
+
+/**
+ * decodeDerivedPermuted against the reference gathered in the window's order: the whole row group
+ * permuted, and a resumed window's tail (its first rows skipped). Two inputs have two features
+ * each: an input's features share its permuted indices, and the next input's do not overwrite them.
+ */
+function expectPermuted(
+  md: ReturnType<typeof readFooter>,
+  rg: number,
+  readAt: ReadAt,
+  zstd: Awaited<ReturnType<typeof pageZstd>>,
+  raw: ReadonlyMap<string, Column>,
+): void {
+  const rows = Number(md.row_groups[rg]!.num_rows);
+  const perm = permutation(rows, 42, 0, rg);
+  for (const order of [perm, perm.subarray(Math.floor(rows / 3))]) {
+    const got = decodeDerivedPermuted(md, rg, DERIVED, types, readAt, zstd, apply, order);
+    expect([...got.keys()]).toEqual(DERIVED.map((d) => d.name));
+    for (const d of DERIVED)
+      expect(gatherIndexed(got.get(d.name)!), `${d.name}, permuted, row group ${rg}, ${order.length} rows`).toEqual(
+        gatherColumn(apply(d.name, raw.get(d.input)!, 0), order),
+      );
+  }
+}
+
+it('puts the row indices of dictionary-encoded chunks in a shuffled window’s order as it decodes them', async () => {
+  const { md, readAt } = await reader(source);
+  const zstd = await pageZstd();
+  expect(chunkShape(pageEncodings(source), 'C')).toBe('dictionary');
+  for (let rg = 0; rg < md.row_groups.length; rg++)
+    expectPermuted(md, rg, readAt, zstd, decodeFlatRowGroup(md, rg, ['C', 'B', 'F', 'L'], types, readAt, zstd).columns);
 });
 
 it('leaves a derived column to the pipeline when a PLAIN value is not hex (the pipeline reports it)', async () => {
