@@ -216,7 +216,7 @@ export function packMany(
  * them at random, and each chunk's indices come out contiguous. Per chunk, the random reads of
  * each column would miss the cache about every time (bench/README.md, "Shuffled reads"). The
  * decode worker permutes them as it decodes them instead (reader/dict-ops.ts,
- * `decodeDerivedPermuted`) and calls `chunkSources`.
+ * `decodeDerivedIndexed` with an `order`) and calls `chunkSources`.
  */
 export function permutedSources(src: PackSource, rows: Int32Array, cuts: readonly number[]): PackSource[] {
   const c0 = cuts[0]!;

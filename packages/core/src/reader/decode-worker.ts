@@ -33,7 +33,6 @@ import type {
 import {
   decodeDerived,
   decodeDerivedIndexed,
-  decodeDerivedPermuted,
   decodeListDerivedIndexed,
   gatherIndexed,
   gatherIndexedList,
@@ -245,11 +244,9 @@ function readDirect(msg: ReadInline, fast: KernelOverrides | null, remote?: { md
     if (range !== undefined && msg.pack?.permute !== undefined) throw new Error('a shuffled window is read by whole row groups only');
     const order = msg.pack?.permute !== undefined ? windowOrder(msg.pack.permute, msg.pack.cuts) : null;
     const indexed =
-      scalar.length === 0 || !msg.pack
-        ? new Map<string, IndexedColumn>()
-        : order !== null
-          ? decodeDerivedPermuted(md, msg.rowGroup, scalar, types, readAt, zstd, applyNamed.bind(null, runs, fast), order)
-          : decodeDerivedIndexed(md, msg.rowGroup, scalar, types, readAt, zstd, applyNamed.bind(null, runs, fast), range);
+      scalar.length > 0 && msg.pack
+        ? decodeDerivedIndexed(md, msg.rowGroup, scalar, types, readAt, zstd, applyNamed.bind(null, runs, fast), range, order ?? undefined)
+        : new Map<string, IndexedColumn>();
     if (range !== undefined && lists.length > 0) throw new Error('list columns are read by whole row groups only');
     const listed =
       lists.length > 0

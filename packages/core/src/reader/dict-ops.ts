@@ -104,7 +104,16 @@ export function decodeDerived(
   return out;
 }
 
-/** decodeDerived without the final gather, for a consumer that gathers on its own (packing a batch). */
+/**
+ * decodeDerived without the final gather, for a consumer that gathers on its own (packing a batch).
+ *
+ * With `order` (a shuffled window of this one row group, read whole and laid out by its decoder:
+ * reader/decode-worker.ts), each input's row indices come back in that order (idx[i] is the index
+ * of row order[i]), put in it as soon as the input is decoded. Then the 400 KB of a 100k-row
+ * input's indices are still in the cache while the permutation reads them at random; permuted
+ * after every input was decoded, they were not, and the permutation took about twice as long
+ * (bench/README.md, "RM1 shuffled: permuting the row indices as they are decoded").
+ */
 export function decodeDerivedIndexed(
   md: FileMetaData,
   rowGroup: number,
@@ -114,39 +123,24 @@ export function decodeDerivedIndexed(
   zstd: Zstd,
   apply: Apply,
   range?: RowRange,
-): Map<string, IndexedColumn> {
-  const out = new Map<string, IndexedColumn>();
-  // Bound module-level functions, not closures made per call (see eachOnDictionary).
-  eachOnDictionary(md, rowGroup, derived, decodeIndexedInput.bind(null, md, types, readAt, zstd, range), apply, setIndexed.bind(null, out), shareOf(range));
-  return out;
-}
-
-/**
- * decodeDerivedIndexed for a shuffled window of this one row group, laid out by its decoder
- * (reader/decode-worker.ts): each input's row indices come back in `order` (idx[i] is the index of
- * row order[i]), put in that order as soon as the input is decoded. Then the 400 KB of a 100k-row
- * input's indices are still in the cache while the permutation reads them at random; permuted
- * after every input was decoded, they were not, and the permutation took about twice as long
- * (bench/README.md, "RM1 shuffled: permuting the row indices as they are decoded").
- */
-export function decodeDerivedPermuted(
-  md: FileMetaData,
-  rowGroup: number,
-  derived: readonly DerivedSpec[],
-  types: ReadonlyMap<string, ColumnType>,
-  readAt: ReadAt,
-  zstd: Zstd,
-  apply: Apply,
-  order: Int32Array,
+  order?: Int32Array,
 ): Map<string, IndexedColumn> {
   const out = new Map<string, IndexedColumn>();
   const last: PermutedInput = { src: null, idx: EMPTY_IDX };
-  eachOnDictionary(md, rowGroup, derived, decodeIndexedInput.bind(null, md, types, readAt, zstd, undefined), apply, setPermuted.bind(null, out, last, order));
+  // Bound module-level functions, not closures made per call (see eachOnDictionary).
+  const use: (d: DerivedSpec, src: { readonly idx: Int32Array }, res: NumericColumn) => void =
+    order === undefined ? setIndexed.bind(null, out) : setPermuted.bind(null, out, last, order);
+  eachOnDictionary<IndexedInput>(md, rowGroup, derived, decodeIndexedInput.bind(null, md, types, readAt, zstd, range), apply, use, shareOf(range));
   if (last.src !== null) releaseIdx(last.src.idx);
   return out;
 }
 
-/** decodeDerivedPermuted's input being used: its row indices as decoded, and in the window's order. */
+/** The results other parts of a row group split by rows publish, for a part that has a share. */
+function shareOf(range: RowRange | undefined): { view: DictShare; reverse: boolean } | undefined {
+  return range?.share !== undefined ? { view: new DictShare(range.share), reverse: range.reverse === true } : undefined;
+}
+
+/** A permuted read's input being used (decodeDerivedIndexed with `order`): its row indices as decoded, and in the window's order. */
 interface PermutedInput {
   src: { readonly idx: Int32Array } | null;
   idx: Int32Array;
@@ -154,7 +148,7 @@ interface PermutedInput {
 
 const EMPTY_IDX = new Int32Array(0);
 
-/** decodeDerivedPermuted's `use`: an input's indices are permuted at its first member, and the previous input's as decoded go back to the pool. */
+/** decodeDerivedIndexed's `use` with `order`: an input's indices are permuted at its first member, and the previous input's as decoded go back to the pool. */
 function setPermuted(
   out: Map<string, IndexedColumn>,
   last: PermutedInput,
@@ -177,11 +171,6 @@ function permuteIdx(idx: Int32Array, order: Int32Array, out: Int32Array): Int32A
   return out;
 }
 
-/** The results other parts of a row group split by rows publish, for a part that has a share. */
-function shareOf(range: RowRange | undefined): { view: DictShare; reverse: boolean } | undefined {
-  return range?.share !== undefined ? { view: new DictShare(range.share), reverse: range.reverse === true } : undefined;
-}
-
 /** decodeDerived's input being gathered: its row indices go back once the next input's are in use. */
 interface LastInput {
   src: { readonly idx: Int32Array } | null;
@@ -198,6 +187,9 @@ function gatherNow(out: Map<string, Column>, last: LastInput, d: DerivedSpec, sr
   releaseResults(res);
 }
 
+/** An input decoded in indices mode (`decodeIndexedInput`). */
+type IndexedInput = { readonly dict: Column | null; readonly idx: Int32Array; readonly plain: PlainColumn | null };
+
 /** decodeDerivedIndexed's `decode`: the input's row indices (this read's rows), and its dictionary unless `dictSize` is given. */
 function decodeIndexedInput(
   md: FileMetaData,
@@ -210,7 +202,7 @@ function decodeIndexedInput(
   _rows: number,
   hex: boolean,
   dictSize?: number,
-): { dict: Column | null; idx: Int32Array; plain: PlainColumn | null } | null {
+): IndexedInput | null {
   const c = readable(md, rg, input, types);
   // An unsigned 64-bit input is read raw: each row's value is checked to fit int64 (chunk.ts).
   if (c === null || c.unsigned64) return null;

@@ -10,7 +10,6 @@ import { chainFeature, gatherColumn, OPS, runOps, type Column, type ColumnType, 
 import {
   decodeDerived,
   decodeDerivedIndexed,
-  decodeDerivedPermuted,
   decodeListDerivedIndexed,
   gatherIndexed,
   gatherIndexedList,
@@ -217,7 +216,7 @@ describe.each(WRITERS)('derived columns of chunks written by %s', (_, writer) =>
 });
 
 /**
- * decodeDerivedPermuted against the reference gathered in the window's order: the whole row group
+ * decodeDerivedIndexed with an order against the reference gathered in the window's order: the whole row group
  * permuted, and a resumed window's tail (its first rows skipped). Two inputs have two features
  * each: an input's features share its permuted indices, and the next input's do not overwrite them.
  */
@@ -231,7 +230,7 @@ function expectPermuted(
   const rows = Number(md.row_groups[rg]!.num_rows);
   const perm = permutation(rows, 42, 0, rg);
   for (const order of [perm, perm.subarray(Math.floor(rows / 3))]) {
-    const got = decodeDerivedPermuted(md, rg, DERIVED, types, readAt, zstd, apply, order);
+    const got = decodeDerivedIndexed(md, rg, DERIVED, types, readAt, zstd, apply, undefined, order);
     expect([...got.keys()]).toEqual(DERIVED.map((d) => d.name));
     for (const d of DERIVED)
       expect(gatherIndexed(got.get(d.name)!), `${d.name}, permuted, row group ${rg}, ${order.length} rows`).toEqual(
