@@ -206,35 +206,14 @@ export function packMany(
 }
 
 /**
- * A pack source per chunk of a permuted row group: chunk i holds rows rows[cuts[i]], …,
- * rows[cuts[i + 1] - 1] of `src` (a shuffled window that is one row group, laid out by its decode
- * worker). Indexed columns keep their dictionary and permute only their row indices; an indexed
- * list keeps its first `keep` elements per row; other columns are gathered.
- *
- * The row indices are permuted one column at a time over all the chunks at once: the column's
- * indices (4 bytes a row, 400 KB for 100k rows) stay in the L2 cache while the permutation reads
- * them at random, and each chunk's indices come out contiguous. Per chunk, the random reads of
- * each column would miss the cache about every time (bench/README.md, "Shuffled reads"). The
- * decode worker permutes them as it decodes them instead (reader/dict-ops.ts,
- * `decodeDerivedIndexed` with an `order`) and calls `chunkSources`.
- */
-export function permutedSources(src: PackSource, rows: Int32Array, cuts: readonly number[]): PackSource[] {
-  const c0 = cuts[0]!;
-  const order = rows.subarray(c0, cuts[cuts.length - 1]!);
-  // Features that share a derived column share its row indices: permute each array once.
-  const permuted = new Map<Int32Array, Int32Array>();
-  const indexed = new Map<string, { readonly dict: Column; readonly idx: Int32Array }>();
-  for (const [name, ix] of src.indexed ?? []) {
-    let idx = permuted.get(ix.idx);
-    if (idx === undefined) permuted.set(ix.idx, (idx = gatherInt32(ix.idx, order, new Int32Array(order.length))));
-    indexed.set(name, { dict: ix.dict, idx });
-  }
-  return chunkSources({ ...src, indexed }, order, cuts);
-}
-
-/**
- * `permutedSources` where the indexed columns' row indices are in the window's order already:
- * index i of each is that of row order[i] (cuts[0] is order's first row).
+ * A pack source per chunk of a permuted row group: chunk i holds rows order[cuts[i] - cuts[0]], …,
+ * order[cuts[i + 1] - cuts[0] - 1] of `src` (a shuffled window that is one row group, laid out by
+ * its decode worker). Indexed columns keep their dictionary and must come with their row indices
+ * in `order` already (index i is that of row order[i]): the decode worker puts each input's in it
+ * as it decodes the input, while they are in the cache (reader/dict-ops.ts, `decodeDerivedIndexed`
+ * with an `order`; bench/README.md, "RM1 shuffled: permuting the row indices as they are
+ * decoded"), so each chunk's indices are a contiguous run. An indexed list keeps its first `keep`
+ * elements per row; other columns are gathered.
  */
 export function chunkSources(src: PackSource, order: Int32Array, cuts: readonly number[]): PackSource[] {
   const c0 = cuts[0]!;
@@ -252,12 +231,6 @@ export function chunkSources(src: PackSource, order: Int32Array, cuts: readonly 
     const locate = src.locate;
     out.push({ outputs, label: src.label === null ? null : gatherColumn(src.label, sel), indexed, indexedLists: lists, locate: (row) => locate(sel[row]!) });
   }
-  return out;
-}
-
-/** out[i] = a[sel[i]] (`out` as long as `sel`). */
-function gatherInt32(a: Int32Array, sel: Int32Array, out: Int32Array): Int32Array {
-  for (let i = 0; i < sel.length; i++) out[i] = a[sel[i]!]!;
   return out;
 }
 

@@ -242,10 +242,10 @@ function readDirect(msg: ReadInline, fast: KernelOverrides | null, remote?: { md
     // A shuffled window that is this row group: the rows in the order its packs take them, which
     // the indexed columns' row indices are put in as each input is decoded.
     if (range !== undefined && msg.pack?.permute !== undefined) throw new Error('a shuffled window is read by whole row groups only');
-    const order = msg.pack?.permute !== undefined ? windowOrder(msg.pack.permute, msg.pack.cuts) : null;
+    const order = msg.pack?.permute !== undefined ? windowOrder(msg.pack.permute, msg.pack.cuts) : undefined;
     const indexed =
       scalar.length > 0 && msg.pack
-        ? decodeDerivedIndexed(md, msg.rowGroup, scalar, types, readAt, zstd, applyNamed.bind(null, runs, fast), range, order ?? undefined)
+        ? decodeDerivedIndexed(md, msg.rowGroup, scalar, types, readAt, zstd, applyNamed.bind(null, runs, fast), range, order)
         : new Map<string, IndexedColumn>();
     if (range !== undefined && lists.length > 0) throw new Error('list columns are read by whole row groups only');
     const listed =
@@ -320,7 +320,7 @@ function packChunks(
   indexed: ReadonlyMap<string, IndexedColumn>,
   listed: ReadonlyMap<string, ListDerived>,
   /** A shuffled window's rows in its packs' order (`windowOrder`), which `indexed`'s row indices are in already. */
-  order: Int32Array | null,
+  order: Int32Array | undefined,
 ): WorkerPack[] | null {
   const byName = columns;
   const outputs = new Map<string, Column>();
@@ -364,7 +364,7 @@ function packChunks(
   // out together (`packMany`: key by key across the chunks, as every chunk reads each key's
   // dictionary at random). Pack i goes in lent slot i when there is one (shared memory the main
   // thread recycles).
-  if (order !== null) {
+  if (order !== undefined) {
     const permuted = chunkSources(chunk, order, pack.cuts);
     const laid = packMany(
       pack.layout,

@@ -141,8 +141,7 @@ function shareOf(range: RowRange | undefined): { view: DictShare; reverse: boole
 }
 
 /** A permuted read's input being used (decodeDerivedIndexed with `order`): its row indices as decoded, and in the window's order. */
-interface PermutedInput {
-  src: { readonly idx: Int32Array } | null;
+interface PermutedInput extends LastInput {
   idx: Int32Array;
 }
 
@@ -157,18 +156,11 @@ function setPermuted(
   src: { readonly idx: Int32Array },
   res: NumericColumn,
 ): void {
-  if (last.src !== src) {
-    if (last.src !== null) releaseIdx(last.src.idx);
-    last.src = src;
-    last.idx = permuteIdx(src.idx, order, takeIdx(order.length));
+  if (nextInput(last, src)) {
+    last.idx = takeIdx(order.length);
+    gather('int32', last.idx, src.idx, order, 0, order.length, null);
   }
   out.set(d.name, { dict: res, idx: last.idx });
-}
-
-/** out[i] = idx[order[i]]. */
-function permuteIdx(idx: Int32Array, order: Int32Array, out: Int32Array): Int32Array {
-  for (let i = 0; i < order.length; i++) out[i] = idx[order[i]!]!;
-  return out;
 }
 
 /** decodeDerived's input being gathered: its row indices go back once the next input's are in use. */
@@ -176,13 +168,20 @@ interface LastInput {
   src: { readonly idx: Int32Array } | null;
 }
 
+/**
+ * Whether `src` is a new input; if so the previous one's row indices go back to the pool (its
+ * members are all used: eachOnDictionary uses an input's members one after another).
+ */
+function nextInput(last: LastInput, src: { readonly idx: Int32Array }): boolean {
+  if (last.src === src) return false;
+  if (last.src !== null) releaseIdx(last.src.idx);
+  last.src = src;
+  return true;
+}
+
 /** decodeDerived's `use`: the rows of derived column `d`, gathered at once. */
 function gatherNow(out: Map<string, Column>, last: LastInput, d: DerivedSpec, src: { readonly idx: Int32Array }, res: NumericColumn): void {
-  // A new input: the previous one's members are all gathered (eachOnDictionary uses an input's members one after another).
-  if (last.src !== src) {
-    if (last.src !== null) releaseIdx(last.src.idx);
-    last.src = src;
-  }
+  nextInput(last, src);
   out.set(d.name, gatherRows(res, src.idx)!);
   releaseResults(res);
 }

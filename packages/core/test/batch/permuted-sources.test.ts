@@ -1,9 +1,9 @@
-// permutedSources: a decode worker's shuffled chunks. Each chunk's pack must equal the pack of the
+// chunkSources: a decode worker's shuffled chunks. Each chunk's pack must equal the pack of the
 // same rows gathered the plain way (dictionary values materialized, then gatherColumn), for narrow
 // (16-bit) and wide row indices, shared index arrays, a plain output, a label and an indexed list.
 import { describe, expect, it } from 'vitest';
 import { gatherColumn, type Column } from '@sluice/ops';
-import { packMany, packRows, permutedSources, type BatchLayout, type IndexedListSource, type PackSource } from '../../src/batch/index.js';
+import { chunkSources, packMany, packRows, type BatchLayout, type IndexedListSource, type PackSource } from '../../src/batch/index.js';
 import { permutation } from '../../src/util/rng.js';
 
 const layout: BatchLayout = {
@@ -85,7 +85,17 @@ function source(n: number, dictSize: number): { src: PackSource; plain: (sel: In
   return { src, plain };
 }
 
-describe('permutedSources', () => {
+/**
+ * The chunks of window rows rows[cuts[0]], … cut at `cuts`, with `src`'s row indices put in that
+ * order first, as the decode worker puts them as it decodes each input (reader/dict-ops.ts).
+ */
+function permutedSources(src: PackSource, rows: Int32Array, cuts: readonly number[]): PackSource[] {
+  const order = rows.subarray(cuts[0]!, cuts[cuts.length - 1]!);
+  const indexed = new Map([...(src.indexed ?? [])].map(([name, ix]) => [name, { dict: ix.dict, idx: Int32Array.from(order, (r) => ix.idx[r]!) }]));
+  return chunkSources({ ...src, indexed }, order, cuts);
+}
+
+describe('chunkSources', () => {
   it.for([
     ['16-bit row indices', 5000],
     ['32-bit row indices (a dictionary past 2^16 entries)', 70000],
