@@ -21,6 +21,75 @@ function growLevelScratch(n: number): void {
   defScratch = new Uint8Array(repScratch.length);
 }
 
+/** What `walkLevels` found on a page: the last row it started, the next free slot, and its values. */
+const walked = { row: 0, slot: 0, present: 0 };
+
+/**
+ * One page's rows and element slots from its `n` levels: each row's first slot into `offsets`, the
+ * lists' and elements' validity, and into `walked` the last row started (from `row`), the next
+ * slot (from `slot`) and how many slots hold a value. A function of its own, apart from the page
+ * loop: inlined there, every kind of page the loop met for the first time (a PLAIN page after
+ * dictionary ones, say) threw the whole compiled function away, and V8 compiled it ~8 times per
+ * decode thread in an RM5 run (bench/README.md, "RM5: what the decode threads spend besides decoding").
+ */
+/** Whether the first `k` entries of a validity are all 1 (or there is none). */
+function allValid(v: Uint8Array | null, k: number): boolean {
+  return v === null || count(v, 0, k) === k;
+}
+
+function walkLevels(
+  rep: Uint8Array,
+  def: Uint8Array,
+  n: number,
+  maxDef: number,
+  empty: number,
+  offsets: Int32Array,
+  listValid: Uint8Array | null,
+  elemValid: Uint8Array | null,
+  row: number,
+  slot: number,
+  rows: number,
+  col: string,
+): void {
+  const first = slot;
+  let present = 0;
+  let full = n > 0;
+  for (let e = 0; e < n && full; e++) full = def[e] === maxDef;
+  if (full) {
+    // Every entry an element with a value (the common page): rows start where rep is 0.
+    if (rep[0] !== 0 && row < 0) throw new Error(`column ${col}: a list continues before its first row`);
+    const firstRow = row + 1;
+    for (let e = 0; e < n; e++) {
+      if (rep[e] !== 0) continue;
+      if (++row >= rows) throw new Error(`column ${col}: pages hold more than the row group's ${rows} rows`);
+      offsets[row] = slot + e;
+    }
+    if (listValid !== null) listValid.fill(1, firstRow, row + 1);
+    slot += n;
+    present = n;
+    if (elemValid !== null) elemValid.fill(1, first, slot);
+  } else
+    for (let e = 0; e < n; e++) {
+      const r = rep[e]!;
+      const d = def[e]!;
+      if (r === 0) {
+        if (++row >= rows) throw new Error(`column ${col}: pages hold more than the row group's ${rows} rows`);
+        offsets[row] = slot;
+        if (listValid !== null) listValid[row] = d >= empty ? 1 : 0;
+      } else if (row < 0 || d <= empty) {
+        throw new Error(`column ${col}: a list continues ${row < 0 ? 'before its first row' : 'with no element'}`);
+      }
+      if (d <= empty) continue;
+      const has = d === maxDef ? 1 : 0;
+      if (elemValid !== null) elemValid[slot] = has;
+      present += has;
+      slot++;
+    }
+  walked.row = row;
+  walked.slot = slot;
+  walked.present = present;
+}
+
 /**
  * Decodes a list column chunk (see `readableList`) into offsets, list validity and a child column,
  * as the Arrow reader gives it: a null list and an empty list both have length zero, a null
@@ -142,41 +211,10 @@ function decodeListPages(
     }
     // Rows and element slots from the levels; then the page's values into its slots.
     const first = slot;
-    let present = 0;
-    const rep = repScratch;
-    const def = defScratch;
-    let full = n > 0;
-    for (let e = 0; e < n && full; e++) full = def[e] === maxDef;
-    if (full) {
-      // Every entry an element with a value (the common page): rows start where rep is 0.
-      if (rep[0] !== 0 && row < 0) throw new Error(`column ${col}: a list continues before its first row`);
-      const firstRow = row + 1;
-      for (let e = 0; e < n; e++) {
-        if (rep[e] !== 0) continue;
-        if (++row >= rows) throw new Error(`column ${col}: pages hold more than the row group's ${rows} rows`);
-        offsets[row] = slot + e;
-      }
-      if (listValid !== null) listValid.fill(1, firstRow, row + 1);
-      slot += n;
-      present = n;
-      if (elemValid !== null) elemValid.fill(1, first, slot);
-    } else
-      for (let e = 0; e < n; e++) {
-        const r = rep[e]!;
-        const d = def[e]!;
-        if (r === 0) {
-          if (++row >= rows) throw new Error(`column ${col}: pages hold more than the row group's ${rows} rows`);
-          offsets[row] = slot;
-          if (listValid !== null) listValid[row] = d >= empty ? 1 : 0;
-        } else if (row < 0 || d <= empty) {
-          throw new Error(`column ${col}: a list continues ${row < 0 ? 'before its first row' : 'with no element'}`);
-        }
-        if (d <= empty) continue;
-        const has = d === maxDef ? 1 : 0;
-        if (elemValid !== null) elemValid[slot] = has;
-        present += has;
-        slot++;
-      }
+    walkLevels(repScratch, defScratch, n, maxDef, empty, offsets, listValid, elemValid, row, slot, rows, col);
+    row = walked.row;
+    slot = walked.slot;
+    const present = walked.present;
     if (slot > entries) throw new Error(`column ${col}: more elements than the chunk's ${entries} values`);
     if (indexMode) {
       // A chunk without a dictionary (DuckDB's): its slots' indices are the values' order, so
@@ -195,7 +233,6 @@ function decodeListPages(
   }
   if (row + 1 !== rows) throw new Error(`column ${col}: pages hold ${row + 1} of the row group's ${rows} rows`);
   offsets[rows] = slot;
-  const allValid = (v: Uint8Array | null, k: number): boolean => v === null || count(v, 0, k) === k;
   const valid = allValid(listValid, rows) ? null : listValid;
   if (indexMode) {
     // No element at all (every list null or empty) needs no dictionary, nor does a chunk of PLAIN pages.
