@@ -42,7 +42,18 @@ import {
   type IndexedList,
   type ListDerived,
 } from './dict-ops.js';
-import { checkChunks, decodeFlatRowGroup, FileRefusal, footerColumns, pageChecks, readFooter, Refusal, repairedFooter, type ReadAt } from './parquet/index.js';
+import {
+  checkChunks,
+  decodeFlatRowGroup,
+  FileRefusal,
+  footerColumns,
+  pageChecks,
+  readFooter,
+  Refusal,
+  repairedFooter,
+  rowGroupRows,
+  type ReadAt,
+} from './parquet/index.js';
 import { pageZstd } from './zstd.js';
 import type { Zstd } from './parquet/index.js';
 import type { S3Access } from './s3/access.js';
@@ -542,7 +553,7 @@ function describeFooter(source: string): OpenedFile | null {
   }
   const footer = footerColumns(md);
   if (footer === null) return null;
-  return { rowGroups: md.row_groups.map((rg) => Number(rg.num_rows)), numRows: Number(md.num_rows), createdBy: md.created_by ?? null, footer };
+  return { rowGroups: rowGroupRows(md), numRows: Number(md.num_rows), createdBy: md.created_by ?? null, footer };
 }
 
 function describe(f: PW.ParquetFile): OpenedFile {

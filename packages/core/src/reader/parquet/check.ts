@@ -10,6 +10,7 @@ import { deserializeTCompactProtocol } from 'hyparquet/src/thrift.js';
 import type { FileMetaData } from 'hyparquet/src/types.js';
 import { chunkPages, decompress, type ReadAt, type Zstd } from './page.js';
 import { located, type PagePlace } from './refusal.js';
+import { footerWith, scanFooter, type FooterScan } from './footer-scan.js';
 import { encodeThrift, type Thrift } from './thrift.js';
 
 /** A file that is not read at all (no usable footer, encrypted): the message says why. */
@@ -25,8 +26,10 @@ const ENCRYPTED = 'it is encrypted (Parquet modular encryption); Sluice does not
 /**
  * The footer of a file of `size` bytes, parsed and checked: `readAt` reads the file. Throws a
  * FileRefusal saying what is wrong: too short, not Parquet, a footer length that does not fit, an
- * encrypted file (either footer mode), a footer that does not parse, column chunks outside the
- * file.
+ * encrypted file (either footer mode), a footer that does not parse, a row count that is not one.
+ * A row group's metadata is parsed and checked (column chunks outside the file, value counts)
+ * when it is first read, `md.row_groups[r]`: a damaged one throws a FileRefusal then, for that row
+ * group alone.
  */
 export function readFooter(size: number, readAt: ReadAt): FileMetaData {
   if (size < 12) throw new FileRefusal(`${size} bytes is too short to be a Parquet file (truncated?)`);
@@ -42,29 +45,69 @@ export function readFooter(size: number, readAt: ReadAt): FileMetaData {
   if (new DataView(head.buffer, head.byteOffset, 4).getUint32(0, true) !== MAGIC) throw new FileRefusal('it does not start with the Parquet magic "PAR1"');
   // Fresh memory: the parsed metadata is cached and may keep views of it.
   const footer = readAt(size - 8 - len, len + 8).slice();
-  let raw: Record<string, unknown>;
+  // One pass finds the row groups without parsing them (footer-scan.ts); hyparquet parses the
+  // other fields now, and a row group when something first asks for it.
+  let scan: FooterScan;
+  let rest: ArrayBuffer;
+  let raw: Thrift;
   try {
-    raw = deserializeTCompactProtocol({ view: new DataView(footer.buffer, 0, len), offset: 0 });
+    scan = scanFooter(footer, len);
+    rest = footerWith(scan, null);
+    raw = deserializeTCompactProtocol({ view: new DataView(rest), offset: 0 });
   } catch {
     throw new FileRefusal(`its footer (${len} bytes) does not parse (damaged)`);
   }
   // FileMetaData field 8 is encryption_algorithm: a plaintext footer over encrypted columns.
   if (isAlgorithm(raw.field_8)) throw new FileRefusal(`${ENCRYPTED} (its footer is plaintext, its columns are not)`);
   checkNames(raw);
-  let md: FileMetaData;
+  let top: FileMetaData;
   try {
-    md = parquetMetadata(footer.buffer);
+    top = parquetMetadata(rest);
   } catch {
     throw new FileRefusal(`its footer (${len} bytes) does not parse as Parquet metadata (damaged)`);
   }
-  checkLayout(md, size - 8 - len);
-  const fixed = repair(raw);
-  if (fixed !== null) repaired.set(md, fixed);
+  if (!scan.hasRowGroups || !Array.isArray(top.schema) || top.schema.length === 0)
+    throw new FileRefusal('its footer has no schema or no row group list (damaged)');
+  scan.rowGroups.forEach((g, r) => checkRows(g.numRows, r));
+  const md: FileMetaData = { ...top, row_groups: lazyRowGroups(scan, size - 8 - len), metadata_length: len };
+  scans.set(md, scan);
   return md;
 }
 
-/** Footers `readFooter` repaired for parquet-wasm, by the metadata it returned. */
-const repaired = new WeakMap<FileMetaData, Uint8Array>();
+/** The scan each footer `readFooter` returned came from: its row groups' places and row counts. */
+const scans = new WeakMap<FileMetaData, FooterScan>();
+
+/** Rows per row group of a footer `readFooter` returned, without parsing its row groups. */
+export function rowGroupRows(md: FileMetaData): number[] {
+  const scan = scans.get(md);
+  return scan === undefined ? md.row_groups.map((rg) => Number(rg.num_rows)) : scan.rowGroups.map((g) => Number(g.numRows));
+}
+
+/**
+ * The row groups of a scanned footer, each parsed (hyparquet) and checked (`checkRowGroup`) when
+ * it is first read, then kept. One that does not parse or check throws a FileRefusal each time it
+ * is read; the others read as usual.
+ */
+function lazyRowGroups(scan: FooterScan, dataEnd: number): FileMetaData['row_groups'] {
+  const groups: FileMetaData['row_groups'] = [];
+  const parse = (r: number): FileMetaData['row_groups'][number] => {
+    let rg: FileMetaData['row_groups'][number] | undefined;
+    try {
+      rg = parquetMetadata(footerWith(scan, r)).row_groups[0];
+    } catch {
+      rg = undefined;
+    }
+    if (rg === undefined) throw new FileRefusal(`row group ${r}: its metadata in the footer does not parse (damaged)`);
+    checkRowGroup(rg, r, dataEnd);
+    Object.defineProperty(groups, r, { value: rg, writable: true, enumerable: true, configurable: true });
+    return rg;
+  };
+  for (let r = 0; r < scan.rowGroups.length; r++) Object.defineProperty(groups, r, { get: () => parse(r), enumerable: true, configurable: true });
+  return groups;
+}
+
+/** Footers `readFooter` repaired for parquet-wasm (null: the file's own is fine), by the metadata it returned; made on first use. */
+const repaired = new WeakMap<FileMetaData, Uint8Array | null>();
 
 /**
  * The footer to give parquet-wasm instead of the file's (thrift, without its length and magic),
@@ -74,7 +117,18 @@ const repaired = new WeakMap<FileMetaData, Uint8Array>();
  * panic.
  */
 export function repairedFooter(md: FileMetaData): Uint8Array | undefined {
-  return repaired.get(md);
+  let fixed = repaired.get(md);
+  if (fixed === undefined) {
+    const scan = scans.get(md);
+    try {
+      fixed = scan === undefined ? null : repair(deserializeTCompactProtocol({ view: new DataView(scan.bytes.buffer, scan.bytes.byteOffset), offset: 0 }));
+    } catch {
+      // A row group that does not parse: the reads of it are refused before parquet-wasm sees them.
+      fixed = null;
+    }
+    repaired.set(md, fixed);
+  }
+  return fixed ?? undefined;
 }
 
 function repair(raw: Thrift): Uint8Array | null {
@@ -136,33 +190,34 @@ function checkNames(raw: Thrift): void {
     });
 }
 
-/** Throws a FileRefusal when the footer's row groups and column chunks do not add up within the `dataEnd` bytes before the footer. */
-function checkLayout(md: FileMetaData, dataEnd: number): void {
-  if (!Array.isArray(md.row_groups) || !Array.isArray(md.schema) || md.schema.length === 0)
-    throw new FileRefusal('its footer has no schema or no row group list (damaged)');
-  md.row_groups.forEach((rg, r) => {
-    const rows = Number(rg.num_rows);
-    if (!Number.isSafeInteger(rows) || rows < 0)
-      throw new FileRefusal(`row group ${r}: the footer gives ${rg.num_rows === undefined ? 'no' : String(rg.num_rows)} row count`);
-    rg.columns.forEach((c, k) => {
-      if (isCryptoMetadata(c.crypto_metadata)) throw new FileRefusal(`${ENCRYPTED} (row group ${r}, column chunk ${k})`);
-      const m = c.meta_data;
-      if (m === undefined) throw new FileRefusal(`row group ${r}: column chunk ${k} has no metadata in the footer (damaged)`);
-      const name = Array.isArray(m.path_in_schema) ? m.path_in_schema.join('.') : `#${k}`;
-      const start = Math.min(
-        Number(m.data_page_offset),
-        m.dictionary_page_offset !== undefined && m.dictionary_page_offset >= 4n ? Number(m.dictionary_page_offset) : Infinity,
+/** Throws a FileRefusal when row group `r`'s row count (`numRows`, as the footer gives it) is not one. */
+function checkRows(numRows: bigint | number | null | undefined, r: number): void {
+  const rows = Number(numRows);
+  if (numRows === null || numRows === undefined || !Number.isSafeInteger(rows) || rows < 0)
+    throw new FileRefusal(`row group ${r}: the footer gives ${numRows === null || numRows === undefined ? 'no' : String(numRows)} row count`);
+}
+
+/** Throws a FileRefusal when row group `r`'s column chunks do not add up within the `dataEnd` bytes before the footer. */
+function checkRowGroup(rg: FileMetaData['row_groups'][number], r: number, dataEnd: number): void {
+  checkRows(rg.num_rows, r);
+  rg.columns.forEach((c, k) => {
+    if (isCryptoMetadata(c.crypto_metadata)) throw new FileRefusal(`${ENCRYPTED} (row group ${r}, column chunk ${k})`);
+    const m = c.meta_data;
+    if (m === undefined) throw new FileRefusal(`row group ${r}: column chunk ${k} has no metadata in the footer (damaged)`);
+    const name = Array.isArray(m.path_in_schema) ? m.path_in_schema.join('.') : `#${k}`;
+    const start = Math.min(
+      Number(m.data_page_offset),
+      m.dictionary_page_offset !== undefined && m.dictionary_page_offset >= 4n ? Number(m.dictionary_page_offset) : Infinity,
+    );
+    const bytes = Number(m.total_compressed_size);
+    const values = Number(m.num_values);
+    if (!Number.isSafeInteger(start) || start < 4 || !Number.isSafeInteger(bytes) || bytes < 0 || start + bytes > dataEnd) {
+      throw new FileRefusal(
+        `row group ${r}, column ${name}: the footer places its pages at bytes ${start}..${start + bytes}, outside the file's ${dataEnd} bytes of data`,
       );
-      const bytes = Number(m.total_compressed_size);
-      const values = Number(m.num_values);
-      if (!Number.isSafeInteger(start) || start < 4 || !Number.isSafeInteger(bytes) || bytes < 0 || start + bytes > dataEnd) {
-        throw new FileRefusal(
-          `row group ${r}, column ${name}: the footer places its pages at bytes ${start}..${start + bytes}, outside the file's ${dataEnd} bytes of data`,
-        );
-      }
-      if (!Number.isSafeInteger(values) || values < 0)
-        throw new FileRefusal(`row group ${r}, column ${name}: the footer gives ${m.num_values === undefined ? 'no' : String(m.num_values)} value count`);
-    });
+    }
+    if (!Number.isSafeInteger(values) || values < 0)
+      throw new FileRefusal(`row group ${r}, column ${name}: the footer gives ${m.num_values === undefined ? 'no' : String(m.num_values)} value count`);
   });
 }
 

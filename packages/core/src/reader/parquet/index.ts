@@ -34,7 +34,7 @@
  * column types from its footer), thrift.ts (a repaired footer). Ops computed per
  * dictionary entry are ../dict-ops.ts.
  */
-export { checkChunks, FileRefusal, readFooter, repairedFooter } from './check.js';
+export { checkChunks, FileRefusal, readFooter, repairedFooter, rowGroupRows } from './check.js';
 export { footerColumns, type FooterColumns } from './column-types.js';
 export { decodeFlatRowGroup, type RowRange } from './chunk.js';
 export { pageChecks, type ReadAt, type Zstd } from './page.js';
