@@ -595,9 +595,12 @@ export class DecoderPool {
 
 /** A worker's error reply as the user reads it: its sentence, with the file, row group and column; a library's words only as the cause. */
 function describeFailure(what: Pending['what'], m: ErrorReply): InputError {
+  // A refusal of a row group's metadata (parquet/check.ts, checked when the row group is first
+  // read) names the row group itself: it is not named twice.
+  const named = what.rowGroup !== undefined && m.error.includes(`: row group ${what.rowGroup}`);
   const where = {
     file: what.source,
-    ...(what.rowGroup !== undefined ? { rowGroup: what.rowGroup } : {}),
+    ...(what.rowGroup !== undefined && !named ? { rowGroup: what.rowGroup } : {}),
     ...(m.column !== undefined ? { column: m.column } : {}),
   };
   let msg = m.error.replace(/^Error: /, '');

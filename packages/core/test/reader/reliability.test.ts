@@ -312,6 +312,31 @@ describe("other writers' layouts", () => {
     expect(await drain(pipeline(plan, { input: zero }))).toEqual(want);
   });
 
+  it('refuses a row group whose metadata places it outside the file when the row group is reached, after the ones before it', async () => {
+    const src = join(dir, 'to-damage-a-row-group.parquet');
+    await duck.run(`COPY (SELECT i::BIGINT AS a FROM range(8192) t(i)) TO '${src}' (FORMAT parquet, ROW_GROUP_SIZE 2048)`);
+    const damaged = join(dir, 'damaged-row-group-2.parquet');
+    writeFileSync(
+      damaged,
+      rewriteParquet(readFileSync(src), {
+        footer: (md) => {
+          const meta = ((md.field_4 as Array<Record<string, unknown>>)[2]!.field_1 as Array<Record<string, unknown>>)[0]!.field_3 as Record<string, unknown>;
+          meta.field_9 = 10n ** 12n; // data_page_offset, past the file
+          meta.field_11 = undefined; // and no dictionary page before it
+        },
+      }),
+    );
+    const plan: PlanSpec = { batchSize: 1024, features: [{ name: 'a', input: 'a', kind: 'sparse', ops: [{ op: 'modulus', m: 7 }] }] };
+    const { rows, error } = await attempt(pipeline(plan, { input: damaged }));
+    // One line, the row group named once (by the footer's check, not again by the decoder pool).
+    expect(error?.message).toMatch(
+      new RegExp(
+        `^file ${damaged}: not a readable Parquet file: row group 2, column a: the footer places its pages at bytes 1000000000000\\.\\.\\d+, outside the file's \\d+ bytes of data$`,
+      ),
+    );
+    expect(rows).toBe(2 * 2048);
+  });
+
   it('names encryption as encryption: a plaintext footer over encrypted columns, and an encrypted footer', async () => {
     const src = join(dir, 'to-encrypt.parquet');
     await duck.run(`COPY (SELECT i::BIGINT AS a FROM range(100) t(i)) TO '${src}'`);
