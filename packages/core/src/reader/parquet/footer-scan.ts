@@ -46,7 +46,7 @@ export interface RowGroupSpan {
 }
 
 export interface FooterScan {
-  /** The footer's bytes (the thrift struct, without the length and magic after it). */
+  /** The footer's bytes: its thrift struct first (what follows it, the length and magic, is not read). */
   readonly bytes: Uint8Array;
   /** Every top-level field but the row groups, each behind a long-form field header, with no stop byte. */
   readonly rest: Uint8Array;
