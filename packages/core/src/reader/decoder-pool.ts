@@ -597,7 +597,7 @@ export class DecoderPool {
 function describeFailure(what: Pending['what'], m: ErrorReply): InputError {
   // A refusal of a row group's metadata (parquet/check.ts, checked when the row group is first
   // read) names the row group itself: it is not named twice.
-  const named = what.rowGroup !== undefined && m.error.includes(`: row group ${what.rowGroup}`);
+  const named = what.rowGroup !== undefined && new RegExp(`: row group ${what.rowGroup}[,:] `).test(m.error);
   const where = {
     file: what.source,
     ...(what.rowGroup !== undefined && !named ? { rowGroup: what.rowGroup } : {}),

@@ -191,7 +191,7 @@ function checkNames(raw: Thrift): void {
 }
 
 /** Throws a FileRefusal when row group `r`'s row count (`numRows`, as the footer gives it) is not one. */
-function checkRows(numRows: bigint | number | null | undefined, r: number): void {
+function checkRows(numRows: bigint | null | undefined, r: number): void {
   const rows = Number(numRows);
   if (numRows === null || numRows === undefined || !Number.isSafeInteger(rows) || rows < 0)
     throw new FileRefusal(`row group ${r}: the footer gives ${numRows === null || numRows === undefined ? 'no' : String(numRows)} row count`);

@@ -129,9 +129,7 @@ function skipValue(c: Cursor, type: number, depth: number): void {
       return c.skip(16);
     case LIST:
     case SET: {
-      const h = c.byte();
-      const n = h >> 4 === 15 ? c.size() : h >> 4;
-      const elem = h & 15;
+      const { n, elem } = listHeader(c);
       // A list's booleans take a byte each.
       if (elem === BOOL_TRUE || elem === BOOL_FALSE) return c.skip(n);
       for (let i = 0; i < n; i++) skipValue(c, elem, depth + 1);
@@ -152,6 +150,12 @@ function skipValue(c: Cursor, type: number, depth: number): void {
     default:
       throw new RangeError(`a thrift value of unknown type ${type}`);
   }
+}
+
+/** A list's or set's header: its size (in the header byte, or a varint after it when 15) and element type. */
+function listHeader(c: Cursor): { n: number; elem: number } {
+  const h = c.byte();
+  return { n: h >> 4 === 15 ? c.size() : h >> 4, elem: h & 15 };
 }
 
 /** Skips a struct's fields up to its stop byte. */
@@ -198,9 +202,8 @@ export function scanFooter(bytes: Uint8Array, len: number): FooterScan {
     const start = c.pos;
     if (id === ROW_GROUPS && type === LIST) {
       hasRowGroups = true;
-      const h = c.byte();
-      const n = h >> 4 === 15 ? c.size() : h >> 4;
-      if ((h & 15) !== STRUCT) throw new RangeError('the footer has a row group list whose elements are not structs');
+      const { n, elem } = listHeader(c);
+      if (elem !== STRUCT) throw new RangeError('the footer has a row group list whose elements are not structs');
       for (let i = 0; i < n; i++) {
         const at = c.pos;
         let numRows: bigint | null = null;
