@@ -4,9 +4,11 @@ import { DataError, gatherColumn, int64Words, type Column } from '@sluice/ops';
 import { copyElements } from '../util/copy.js';
 import { hugePages } from '../util/huge-pages.js';
 import type { BatchLayout } from './layout.js';
-import type { IndexedListSource, Pack, PackSource } from './types.js';
+import type { DensePlace, IndexedListSource, Pack, PackSource } from './types.js';
 import {
+  DENSE_BLOCK_WORDS,
   numberReader,
+  placeRows,
   writeDense,
   writeDenseIndexed,
   writeLengths,
@@ -63,8 +65,15 @@ export interface PackSegment {
  * threads that take CPU from the decoders (see bench/README.md, "A noisy host", the TurboFan
  * item).
  */
-export function packRows(layout: BatchLayout, segments: readonly PackSegment[], slot?: SlotMemory, shared = false): Pack & { readonly inSlot: boolean } {
-  return packMany(layout, [segments], [slot], shared)[0]!;
+export function packRows(
+  layout: BatchLayout,
+  segments: readonly PackSegment[],
+  slot?: SlotMemory,
+  shared = false,
+  /** Where the rows' dense values go instead of the pack (a part of a shuffled window: `DensePlace`). */
+  place?: DensePlace,
+): Pack & { readonly inSlot: boolean } {
+  return packMany(layout, [segments], [slot], shared, [place])[0]!;
 }
 
 /**
@@ -80,6 +89,8 @@ export function packMany(
   slots: ReadonlyArray<SlotMemory | undefined>,
   /** Arrays outside a slot in fresh shared memory, not ArrayBuffers (a part of a shuffled window: batch/window-ids.ts). */
   shared = false,
+  /** places[i]: where pack i's dense values go instead of the pack (`DensePlace`; the pack's `dense` is then empty). */
+  places?: ReadonlyArray<DensePlace | undefined>,
 ): Array<Pack & { readonly inSlot: boolean }> {
   const dim = layout.dim;
   const K = layout.sparseKeys.length;
@@ -102,7 +113,9 @@ export function packMany(
     // words of every sparse id included).
     const mem = new SlotLayout(slot, shared);
     mems.push(mem);
-    const data = mem.f32(rows * dim);
+    const place = places?.[p];
+    if (place !== undefined) placeDenseRows(layout, segments, place);
+    const data = place !== undefined ? NO_DENSE : mem.f32(rows * dim);
     if (slot !== undefined && data.buffer === slot.buffer && layout.dense.some((f) => f.vector)) data.fill(0);
     dense.push(data);
     lengths.push(mem.i32(K * rows));
@@ -110,7 +123,7 @@ export function packMany(
     labels.push(layout.label ? mem.f32(rows) : null);
 
     let row0 = 0;
-    for (const seg of segments) {
+    for (const seg of place === undefined ? segments : []) {
       const ixs = seg.chunk.indexed;
       for (const f of layout.dense) {
         const ix = ixs?.get(f.name);
@@ -200,6 +213,7 @@ export function packMany(
       labels: l,
       inSlot: mems[p]!.inSlot,
       ...(narrow[p] ? { narrow: true as const } : {}),
+      ...(places?.[p] !== undefined ? { densePlaced: true as const } : {}),
     });
   }
   return out;
@@ -254,6 +268,47 @@ function permuteList(l: IndexedListSource, sel: Int32Array): IndexedListSource {
     for (let i = 0; i < n; i++) v[i] = valid[sel[i]!]!;
   }
   return { dict: l.dict, idx: kept, offsets: out, valid: v, keep };
+}
+
+/** The dense array of a pack whose dense values went to a `DensePlace`. */
+const NO_DENSE = new Float32Array(0);
+
+/** Scratch rows of dense values for `placeDenseRows` (reused: a thread lays out one pack at a time). */
+let denseScratch = new Float32Array(0);
+
+/**
+ * The segments' rows of dense values, each to its place in a shuffled window's chunks: laid out
+ * row-major a block at a time (DENSE_BLOCK_WORDS), then each row copied whole. The decoder writes
+ * them once, where the main thread copied them again from the part (bench/README.md, "RM5: dense
+ * rows to their places").
+ */
+function placeDenseRows(layout: BatchLayout, segments: readonly PackSegment[], place: DensePlace): void {
+  const dim = layout.dim;
+  if (dim === 0) return;
+  const to = place.chunks.map((d) => new Uint32Array(d.buffer, d.byteOffset, d.length));
+  const block = Math.max(1, Math.floor(DENSE_BLOCK_WORDS / dim));
+  if (denseScratch.length < block * dim) denseScratch = new Float32Array(block * dim);
+  const scratch = denseScratch;
+  const words = new Uint32Array(scratch.buffer);
+  const vectors = layout.dense.some((f) => f.vector);
+  let row0 = 0;
+  for (const seg of segments) {
+    for (let from = seg.from; from < seg.to; from += block) {
+      const end = Math.min(seg.to, from + block);
+      const n = end - from;
+      // A null row of a vector feature is skipped by its writer: it must read as zeros.
+      if (vectors) scratch.fill(0, 0, n * dim);
+      const ixs = seg.chunk.indexed;
+      for (const f of layout.dense) {
+        const ix = ixs?.get(f.name);
+        if (ix !== undefined) writeDenseIndexed(ix.dict, ix.idx, from, end, scratch, f.offset, dim);
+        else writeDense(seg.chunk.outputs.get(f.name)!, { from, to: end }, scratch, 0, dim, f.offset, f.width);
+      }
+      const r = row0 + from - seg.from;
+      placeRows(words.subarray(0, n * dim), dim, place.where.subarray(r, r + n), place.at.subarray(r, r + n), to);
+    }
+    row0 += seg.to - seg.from;
+  }
 }
 
 /**

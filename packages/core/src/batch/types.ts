@@ -96,8 +96,25 @@ export interface Pack {
    * widens them. Never set on a pack that becomes a batch.
    */
   readonly narrow?: true;
+  /**
+   * Set on a part of a shuffled window whose decoder wrote its rows' dense values straight to the
+   * window's chunks (`DensePlace`): `dense` is then empty. Never set on a pack that becomes a batch.
+   */
+  readonly densePlaced?: true;
   /** Set when the arrays are in a slot of a PackArena (batch/arena.ts): gives the slot back. Idempotent. */
   readonly release?: () => void;
+}
+
+/**
+ * Where a read of a shuffled window of several row groups puts its rows' dense values: row r of
+ * the read goes whole to row at[r] of chunk where[r] (-1: a row a resumed window skips). The
+ * chunks' arrays are the window's (batch/window-packs.ts), in shared memory, so that the decoder
+ * writes each value once, to its place, and the part it returns holds no dense array.
+ */
+export interface DensePlace {
+  readonly chunks: readonly Float32Array[];
+  readonly where: Int32Array;
+  readonly at: Int32Array;
 }
 
 /** Where a chunk's output columns are, for `packRows`. */

@@ -1,10 +1,10 @@
 // A shuffled window's chunks laid out as batch arrays straight from its row groups' reads, with
 // no window-sized copy of the permuted columns in between (stream/shuffle.ts, where the reader
 // computes every feature). The packs are the ones `packRows` makes from the permuted window.
-import { copyWords, int64Words, type Column } from '@sluice/ops';
+import { int64Words, type Column } from '@sluice/ops';
 import { hugePages } from '../util/huge-pages.js';
 import type { BatchLayout } from './layout.js';
-import type { Pack } from './types.js';
+import type { DensePlace, Pack } from './types.js';
 import {
   chunkGroups,
   isSharedPart,
@@ -18,7 +18,7 @@ import {
   type IdsPlan,
   type KeysTask,
 } from './window-ids.js';
-import { numberReader, writeDense, writeLengths } from './writers.js';
+import { DENSE_BLOCK_WORDS, numberReader, placeRows, writeDense, writeLengths } from './writers.js';
 
 /** One read of the window, kept for its ids until every read is in (`placeIds`). */
 type Part = ColumnsPart | PackPart;
@@ -60,6 +60,8 @@ export class WindowPacks {
   /** Each chunk's ids, being placed (`placeIds`, on the first `take`). */
   private values: Array<Promise<BigInt64Array>> | null = null;
   private scratch = new Float32Array(0);
+  /** Where the reads given a `densePlace` go, by their first window row, until they are added. */
+  private readonly located = new Map<number, { readonly where: Int32Array; readonly at: Int32Array }>();
   private lens = new Int32Array(0);
   private readonly vectors: boolean;
 
@@ -75,6 +77,8 @@ export class WindowPacks {
      * memory (`addPack`), in parallel; without one, or for other windows, this thread does.
      */
     private readonly placer?: IdsPlacer,
+    /** The chunks' dense arrays in shared memory, for decode threads to write reads' rows to (`densePlace`). */
+    sharedDense = false,
   ) {
     this.dest = destinations(order, windowRows, placer !== undefined);
     this.chunkOf = new Int32Array(order.length);
@@ -82,7 +86,8 @@ export class WindowPacks {
     for (let c = 0; c + 1 < cuts.length; c++) {
       const rows = cuts[c + 1]! - cuts[c]!;
       this.chunkOf.fill(c, cuts[c]!, cuts[c + 1]!);
-      this.dense.push(hugePages(new Float32Array(rows * layout.dim)));
+      const words = rows * layout.dim;
+      this.dense.push(hugePages(sharedDense ? new Float32Array(new SharedArrayBuffer(4 * words)) : new Float32Array(words)));
       this.lengths.push(new Int32Array(K * rows));
       this.labels.push(layout.label ? new Float32Array(rows) : null);
       this.counts.push(new Int32Array(K));
@@ -97,15 +102,14 @@ export class WindowPacks {
    */
   add(outputs: ReadonlyMap<string, Column>, label: Column | null, base: number, rows: number): boolean {
     const { layout } = this;
+    // A read whose decoder had a densePlace but came back as columns: its rows are written here.
+    this.located.delete(base);
     if (label !== null && label.valid !== null && label.valid.subarray(0, rows).includes(0)) return false;
     const { where, at } = this.locate(base, rows);
     const dim = layout.dim;
     if (dim > 0) {
-      // The read's rows laid out row-major first (as packRows would lay them out), then each row
-      // copied whole to its place: one strided pass and one of contiguous copies, where writing
-      // each value to its permuted place would miss the cache on about every write. A block of
-      // rows at a time: a read of 100k RM5 rows laid out whole took 200 MB of fresh memory, which
-      // a cold process pays for in page faults (bench/README.md, "A cold process's memory").
+      // The read's rows laid out row-major first (as packRows would lay them out), a block at a
+      // time, then each row copied whole to its place (DENSE_BLOCK_WORDS).
       const block = Math.max(1, Math.min(rows, Math.floor(DENSE_BLOCK_WORDS / dim)));
       if (this.scratch.length < block * dim) this.scratch = new Float32Array(block * dim);
       const scratch = this.scratch;
@@ -115,7 +119,7 @@ export class WindowPacks {
         if (this.vectors) scratch.fill(0, 0, (to - from) * dim);
         const seg = { from, to };
         for (const f of layout.dense) writeDense(outputs.get(f.name)!, seg, scratch, 0, dim, f.offset, f.width);
-        this.placeDense(words.subarray(0, (to - from) * dim), where.subarray(from, to), at.subarray(from, to));
+        placeRows(words.subarray(0, (to - from) * dim), dim, where.subarray(from, to), at.subarray(from, to), this.denseWords());
       }
     }
 
@@ -144,16 +148,32 @@ export class WindowPacks {
   }
 
   /**
+   * Where the decoder of window rows [base, base + rows) is to write their dense values: straight
+   * to their rows of the window's chunks (shared memory: `sharedDense`). Its pack then comes to
+   * `addPack` without them (`Pack.densePlaced`). Asked before the read is issued.
+   */
+  densePlace(base: number, rows: number): DensePlace {
+    if (this.dense.length > 0 && !(this.dense[0]!.buffer instanceof SharedArrayBuffer)) throw new Error('densePlace needs a window made with sharedDense');
+    const located = this.locate(base, rows);
+    this.located.set(base, located);
+    return { chunks: this.dense, ...located };
+  }
+
+  /**
    * Places the read of window rows [base, base + pack.rows) that its decoder laid out as one pack
    * (unpermuted): each row's dense values are one contiguous run there, so no column is transposed
-   * on this thread.
+   * on this thread. A decoder that had a `densePlace` wrote them to their places already.
    */
   addPack(pack: Pack, base: number): void {
     const { layout } = this;
     const rows = pack.rows;
-    const { where, at } = this.locate(base, rows);
+    const placed = this.located.get(base);
+    this.located.delete(base);
+    if (pack.densePlaced === true && placed === undefined) throw new Error(`window rows from ${base}: dense values placed by a decoder without a densePlace`);
+    const { where, at } = placed ?? this.locate(base, rows);
     const dim = layout.dim;
-    if (dim > 0) this.placeDense(new Uint32Array(pack.dense.buffer, pack.dense.byteOffset, rows * dim), where, at);
+    if (dim > 0 && pack.densePlaced !== true)
+      placeRows(new Uint32Array(pack.dense.buffer, pack.dense.byteOffset, rows * dim), dim, where, at, this.denseWords());
     if (pack.labels !== null) {
       // As words, as the dense values.
       const from = new Uint32Array(pack.labels.buffer, pack.labels.byteOffset, rows);
@@ -175,17 +195,9 @@ export class WindowPacks {
     });
   }
 
-  /**
-   * Each of a read's rows of dense values (row-major in `from`, as words, so every float keeps its
-   * bits, NaN payloads included) copied whole to its row of its chunk's pack.
-   */
-  private placeDense(from: Uint32Array, where: Int32Array, at: Int32Array): void {
-    const dim = this.layout.dim;
-    const to = this.dense.map((d) => new Uint32Array(d.buffer, d.byteOffset, d.length));
-    for (let r = 0; r < where.length; r++) {
-      const c = where[r]!;
-      if (c >= 0) copyWords(from, r * dim, r * dim + dim, to[c]!, at[r]! * dim);
-    }
+  /** The chunks' dense values as words. */
+  private denseWords(): Uint32Array[] {
+    return this.dense.map((d) => new Uint32Array(d.buffer, d.byteOffset, d.length));
   }
 
   /** Key k's id count of each of a read's rows (lens[r]) to its row's place, and to its chunk's count. */
@@ -346,9 +358,6 @@ export function destinations(order: Int32Array, rows: number, shared = false): I
   for (let i = 0; i < order.length; i++) dest[order[i]!] = i;
   return dest;
 }
-
-/** Dense values `add` lays out at a time (2 MiB: about what the cache holds). */
-const DENSE_BLOCK_WORDS = 1 << 19;
 
 const EMPTY_F32 = new Float32Array(0);
 const EMPTY_I32 = new Int32Array(0);

@@ -1,6 +1,6 @@
 // Typed-array writers that copy one column's rows [from, to) into a batch's dense, lengths or
 // sparse-value arrays. One function per array type: see the note in `writeDense`.
-import { int64ToNumber, int64Words, type Column } from '@sluice/ops';
+import { copyWords, int64ToNumber, int64Words, type Column } from '@sluice/ops';
 import { copyElements } from '../util/copy.js';
 import type { IndexedListSource } from './types.js';
 
@@ -19,6 +19,25 @@ export function numberReader(c: Column): (i: number) => number {
     }
     default:
       throw new TypeError(`not a numeric scalar column: ${c.type}`);
+  }
+}
+
+/**
+ * Dense values a shuffled window's writer lays out row-major at a time before it copies each row
+ * to its place (2 MiB: about what the cache holds). Writing each value straight to its permuted
+ * place would miss the cache on about every write; laying a whole read out first takes fresh
+ * memory, which a cold process pays for in page faults (bench/README.md, "A cold process's memory").
+ */
+export const DENSE_BLOCK_WORDS = 1 << 19;
+
+/**
+ * Rows of dense values (`from`, row-major, as words so that every float keeps its bits, NaN
+ * payloads included), row r copied whole to row at[r] of chunk where[r] (none where it is -1).
+ */
+export function placeRows(from: Uint32Array, dim: number, where: Int32Array, at: Int32Array, to: readonly Uint32Array[]): void {
+  for (let r = 0; r < where.length; r++) {
+    const c = where[r]!;
+    if (c >= 0) copyWords(from, r * dim, r * dim + dim, to[c]!, at[r]! * dim);
   }
 }
 

@@ -5,7 +5,7 @@
  * `reset`) get none.
  */
 import type { Column, ColumnType, OpChain } from '@sluice/ops';
-import type { BatchLayout, IdsPlan, KeysTask, Pack, SlotMemory } from '../batch/index.js';
+import type { BatchLayout, DensePlace, IdsPlan, KeysTask, Pack, SlotMemory } from '../batch/index.js';
 import type { DerivedSpec } from './dict-ops.js';
 import type { FooterColumns, RowRange } from './parquet/index.js';
 import type { S3Access } from './s3/access.js';
@@ -62,10 +62,25 @@ export interface PackCuts {
   readonly permute?: { readonly rows: number; readonly keys: readonly number[] };
   /** The packs' arrays in fresh shared memory (a row group of a shuffled window of several, whose ids the decoders place later: `PlaceRequest`). */
   readonly shared?: boolean;
+  /**
+   * Where the rows' dense values go, straight to the window's chunks (with `shared`, a read of one
+   * pack): the pack then comes back without them (`Pack.densePlaced`).
+   */
+  readonly densePlace?: DensePlace;
 }
 
 /** What one read asks of its packs beyond the pipeline's shape: its cuts, its permutation, its memory (`PackCuts`). */
-export type PackRead = Pick<PackCuts, 'cuts' | 'permute' | 'shared'>;
+export type PackRead = Pick<PackCuts, 'cuts' | 'permute' | 'shared' | 'densePlace'>;
+
+/** A read's own pack fields as its message carries them: those it has, with the slots lent for it. */
+export function readPackFields(pack: PackRead, slots: NonNullable<PackCuts['slots']> | undefined): PackCuts {
+  const out: { -readonly [K in keyof PackCuts]: PackCuts[K] } = { cuts: pack.cuts };
+  if (slots !== undefined) out.slots = slots;
+  if (pack.permute !== undefined) out.permute = pack.permute;
+  if (pack.shared === true) out.shared = true;
+  if (pack.densePlace !== undefined) out.densePlace = pack.densePlace;
+  return out;
+}
 
 /** What the reads of a pipeline have in common (sent once per worker as a `spec`). */
 export interface ReadShared {

@@ -30,6 +30,7 @@ import type {
   ReadShared,
   WorkerPack,
 } from './decode-protocol.js';
+import { readPackFields } from './decode-protocol.js';
 import {
   decodeDerived,
   decodeDerivedIndexed,
@@ -389,7 +390,9 @@ function packChunks(
   const packs: WorkerPack[] = [];
   for (let i = 0; i + 1 < pack.cuts.length; i++) {
     const slot = pack.slots?.[i];
-    packs.push(workerPack(packRows(pack.layout, [{ chunk, from: pack.cuts[i]!, to: pack.cuts[i + 1]! }], slot?.[1], pack.shared === true), slot));
+    // A part of a shuffled window (one pack from row 0) writes its dense rows to their places.
+    const place = pack.cuts.length === 2 && pack.cuts[0] === 0 ? pack.densePlace : undefined;
+    packs.push(workerPack(packRows(pack.layout, [{ chunk, from: pack.cuts[i]!, to: pack.cuts[i + 1]! }], slot?.[1], pack.shared === true, place), slot));
   }
   return packs;
 }
@@ -569,7 +572,7 @@ function resolveRead(msg: Extract<DecodeRequest, { kind: 'read' }>): ReadInline 
   if (msg.spec === undefined) return msg;
   const body = specs.get(msg.spec);
   if (body === undefined) return `read spec ${msg.spec} was never sent to this decoder`;
-  const { kind, id, source, rowGroup, range, cuts, slots, permute, shared: inShared, s3 } = msg;
+  const { kind, id, source, rowGroup, range, cuts, slots, permute, shared: inShared, densePlace, s3 } = msg;
   const { pack, ...shared } = body;
   return {
     kind,
@@ -579,17 +582,7 @@ function resolveRead(msg: Extract<DecodeRequest, { kind: 'read' }>): ReadInline 
     ...(range !== undefined ? { range } : {}),
     ...(s3 !== undefined ? { s3 } : {}),
     ...shared,
-    ...(pack !== undefined
-      ? {
-          pack: {
-            ...pack,
-            cuts: cuts!,
-            ...(slots !== undefined ? { slots } : {}),
-            ...(permute !== undefined ? { permute } : {}),
-            ...(inShared === true ? { shared: true } : {}),
-          },
-        }
-      : {}),
+    ...(pack !== undefined ? { pack: { ...pack, ...readPackFields({ cuts: cuts!, permute, shared: inShared, densePlace }, slots) } } : {}),
   };
 }
 

@@ -24,6 +24,7 @@ import type {
   PlacedReply,
   ReadShared,
 } from './decode-protocol.js';
+import { readPackFields } from './decode-protocol.js';
 
 /** What the footer of a Parquet file tells us. */
 export interface FileMeta {
@@ -399,9 +400,7 @@ export class DecoderPool {
           rowGroup,
           spec: spec.id,
           ...s3,
-          ...(pack !== undefined
-            ? { cuts: pack.cuts, slots, ...(pack.permute !== undefined ? { permute: pack.permute } : {}), ...(pack.shared === true ? { shared: true } : {}) }
-            : {}),
+          ...(pack !== undefined ? readPackFields(pack, slots) : {}),
           ...(range !== undefined ? { range } : {}),
         },
         { source, rowGroup, columns: [...inputs] },

@@ -10,7 +10,7 @@
  * (`WindowPackScatter`); else they are permuted as columns (`WindowScatter`) for the backend.
  */
 import { ColumnScatter, runFeature, type Column, type ColumnType, type PlanState, type RowLocator } from '@sluice/ops';
-import { WindowPacks, type BatchLayout, type IdsPlacer, type Pack } from '../batch/index.js';
+import { WindowPacks, type BatchLayout, type DensePlace, type IdsPlacer, type Pack } from '../batch/index.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 
 /** How chunks are laid out as batch arrays (source.ts's PackRequest, which imports this file). */
@@ -107,8 +107,15 @@ export class WindowPackScatter {
     private readonly rawNames: ReadonlySet<string>,
     /** Decode threads to place the window's ids where its reads come as packs in shared memory. */
     placer?: IdsPlacer,
+    /** Its decoders write its reads' dense rows to their places (`densePlace`). */
+    sharedDense = false,
   ) {
-    this.packs = new WindowPacks(pack.layout, order, windowRows, cuts, placer);
+    this.packs = new WindowPacks(pack.layout, order, windowRows, cuts, placer, sharedDense);
+  }
+
+  /** Where the decoder of window rows [base, base + rows) writes their dense values (WindowPacks.densePlace). */
+  densePlace(base: number, rows: number): DensePlace {
+    return this.packs.densePlace(base, rows);
   }
 
   /** Adds the next read of the window (`rows` rows), computing what the reader left (`completeDerived`). */

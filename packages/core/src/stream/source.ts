@@ -260,6 +260,30 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         placeKeys: (task, transfer) => pool.placeKeys(task, transfer, source),
       };
     };
+    // The scatter of a shuffled window of several row groups (WindowPackScatter). One whose reads
+    // its decoders lay out is made when its first read is issued: each decoder then writes its
+    // rows' dense values straight to the window's chunks (WindowPacks.densePlace).
+    const packScatters = new Map<number, WindowPackScatter>();
+    const packScatterFor = (w: number, sharedDense = false): WindowPackScatter => {
+      let s = packScatters.get(w);
+      if (s === undefined) {
+        const win = windows[w]!;
+        const skip = epoch === start.epoch && w === start.window ? start.offset : 0;
+        const order = permutation(win.rows, opts.shuffle!.seed, epoch, w).subarray(skip);
+        s = new WindowPackScatter(
+          opts.pack!,
+          order,
+          win.rows,
+          windowCuts[w]!.map((c) => c - skip),
+          derived,
+          rawSet,
+          placerFor(win),
+          sharedDense,
+        );
+        packScatters.set(w, s);
+      }
+      return s;
+    };
     const inflight: Array<Promise<UnitRead>> = [];
     let next = 0;
     // Fewer row groups than decoders (a file of one big row group, say): each is read by several
@@ -272,7 +296,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
     // The row group being consumed plus `readAhead` more are decoding at any time.
     const issue = (): void => {
       while (inflight.length < readAhead + 1 && next < plan.length) {
-        const { w, u, cuts, range, permuted } = plan[next++]!;
+        const { w, u, at, cuts, range, permuted } = plan[next++]!;
         // A part's packs are cut from its own first row.
         const first = range?.first ?? 0;
         let pack: (PackRequest & PackRead) | undefined;
@@ -281,8 +305,13 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         else if (opts.pack !== undefined && cuts !== null) pack = { ...opts.pack, cuts: first === 0 ? cuts : cuts.map((c) => c - first) };
         // A row group of a shuffled window of several: laid out as one pack in its own row order,
         // which WindowPackScatter permutes (in fresh memory: it holds the pack until the window ends).
-        // In shared memory, where the decoders place its ids once the window is in (batch/window-ids.ts).
-        else if (permuteInDecoder) pack = { ...opts.pack!, arena: undefined, cuts: [0, windows[w]!.units[u]!.rows], shared: true };
+        // In shared memory, where the decoders place its ids once the window is in (batch/window-ids.ts);
+        // its dense rows the decoder writes to their places in the window's chunks at once.
+        else if (permuteInDecoder) {
+          const rows = windows[w]!.units[u]!.rows;
+          const densePlace = dealt === null ? packScatterFor(w, true).densePlace(at, rows) : undefined;
+          pack = { ...opts.pack!, arena: undefined, cuts: [0, rows], shared: true, ...(densePlace !== undefined ? { densePlace } : {}) };
+        }
         const unit = windows[w]!.units[u]!;
         const p =
           dealt !== null ? readUnitShared(ds, pool, unit, dealt, types, decodeRows) : readUnit(ds, pool, unit, names, types, decodeRows, derived, pack, range);
@@ -318,16 +347,7 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
           const { at, cuts, range, permuted } = plan[entry++]!;
           throwIfAborted(opts.signal);
           if (shuffled) {
-            const packScatterOf = (): WindowPackScatter =>
-              (packScatter ??= new WindowPackScatter(
-                opts.pack!,
-                permOf().subarray(skip),
-                win.rows,
-                windowCuts[w]!.map((c) => c - skip),
-                derived,
-                rawSet,
-                placerFor(win),
-              ));
+            const packScatterOf = (): WindowPackScatter => (packScatter ??= packScatterFor(w));
             if (packs !== null && permuted !== true) {
               packScatterOf().addPack(packs[0]!);
               continue;
@@ -368,6 +388,8 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
           }
         } while (entry < plan.length && plan[entry]!.w === w && plan[entry]!.u === u);
       }
+      // Every read of the window is in: the loop holds its scatter from here.
+      packScatters.delete(w);
       if (!shuffled) continue;
       const cuts = windowCuts[w]!;
       const starts = win.units.map((_, i) => win.units.slice(0, i).reduce((a, x) => a + x.rows, 0));

@@ -17,6 +17,7 @@ import {
   placeKeyIds,
   WindowPacks,
   type BatchLayout,
+  type DensePlace,
   type IdsPlacer,
   type IdsPlan,
   type KeysTask,
@@ -94,14 +95,19 @@ function bits(p: Pack): Record<string, unknown> {
 /** Chunk cuts of `rows` output rows, `size` rows each (the last may be short). */
 const cutsOf = (rows: number, size: number): number[] => [...Array.from({ length: Math.ceil(rows / size) }, (_, i) => i * size), rows];
 
-/** Read i of the window as its decoder lays it out: one pack of its rows, unpermuted (in shared memory, as asked for a window of several reads). */
-function asPack(m: Map<string, Column>, rows: number, shared = false): Pack {
+/**
+ * Read i of the window as its decoder lays it out: one pack of its rows, unpermuted (in shared
+ * memory, as asked for a window of several reads); with `place`, its dense rows written to their
+ * places in the window's chunks instead.
+ */
+function asPack(m: Map<string, Column>, rows: number, shared = false, place?: DensePlace): Pack {
   const outputs = new Map([...m].filter(([n]) => n !== 'label'));
   return packRows(
     layout,
     [{ chunk: { outputs, label: m.get('label')!, locate: (row) => ({ file: 'test', rowGroup: 0, row }) }, from: 0, to: rows }],
     undefined,
     shared,
+    place,
   );
 }
 
@@ -141,6 +147,8 @@ function recordingPlacer(): IdsPlacer & { readonly asked: number[][]; readonly a
 /**
  * `packed(i)`: whether read i comes laid out as a pack (else as columns). With `placer`, packs are
  * in shared memory, and the placer must have placed every chunk's ids exactly when every read is a pack.
+ * `placed(i)`: whether read i's decoder had a densePlace (as another thread receives it) and wrote
+ * its dense rows there; a read that had one and came as columns anyway where it is not `packed`.
  */
 async function check(
   partRows: readonly number[],
@@ -149,6 +157,7 @@ async function check(
   seed: number,
   packed: (i: number) => boolean = () => false,
   placer?: ReturnType<typeof recordingPlacer>,
+  placed?: (i: number) => boolean,
 ): Promise<void> {
   const r = rng(seed);
   const reads = partRows.map((rows) => read(rows, r));
@@ -156,12 +165,21 @@ async function check(
   const order = permutation(windowRows, seed, 0, 0).subarray(skip);
   const cuts = cutsOf(windowRows - skip, chunk);
 
-  const packs = new WindowPacks(layout, order, windowRows, cuts, placer);
+  const packs = new WindowPacks(layout, order, windowRows, cuts, placer, placed !== undefined);
+  // Every read is issued (its densePlace asked for) before the first arrives, as the reader does.
+  const places = partRows.map((rows, i) => {
+    const base = partRows.slice(0, i).reduce((a, b) => a + b, 0);
+    return placed?.(i) === true ? posted(packs.densePlace(base, rows)) : undefined;
+  });
   let base = 0;
   for (let i = 0; i < reads.length; i++) {
     const label = reads[i]!.get('label')!;
-    if (packed(i)) packs.addPack(asPack(reads[i]!, partRows[i]!, placer !== undefined), base);
-    else expect(packs.add(reads[i]!, label, base, partRows[i]!)).toBe(true);
+    if (packed(i)) {
+      const pack = asPack(reads[i]!, partRows[i]!, placer !== undefined || placed !== undefined, places[i]);
+      expect(pack.densePlaced === true, `read ${i}: dense values placed by its decoder`).toBe(places[i] !== undefined);
+      if (places[i] !== undefined) expect(pack.dense.length).toBe(0);
+      packs.addPack(pack, base);
+    } else expect(packs.add(reads[i]!, label, base, partRows[i]!)).toBe(true);
     base += partRows[i]!;
   }
 
@@ -204,6 +222,67 @@ describe('WindowPacks', () => {
     await check([37, 50, 13], 0, 16, 7, () => true);
     await check([37, 50, 13], 0, 16, 8, (i) => i === 1);
     await check([30, 25, 45], 17, 10, 9, (i) => i !== 1);
+  });
+
+  it("takes reads whose decoders wrote their dense rows straight to the window's chunks (densePlace)", async () => {
+    // Every read; beside a read laid out with its dense values; beside one that had a place and
+    // came as columns; a resumed window (skipped rows have nowhere to go); the ids placed elsewhere.
+    await check(
+      [37, 50, 13],
+      0,
+      16,
+      21,
+      () => true,
+      undefined,
+      () => true,
+    );
+    await check(
+      [37, 50, 13],
+      0,
+      16,
+      22,
+      () => true,
+      undefined,
+      (i) => i !== 1,
+    );
+    await check(
+      [30, 25, 45],
+      17,
+      10,
+      23,
+      (i) => i !== 2,
+      undefined,
+      () => true,
+    );
+    await check(
+      [30, 25, 45],
+      17,
+      10,
+      24,
+      () => true,
+      recordingPlacer(),
+      (i) => i !== 0,
+    );
+    // Several blocks of dense rows (2 MiB each) in one read.
+    await check(
+      [80_000, 3],
+      11,
+      30_000,
+      25,
+      () => true,
+      recordingPlacer(),
+      () => true,
+    );
+  });
+
+  it('refuses a densePlace of a window whose chunks are not shared, and a placed pack it gave no place', () => {
+    const r = rng(26);
+    const m = read(10, r);
+    expect(() => new WindowPacks(layout, permutation(10, 26, 0, 0), 10, [0, 10]).densePlace(0, 10)).toThrow('densePlace needs a window made with sharedDense');
+    const shared = new WindowPacks(layout, permutation(20, 26, 0, 0), 20, [0, 20], undefined, true);
+    const place = shared.densePlace(0, 10);
+    const elsewhere = new WindowPacks(layout, permutation(20, 26, 0, 0), 20, [0, 20], undefined, true);
+    expect(() => elsewhere.addPack(asPack(m, 10, true, place), 0)).toThrow('dense values placed by a decoder without a densePlace');
   });
 
   it('has other threads place the ids, in groups of consecutive chunks, where every read is a pack in shared memory', async () => {

@@ -106,8 +106,18 @@ describe('pushdown under shuffle', () => {
       if (record) continue;
       // Windows of several row groups, laid out by 2 decoders: they place the ids (batch/window-ids.ts).
       const placing = vi.spyOn(DecoderPool.prototype, 'placeIds');
+      const reading = vi.spyOn(DecoderPool.prototype, 'readRowGroupColumns');
       const { batches: on, metrics } = await run(plan(true), f);
-      if (name === 'shuffled' && preset.startsWith('rm')) expect(placing, `${preset}: ids placed by the decoders`).toHaveBeenCalled();
+      if (name === 'shuffled' && preset.startsWith('rm')) {
+        expect(placing, `${preset}: ids placed by the decoders`).toHaveBeenCalled();
+        // And the dense rows: each read given its place in the window's chunks came back without them.
+        const placed = reading.mock.calls.flatMap((c, i) =>
+          c[6]?.densePlace !== undefined ? [reading.mock.results[i]!.value as ReturnType<DecoderPool['readRowGroupColumns']>] : [],
+        );
+        expect(placed.length, `${preset}: reads given a densePlace`).toBeGreaterThan(0);
+        for (const r of await Promise.all(placed)) expect(r.packs?.[0]?.densePlaced, `${preset}: dense rows placed by the decoder`).toBe(true);
+      }
+      reading.mockRestore();
       if (shuffle === null) expect(placing).not.toHaveBeenCalled();
       placing.mockRestore();
       expect(on.length).toBe(off.length);
