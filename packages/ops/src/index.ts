@@ -8,7 +8,7 @@
  */
 export * from './column.js';
 export * from './scatter.js';
-export { copyWords } from './words.js';
+export { copyBytes, copyWords } from './words.js';
 export * from './errors.js';
 export * from './ops/index.js';
 export * from './ops/types.js';

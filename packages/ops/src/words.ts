@@ -31,7 +31,12 @@ export function copyWords(from: Uint32Array, s: number, e: number, to: Uint32Arr
   for (let j = s, k = at; j < e; j++, k++) to[k] = from[j]!;
 }
 
-/** `copyWords` for bytes (string data, validity). */
+/**
+ * `copyWords` for bytes (string data, validity). Short runs (hex ids are 8 bytes) by hand: `set`
+ * needs a subarray, a heap object per string, and for dictionaries of tens of thousands of ids
+ * that garbage alone kept V8's major GC busy. A longer run is worth its subarray.
+ */
 export function copyBytes(from: Uint8Array, s: number, e: number, to: Uint8Array, at: number): void {
-  for (let j = s, k = at; j < e; j++, k++) to[k] = from[j]!;
+  if (e - s <= 16) for (let j = s, k = at; j < e; j++, k++) to[k] = from[j]!;
+  else to.set(from.subarray(s, e), at);
 }

@@ -1,4 +1,4 @@
-import { copyBytes } from '../util/copy.js';
+import { memcpyInto } from '../util/copy.js';
 import {
   PeerClosedError,
   TransportError,
@@ -138,7 +138,7 @@ function checkWrId(wrId: number): void {
 export function gather(data: readonly Uint8Array[], dst: Uint8Array): void {
   let o = 0;
   for (const d of data) {
-    copyBytes(dst, o, d);
+    memcpyInto(dst, o, d);
     o += d.byteLength;
   }
 }

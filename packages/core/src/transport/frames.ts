@@ -1,4 +1,4 @@
-import { copyBytes } from '../util/copy.js';
+import { memcpyInto } from '../util/copy.js';
 import type { Frame, WireSink } from './engine.js';
 import { TransportError } from './types.js';
 
@@ -115,7 +115,7 @@ export class FrameParser {
       }
       const b = this.body;
       const n = Math.min(b.length - b.at, chunk.byteLength - p);
-      if (b.dst !== null) copyBytes(b.dst, b.at, chunk.subarray(p, p + n));
+      if (b.dst !== null) memcpyInto(b.dst, b.at, chunk.subarray(p, p + n));
       b.at += n;
       p += n;
       if (b.at === b.length) this.finish();

@@ -1,4 +1,4 @@
-import { copyBytes } from '../util/copy.js';
+import { memcpyInto } from '../util/copy.js';
 import { Endpoint, gather, type Frame, type Wire, type WireSink } from './engine.js';
 import { FrameParser, encodeFrame } from './frames.js';
 import { PeerLostError, TransportError } from './types.js';
@@ -243,7 +243,7 @@ class SabWire implements Wire {
       const piece = this.out[0]!;
       const at = head & this.mask;
       const n = Math.min(free, piece.byteLength - this.outAt, cap - at);
-      copyBytes(this.txData, at, piece.subarray(this.outAt, this.outAt + n));
+      memcpyInto(this.txData, at, piece.subarray(this.outAt, this.outAt + n));
       this.outAt += n;
       if (this.outAt === piece.byteLength) {
         this.out.shift();

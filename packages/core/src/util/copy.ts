@@ -10,9 +10,9 @@
  * batch merged into a lent slot (batch/) is written before any other thread sees it.
  *
  * @example
- * copyBytes(ring, 4096, payload); // ring[4096 .. 4096 + payload.length) = payload
+ * memcpyInto(ring, 4096, payload); // ring[4096 .. 4096 + payload.length) = payload
  */
-export function copyBytes(dst: Uint8Array, at: number, src: Uint8Array): void {
+export function memcpyInto(dst: Uint8Array, at: number, src: Uint8Array): void {
   const n = src.byteLength;
   if (n < SMALL) {
     dst.set(src, at);
@@ -29,8 +29,8 @@ const fill = Buffer.prototype.fill as (this: Uint8Array, value: Uint8Array, offs
 /** Typed arrays `copyElements` copies between (the same element size on both sides). */
 type Elements = Float32Array | Int32Array | Uint32Array | BigInt64Array | Uint8Array;
 
-/** dst[at .. at + src.length) = src, as one native memcpy (see `copyBytes`). */
+/** dst[at .. at + src.length) = src, as one native memcpy (see `memcpyInto`). */
 export function copyElements<T extends Elements>(dst: T, at: number, src: T): void {
   const b = dst.BYTES_PER_ELEMENT;
-  copyBytes(new Uint8Array(dst.buffer, dst.byteOffset, dst.byteLength), at * b, new Uint8Array(src.buffer, src.byteOffset, src.byteLength));
+  memcpyInto(new Uint8Array(dst.buffer, dst.byteOffset, dst.byteLength), at * b, new Uint8Array(src.buffer, src.byteOffset, src.byteLength));
 }

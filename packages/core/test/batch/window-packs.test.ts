@@ -4,8 +4,9 @@
 // vector feature with null rows, NaN payloads, lists of int64 ids with null and empty lists, ids
 // with null ids and int32 ids (the general path), a scalar sparse key, labels, and a resumed
 // window that leaves its first rows out; reads that came as columns and reads a decoder laid out
-// as one pack of its own rows; and the ids placed by other threads (an IdsPlacer, here run on a
-// copy of the plan made as postMessage makes it) where every read came as a pack in shared memory.
+// as one pack of its own rows, its dense rows in the pack or written by the decoder to their places
+// (densePlace); and the ids placed by other threads (an IdsPlacer, here run on a copy of the plan
+// made as postMessage makes it) where every read came as a pack in shared memory.
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { concatColumns, gatherColumn, type Column, type ListColumn } from '@sluice/ops';

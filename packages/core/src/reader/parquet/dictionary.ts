@@ -1,6 +1,6 @@
 /** Dictionary pages: read once per column chunk, into reused scratch memory. */
-import type { Column, PrimitiveType } from '@sluice/ops';
-import { copyBytes, newArray, plainFixed, type Dict } from './values.js';
+import { copyBytes, type Column, type PrimitiveType } from '@sluice/ops';
+import { newArray, plainFixed, type Dict } from './values.js';
 
 export type { Dict } from './values.js';
 
@@ -63,7 +63,7 @@ export function dictColumn(d: Dict): Column {
     offsets[i] = end;
     const s = d.starts![i]!;
     const len = d.lens![i]!;
-    copyBytes(src, s, len, data, end);
+    copyBytes(src, s, s + len, data, end);
     end += len;
   }
   offsets[n] = end;

@@ -11,9 +11,9 @@
  * k-th value gets k, and a null row the slot after the last value (`first`; marked -1 until the
  * values are counted, then `patchNulls`).
  */
-import type { Column, PrimitiveType } from '@sluice/ops';
+import { copyBytes, type Column, type PrimitiveType } from '@sluice/ops';
 import { parsePlainHex } from './plain-hex.js';
-import { copyBytes, count, newArray } from './values.js';
+import { count, newArray } from './values.js';
 
 const WIDTH: Record<string, number> = { int32: 4, int64: 8, float32: 4, float64: 8 };
 
@@ -130,7 +130,7 @@ export class PlainValues {
       const len = (page[p]! | (page[p + 1]! << 8) | (page[p + 2]! << 16) | (page[p + 3]! << 24)) >>> 0;
       if (p + 4 + len > page.length) throw new Error(`column ${col}: PLAIN string runs past the page`);
       o[k++] = end;
-      copyBytes(page, p + 4, len, data, end);
+      copyBytes(page, p + 4, p + 4 + len, data, end);
       end += len;
       p += 4 + len;
     }

@@ -3,7 +3,7 @@
  * written straight into typed arrays at the rows the definition levels leave valid. In indices
  * mode (`indices`) a page gives each row's dictionary index instead of its value.
  */
-import type { PrimitiveType } from '@sluice/ops';
+import { copyBytes, type PrimitiveType } from '@sluice/ops';
 import { rleHybrid, rleIndicesWithNulls, rleMax } from './rle-wasm.js';
 
 /** A dictionary page: fixed-width values, or strings as byte ranges [starts[i], starts[i] + lens[i]) of `data`. */
@@ -62,16 +62,6 @@ export function plainFixed(page: Uint8Array, p: number, type: PrimitiveType, n: 
   const out = newArray(type, 0);
   const C = out.constructor as new (b: ArrayBuffer, o: number, l: number) => typeof out;
   return new C(copy.buffer, 0, n);
-}
-
-/**
- * Copies src[s, s + len) to dst at d. Short strings (hex ids are 8 bytes) are copied by hand: that
- * is faster than set(), and a subarray per string is a heap object per string; for dictionaries of
- * tens of thousands of ids that garbage alone kept V8's major GC busy.
- */
-export function copyBytes(src: Uint8Array, s: number, len: number, dst: Uint8Array, d: number): void {
-  if (len <= 16) for (let b = 0; b < len; b++) dst[d + b] = src[s + b]!;
-  else dst.set(src.subarray(s, s + len), d);
 }
 
 /** Scratch for a page's indices of present values (reused: pages are decoded one at a time per thread). */
@@ -223,7 +213,7 @@ function gatherUtf8(utf8: Utf8Out, dict: Dict, idx: Int32Array, at: number, n: n
     const j = idx[k++]!;
     const s = starts[j]!;
     const len = lens[j]!;
-    copyBytes(src, s, len, data, end);
+    copyBytes(src, s, s + len, data, end);
     end += len;
   }
   utf8.end = end;
@@ -257,7 +247,7 @@ function plainUtf8(page: Uint8Array, p: number, n: number, present: number, at: 
     if (p + 4 > page.length) throw new Error(`column ${col}: PLAIN strings run past the page`);
     const len = view.getUint32(p, true);
     if (p + 4 + len > page.length) throw new Error(`column ${col}: PLAIN string runs past the page`);
-    copyBytes(page, p + 4, len, utf8.data, end);
+    copyBytes(page, p + 4, p + 4 + len, utf8.data, end);
     end += len;
     p += 4 + len;
     k++;
