@@ -9,20 +9,34 @@ export async function collect(plan: PlanSpec, input: string, backend: PlanSpec['
   return out;
 }
 
-/** Bitwise equality of batches (floats compared as their bit patterns). */
+/**
+ * Bitwise equality of batches (floats compared as their bit patterns). Arrays are compared by
+ * their bytes first; only where those differ does vitest's element-by-element comparison run, for
+ * its diff: on a batch of millions of ids it takes minutes.
+ */
 export function expectSameBatches(got: Batch[], want: Batch[]): void {
   expect(got.length).toBe(want.length);
   got.forEach((g, i) => {
     const w = want[i]!;
-    expect(g.rows).toBe(w.rows);
-    expect(g.dense.names).toEqual(w.dense.names);
-    expect(new Uint32Array(g.dense.data.buffer, g.dense.data.byteOffset, g.dense.data.length)).toEqual(
-      new Uint32Array(w.dense.data.buffer, w.dense.data.byteOffset, w.dense.data.length),
-    );
-    expect(g.sparse.keys).toEqual(w.sparse.keys);
-    expect(g.sparse.lengths).toEqual(w.sparse.lengths);
-    expect(g.sparse.offsets).toEqual(w.sparse.offsets);
-    expect(g.sparse.values).toEqual(w.sparse.values);
-    expect(g.labels).toEqual(w.labels);
+    const at = `batch ${i}`;
+    expect(g.rows, at).toBe(w.rows);
+    expect(g.dense.names, at).toEqual(w.dense.names);
+    expectSameBits(bitsOf(g.dense.data), bitsOf(w.dense.data), `${at}: dense`);
+    expect(g.sparse.keys, at).toEqual(w.sparse.keys);
+    expectSameBits(g.sparse.lengths, w.sparse.lengths, `${at}: sparse lengths`);
+    expectSameBits(g.sparse.offsets, w.sparse.offsets, `${at}: sparse offsets`);
+    expectSameBits(g.sparse.values, w.sparse.values, `${at}: sparse values`);
+    if (g.labels === null || w.labels === null) expect(g.labels, `${at}: labels`).toEqual(w.labels);
+    else expectSameBits(bitsOf(g.labels), bitsOf(w.labels), `${at}: labels`);
   });
+}
+
+/** A float array's bit patterns. */
+const bitsOf = (a: Float32Array): Uint32Array => new Uint32Array(a.buffer, a.byteOffset, a.length);
+
+/** Two typed arrays of one kind with the same bytes; else vitest's comparison, for the diff it prints. */
+function expectSameBits<T extends Uint32Array | Int32Array | BigInt64Array>(got: T, want: T, what: string): void {
+  const bytes = (a: T): Buffer => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+  if (got.constructor === want.constructor && bytes(got).equals(bytes(want))) return;
+  expect(got, what).toEqual(want);
 }
