@@ -156,7 +156,8 @@ export class WindowPacks {
     if (this.dense.length > 0 && !(this.dense[0]!.buffer instanceof SharedArrayBuffer)) throw new Error('densePlace needs a window made with sharedDense');
     const located = this.locate(base, rows);
     this.located.set(base, located);
-    return { chunks: this.dense, ...located };
+    // A copy: `take` empties its entries as the chunks go.
+    return { chunks: [...this.dense], ...located };
   }
 
   /**
