@@ -24,19 +24,19 @@ function growLevelScratch(n: number): void {
 /** What `walkLevels` found on a page: the last row it started, the next free slot, and its values. */
 const walked = { row: 0, slot: 0, present: 0 };
 
+/** Whether the first `k` entries of a validity are all 1 (or there is none). */
+function allValid(v: Uint8Array | null, k: number): boolean {
+  return v === null || count(v, 0, k) === k;
+}
+
 /**
  * One page's rows and element slots from its `n` levels: each row's first slot into `offsets`, the
  * lists' and elements' validity, and into `walked` the last row started (from `row`), the next
  * slot (from `slot`) and how many slots hold a value. A function of its own, apart from the page
  * loop: inlined there, every kind of page the loop met for the first time (a PLAIN page after
  * dictionary ones, say) threw the whole compiled function away, and V8 compiled it ~8 times per
- * decode thread in an RM5 run (bench/README.md, "RM5: what the decode threads spend besides decoding").
+ * decode thread in an RM5 run (bench/README.md, "RM5: the footer, parsed whole by every decoder").
  */
-/** Whether the first `k` entries of a validity are all 1 (or there is none). */
-function allValid(v: Uint8Array | null, k: number): boolean {
-  return v === null || count(v, 0, k) === k;
-}
-
 function walkLevels(
   rep: Uint8Array,
   def: Uint8Array,
