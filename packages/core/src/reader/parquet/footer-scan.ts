@@ -13,6 +13,8 @@
  * RangeError here (the caller refuses the file), never loops or reads past its end.
  */
 
+import { longFieldHeader } from './thrift.js';
+
 /** The thrift compact protocol's type ids (TCompactProtocol.java's `Types`). */
 const BOOL_TRUE = 1;
 const BOOL_FALSE = 2;
@@ -180,18 +182,6 @@ function structFields(c: Cursor, field: (type: number, id: number) => void): voi
   }
 }
 
-/** A long-form field header (type, then the id as a zigzag varint): it does not depend on the field before it. */
-function longHeader(type: number, id: number): number[] {
-  const out = [type];
-  for (let v = id >= 0 ? 2 * id : -2 * id - 1; ; v >>>= 7) {
-    if (v < 0x80) {
-      out.push(v);
-      return out;
-    }
-    out.push((v & 0x7f) | 0x80);
-  }
-}
-
 /** Scans the footer's thrift, bytes [0, len) of `bytes` (see the file comment). */
 export function scanFooter(bytes: Uint8Array, len: number): FooterScan {
   const c = new Cursor(bytes, len);
@@ -216,7 +206,7 @@ export function scanFooter(bytes: Uint8Array, len: number): FooterScan {
       return;
     }
     skipValue(c, type, 1);
-    rest.push(...longHeader(type, id));
+    rest.push(...longFieldHeader(type, id));
     for (let i = start; i < c.pos; i++) rest.push(bytes[i]!);
   });
   return { bytes, rest: Uint8Array.from(rest), hasRowGroups, rowGroups };
@@ -229,7 +219,7 @@ export function scanFooter(bytes: Uint8Array, len: number): FooterScan {
 export function footerWith(scan: FooterScan, rowGroup: number | null): ArrayBuffer {
   const span = rowGroup === null ? null : scan.rowGroups[rowGroup]!;
   // A list of 0 or 1 structs: its size and element type fit its header byte.
-  const head = [...longHeader(LIST, ROW_GROUPS), ((span === null ? 0 : 1) << 4) | STRUCT];
+  const head = [...longFieldHeader(LIST, ROW_GROUPS), ((span === null ? 0 : 1) << 4) | STRUCT];
   const body = span === null ? new Uint8Array(0) : scan.bytes.subarray(span.start, span.end);
   const len = scan.rest.length + head.length + body.length + 1;
   const out = new Uint8Array(len + 8);

@@ -27,6 +27,11 @@ class Out {
   raw(b: Uint8Array): void {
     for (const x of b) this.bytes.push(x);
   }
+  /** A long-form field header: the type, then the id as a zigzag varint. */
+  longHeader(type: number, id: number): void {
+    this.byte(type);
+    this.zigzag(BigInt(id));
+  }
 }
 
 const typeOf = (v: unknown): number =>
@@ -64,10 +69,7 @@ function struct(o: Out, s: Thrift): void {
     const v = s[`field_${id}`];
     const t = typeOf(v);
     if (id > last && id - last <= 15) o.byte(((id - last) << 4) | t);
-    else {
-      o.byte(t);
-      o.zigzag(BigInt(id));
-    }
+    else o.longHeader(t, id);
     last = id;
     element(o, t, v);
   }
@@ -85,4 +87,14 @@ export function encodeThrift(s: Thrift): Uint8Array {
   const o = new Out();
   struct(o, s);
   return Uint8Array.from(o.bytes);
+}
+
+/**
+ * A long-form field header (type, then the id as a zigzag varint): unlike the short form, it does
+ * not depend on the field before it, so a field's bytes can be moved behind it (footer-scan.ts).
+ */
+export function longFieldHeader(type: number, id: number): number[] {
+  const o = new Out();
+  o.longHeader(type, id);
+  return o.bytes;
 }
