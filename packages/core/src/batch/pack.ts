@@ -114,7 +114,6 @@ export function packMany(
     const mem = new SlotLayout(slot, shared);
     mems.push(mem);
     const place = places?.[p];
-    if (place !== undefined) placeDenseRows(layout, segments, place);
     const data = place !== undefined ? NO_DENSE : mem.f32(rows * dim);
     if (slot !== undefined && data.buffer === slot.buffer && layout.dense.some((f) => f.vector)) data.fill(0);
     dense.push(data);
@@ -122,8 +121,12 @@ export function packMany(
     offsets.push(mem.i32(K + 1).fill(0));
     labels.push(layout.label ? mem.f32(rows) : null);
 
+    if (place !== undefined) {
+      placeDenseRows(layout, segments, place);
+      continue;
+    }
     let row0 = 0;
-    for (const seg of place === undefined ? segments : []) {
+    for (const seg of segments) {
       const ixs = seg.chunk.indexed;
       for (const f of layout.dense) {
         const ix = ixs?.get(f.name);
@@ -278,11 +281,12 @@ let denseScratch = new Float32Array(0);
 
 /**
  * The segments' rows of dense values, each to its place in a shuffled window's chunks: laid out
- * row-major a block at a time (DENSE_BLOCK_WORDS), then each row copied whole. The decoder writes
- * them once, where the main thread copied them again from the part (bench/README.md, "RM5: dense
- * rows to their places").
+ * row-major a block at a time (DENSE_BLOCK_WORDS), then each row copied whole. A decoder given a
+ * densePlace writes them so, once, where the main thread copied them again from the part
+ * (bench/README.md, "RM5: dense rows to their places"); the main thread so writes a read that came
+ * as columns (WindowPacks.add).
  */
-function placeDenseRows(layout: BatchLayout, segments: readonly PackSegment[], place: DensePlace): void {
+export function placeDenseRows(layout: BatchLayout, segments: readonly PackSegment[], place: DensePlace): void {
   const dim = layout.dim;
   if (dim === 0) return;
   const to = place.chunks.map((d) => new Uint32Array(d.buffer, d.byteOffset, d.length));

@@ -18,7 +18,8 @@ import {
   type IdsPlan,
   type KeysTask,
 } from './window-ids.js';
-import { DENSE_BLOCK_WORDS, numberReader, placeRows, writeDense, writeLengths } from './writers.js';
+import { placeDenseRows } from './pack.js';
+import { numberReader, placeRows, writeLengths } from './writers.js';
 
 /** One read of the window, kept for its ids until every read is in (`placeIds`). */
 type Part = ColumnsPart | PackPart;
@@ -59,11 +60,9 @@ export class WindowPacks {
   private readonly offsets: Int32Array[] = [];
   /** Each chunk's ids, being placed (`placeIds`, on the first `take`). */
   private values: Array<Promise<BigInt64Array>> | null = null;
-  private scratch = new Float32Array(0);
   /** Where the reads given a `densePlace` go, by their first window row, until they are added. */
   private readonly located = new Map<number, { readonly where: Int32Array; readonly at: Int32Array }>();
   private lens = new Int32Array(0);
-  private readonly vectors: boolean;
 
   constructor(
     private readonly layout: BatchLayout,
@@ -92,7 +91,6 @@ export class WindowPacks {
       this.labels.push(layout.label ? new Float32Array(rows) : null);
       this.counts.push(new Int32Array(K));
     }
-    this.vectors = layout.dense.some((f) => f.vector);
   }
 
   /**
@@ -106,22 +104,8 @@ export class WindowPacks {
     this.located.delete(base);
     if (label !== null && label.valid !== null && label.valid.subarray(0, rows).includes(0)) return false;
     const { where, at } = this.locate(base, rows);
-    const dim = layout.dim;
-    if (dim > 0) {
-      // The read's rows laid out row-major first (as packRows would lay them out), a block at a
-      // time, then each row copied whole to its place (DENSE_BLOCK_WORDS).
-      const block = Math.max(1, Math.min(rows, Math.floor(DENSE_BLOCK_WORDS / dim)));
-      if (this.scratch.length < block * dim) this.scratch = new Float32Array(block * dim);
-      const scratch = this.scratch;
-      const words = new Uint32Array(scratch.buffer);
-      for (let from = 0; from < rows; from += block) {
-        const to = Math.min(rows, from + block);
-        if (this.vectors) scratch.fill(0, 0, (to - from) * dim);
-        const seg = { from, to };
-        for (const f of layout.dense) writeDense(outputs.get(f.name)!, seg, scratch, 0, dim, f.offset, f.width);
-        placeRows(words.subarray(0, (to - from) * dim), dim, where.subarray(from, to), at.subarray(from, to), this.denseWords());
-      }
-    }
+    // As a decoder with a densePlace writes them (packMany), to this window's chunks.
+    placeDenseRows(layout, [{ chunk: { outputs, label, locate: NO_LOCATE }, from: 0, to: rows }], { chunks: this.dense, where, at });
 
     if (label !== null) {
       const read = numberReader(label);
@@ -361,6 +345,10 @@ export function destinations(order: Int32Array, rows: number, shared = false): I
 }
 
 const EMPTY_F32 = new Float32Array(0);
+/** A read's rows are located by the stream (stream/shuffle.ts), not here: writeDense never asks. */
+const NO_LOCATE = (): never => {
+  throw new Error('no row to locate');
+};
 const EMPTY_I32 = new Int32Array(0);
 /** A taken chunk's ids: the window keeps no reference to them. */
 const PLACED = Promise.resolve(new BigInt64Array(0));
