@@ -18,4 +18,5 @@ export * from './plan/execute.js';
 export * from './pack.js';
 export { HEX_DIGITS } from './ops/hex2int.js';
 export { show } from './util/show.js';
+export { parseJsonText, readJsonFile } from './util/json-text.js';
 export { defineRelease } from './util/release.js';

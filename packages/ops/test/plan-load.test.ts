@@ -244,25 +244,44 @@ describe('loadPlan', () => {
       else expect(msg).toMatch(expected);
     });
 
-    it('invalid JSON text', () => {
-      expect(loadError('{"features": [')).toMatch(/^plan is not valid JSON: /);
-      expect(loadError('{ features: [] }')).toMatch(/^plan is not valid JSON: /);
+    it('invalid JSON text: the line and column of the first mistake, and what was expected there', () => {
+      expect(loadError('{"features": [')).toBe("plan is not valid JSON at line 1, column 15: the text ends early (expected ']')");
+      expect(loadError('{ features: [] }')).toBe('plan is not valid JSON at line 1, column 3: unexpected text "features"');
+      expect(loadError('{\n  "batchSize": 8,\n}')).toBe(
+        'plan is not valid JSON at line 3, column 1: expected a property name in double quotes (a trailing comma?)',
+      );
+      expect(loadError('{"batchSize": 8} // the plan')).toBe('plan is not valid JSON at line 1, column 18: a comment (JSON has none)');
+      expect(loadError('{"batchSize": tru}')).toBe('plan is not valid JSON at line 1, column 15: unexpected text "tru"');
     });
 
-    it('a plan file with invalid JSON', () => {
+    it('a plan saved with a byte-order mark is read as if it had none', () => {
+      const path = join(dir, 'bom.json');
+      const spec = { features: [feature('I1', 'I1', 'dense')] };
+      writeFileSync(path, '\uFEFF' + JSON.stringify(spec));
+      expect(loadPlan(path).features.map((f) => f.name)).toEqual(['I1']);
+      expect(loadPlan('\uFEFF' + JSON.stringify(spec)).features.map((f) => f.name)).toEqual(['I1']);
+    });
+
+    it('a plan file with invalid JSON, naming the file and the place', () => {
       const path = join(dir, 'bad.json');
-      writeFileSync(path, '{"features": [}');
-      // The message names the file.
-      expect(loadError(path)).toContain(`plan ${path} is not valid JSON`);
+      writeFileSync(path, '{"features": [\n  {"name": "I1",}\n]}');
+      expect(loadError(path)).toBe(`plan file ${path} is not valid JSON at line 2, column 17: expected a property name in double quotes (a trailing comma?)`);
+      writeFileSync(path, '');
+      expect(loadError(path)).toBe(`plan file ${path} is empty`);
+      // A data file named as the plan: said so, not JSON.parse's quote of its bytes.
+      writeFileSync(path, Buffer.from('PAR1\u0015\u0004\u0000\u0000garbage'));
+      expect(loadError(path)).toBe(`plan file ${path} is a Parquet file, not JSON`);
+      writeFileSync(path, Buffer.from([0x7b, 0x00, 0x01, 0x7d]));
+      expect(loadError(path)).toBe(`plan file ${path} is binary, not JSON`);
     });
 
-    it('an unreadable plan path, naming it', () => {
+    it('an unreadable plan path, naming it and the reason in words', () => {
       const missing = join(dir, 'no-such-plan.json');
-      expect(loadError(missing)).toBe(`cannot read plan file ${missing}: ENOENT`);
+      expect(loadError(missing)).toBe(`cannot read plan file ${missing}: no such file`);
       // A directory is not a plan file either.
       const sub = join(dir, 'plans.d');
       mkdirSync(sub, { recursive: true });
-      expect(loadError(sub)).toMatch(/^cannot read plan file .*: EISDIR/);
+      expect(loadError(sub)).toBe(`cannot read plan file ${sub}: it is a directory`);
     });
   });
 });

@@ -2,9 +2,8 @@
  * A cluster job: its spec (plan, inputs, seed, epochs, batch size), its split table, and the
  * idempotent submit that puts the spec and one stream entry per split into Redis.
  */
-import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { PlanError, SluiceError, loadPlan, type PlanSpec } from '@sluice/ops';
+import { PlanError, SluiceError, loadPlan, readJsonFile, type PlanSpec } from '@sluice/ops';
 import type { Redis } from 'ioredis';
 import { pipeline, type PipelineInfo } from '../pipeline/pipeline.js';
 import { fingerprint } from '../pipeline/resume.js';
@@ -155,11 +154,7 @@ export async function buildJob(req: JobRequest): Promise<JobSpec> {
   const plan = jobPlan(req);
   let fitState: object | undefined;
   if (typeof req.fitState === 'string') {
-    try {
-      fitState = JSON.parse(readFileSync(req.fitState, 'utf8')) as object;
-    } catch (e) {
-      throw new PlanError(`cannot read fit state ${req.fitState}: ${(e as Error).message}`);
-    }
+    fitState = readJsonFile(req.fitState, 'fit state') as object;
   } else if (req.fitState !== undefined) fitState = req.fitState;
   const info = await pipeline(plan, { input: req.input, ...(fitState ? { fitState } : {}) }).info();
   const splits = planSplits(info, splitBatches);

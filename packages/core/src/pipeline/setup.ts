@@ -3,11 +3,11 @@
  * optimizer and the reader's pushdown, and wiring the stages — Parquet source, preprocess on the
  * backend, batch — that `Pipeline` runs and hands to its consumer.
  */
-import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import type { Observable } from 'rxjs';
 import {
   PlanError,
+  readJsonFile,
   runFeature,
   show,
   stateFromJSON,
@@ -147,13 +147,7 @@ function loadFitState(plan: TypedPlan, fs: PipelineOptions['fitState']): PlanSta
   }
   if (fs instanceof Map) return fs;
   if (typeof fs === 'string') {
-    let json: unknown;
-    try {
-      json = JSON.parse(readFileSync(fs, 'utf8'));
-    } catch (e) {
-      throw new PlanError(`cannot read fit state ${fs}: ${(e as Error).message}`);
-    }
-    return stateFromJSON(plan, json, fs);
+    return stateFromJSON(plan, readJsonFile(fs, 'fit state'), fs);
   }
   return stateFromJSON(plan, fs);
 }

@@ -1,10 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { isIntegerType, isNumericType, typeName, type ColumnType, type PrimitiveType } from '../column.js';
 import { PlanError } from '../errors.js';
 import { OPS } from '../ops/index.js';
 import { OpPlanError, type OpDef } from '../ops/types.js';
 import type { BackendSpec, FeatureSpec, OpSpec, PlanSpec } from './types.js';
 import { show } from '../util/show.js';
+import { parseJsonText, readJsonFile } from '../util/json-text.js';
 
 /** One validated op step. */
 export interface PlanOp {
@@ -48,7 +48,20 @@ export const DEFAULT_BATCH_SIZE = 8192;
 export const DEFAULT_PREFETCH = 4;
 export const DEFAULT_SHUFFLE_BUFFER = 100_000;
 
-const PLAN_KEYS = new Set(['batchSize', 'dropLast', 'backend', 'label', 'features', 'input', 'shuffle', 'epochs', 'shard', 'prefetch', 'verifyCrc']);
+/** The fields a plan may have (pipeline options name them when one is put among the options instead). */
+export const PLAN_FIELDS: ReadonlySet<string> = new Set([
+  'batchSize',
+  'dropLast',
+  'backend',
+  'label',
+  'features',
+  'input',
+  'shuffle',
+  'epochs',
+  'shard',
+  'prefetch',
+  'verifyCrc',
+]);
 const FEATURE_KEYS = new Set(['name', 'input', 'kind', 'ops']);
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -66,16 +79,14 @@ export function loadPlan(source: PlanSpec | Plan | string | unknown): Plan {
   if (isLoadedPlan(source)) return source;
   let raw: unknown = source;
   if (typeof source === 'string') {
-    const inline = source.trimStart().startsWith('{');
-    const text = inline ? source : readPlanFile(source);
-    try {
-      raw = JSON.parse(text);
-    } catch (e) {
-      throw new PlanError(`plan${inline ? '' : ` ${source}`} is not valid JSON: ${(e as Error).message}`);
-    }
+    const inline = source
+      .replace(/^\uFEFF/, '')
+      .trimStart()
+      .startsWith('{');
+    raw = inline ? parseJsonText(source, 'plan') : readJsonFile(source, 'plan file');
   }
   if (!isObj(raw)) throw new PlanError('plan must be a JSON object');
-  for (const k of Object.keys(raw)) if (!PLAN_KEYS.has(k)) throw new PlanError(`unknown plan field "${k}" (expected one of ${[...PLAN_KEYS].join(', ')})`);
+  for (const k of Object.keys(raw)) if (!PLAN_FIELDS.has(k)) throw new PlanError(`unknown plan field "${k}" (expected one of ${[...PLAN_FIELDS].join(', ')})`);
   const spec = raw as unknown as PlanSpec;
 
   const batchSize = spec.batchSize ?? DEFAULT_BATCH_SIZE;
@@ -133,14 +144,6 @@ export function loadPlan(source: PlanSpec | Plan | string | unknown): Plan {
 /** A plan that already went through loadPlan (its ops carry their definitions). */
 function isLoadedPlan(p: unknown): p is Plan {
   return isObj(p) && 'spec' in p && Array.isArray(p.features) && p.features.every((f: PlanFeature) => Array.isArray(f.ops) && f.ops.every((o) => 'def' in o));
-}
-
-function readPlanFile(path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (e) {
-    throw new PlanError(`cannot read plan file ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-  }
 }
 
 function loadFeature(f: FeatureSpec | unknown, i: number, names: Set<string>): PlanFeature {
