@@ -4,12 +4,13 @@
  * pipeline/metrics.ts; resuming pipeline/resume.ts.
  */
 import { Observable, defer, finalize, from, mergeMap, type Subscription } from 'rxjs';
-import { loadPlan, PlanError, show, SluiceError, type BackendSpec, type Plan, type PlanSpec, type PlanState } from '@sluice/ops';
+import { loadPlan, SluiceError, type BackendSpec, type Plan, type PlanSpec, type PlanState } from '@sluice/ops';
 import type { Batch } from '../batch/index.js';
 import { fitProbe, PROBE_STEADY_MS, probePrefix, type Measurement, type ProbePoint } from '../placement/calibration.js';
 import { epochRows } from '../stream/source.js';
 import type { Flow } from '../stream/operators.js';
 import { copyMetrics, emptyMetrics, type PipelineMetrics } from './metrics.js';
+import { checkOptions } from './options.js';
 import { stateAfter, type IteratorState } from './resume.js';
 import { backendSpecOf, buildStages, openRun, prepareRun, type PipelineInfo, type PipelineOptions, type RunSetup } from './setup.js';
 
@@ -34,15 +35,11 @@ export class Pipeline implements AsyncIterable<Batch> {
   /** The latest run's flow: what waits in its prefetch buffer, and how long the source waited on the consumer. */
   private flow: Flow | null = null;
 
-  constructor(
-    plan: PlanSpec | Plan | string,
-    private readonly options: PipelineOptions = {},
-  ) {
+  private readonly options: PipelineOptions;
+
+  constructor(plan: PlanSpec | Plan | string, options: PipelineOptions = {}) {
     this.plan = loadPlan(plan);
-    if (options.prefetch !== undefined && (!Number.isInteger(options.prefetch) || options.prefetch < 1))
-      throw new PlanError('prefetch must be a positive integer');
-    const d = options.decoders;
-    if (d !== undefined && (!Number.isInteger(d) || d < 1 || d > 256)) throw new PlanError(`decoders must be an integer from 1 to 256, got ${show(d)}`);
+    this.options = checkOptions(options);
   }
 
   /** Opens the files (once) and type-checks the plan against them. */

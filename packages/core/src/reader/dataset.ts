@@ -1,4 +1,5 @@
-import { stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { glob, isDynamicPattern } from 'tinyglobby';
 import { InputError, typeName, type ColumnType } from '@sluice/ops';
 import { DecoderPool, type FileMeta } from './decoder-pool.js';
@@ -61,7 +62,24 @@ export async function resolveInputs(patterns: string | readonly string[]): Promi
       out.push(...found);
     } else out.push(p);
   }
-  return [...new Set(out)];
+  return distinctFiles(out);
+}
+
+/**
+ * The sources without repeats, each kept where it is first named: a local file named twice, by
+ * the same words or others (`a.parquet` and `./a.parquet`, a link, a folder and a glob that both
+ * hold it), is read once, not twice into the epoch.
+ */
+async function distinctFiles(sources: readonly string[]): Promise<string[]> {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const s of sources) {
+    const key = isUrl(s) || isS3Url(s) ? s : await realpath(s).catch(() => resolve(s));
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(s);
+  }
+  return out;
 }
 
 /** Schema of a file as Sluice column types; unsupported columns are left out (and named if used). */
@@ -72,6 +90,7 @@ export function schemaOf(meta: FileMeta): { types: Map<string, ColumnType>; unsu
 /** Opens every source's footer and lists its row groups (files with zero rows contribute none). */
 export async function openDataset(patterns: string | readonly string[], pool: DecoderPool): Promise<Dataset> {
   const sources = await resolveInputs(patterns);
+  if (sources.length === 0) throw new InputError('no input files given');
   const files = await Promise.all(sources.map((s) => pool.open(s)));
   const units: Unit[] = [];
   files.forEach((meta, file) => {

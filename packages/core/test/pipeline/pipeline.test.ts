@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, cpSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { lastValueFrom, take, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -262,6 +262,68 @@ describe('pipeline errors name what and where', () => {
   it('a decoders option out of range is refused before any thread starts', () => {
     for (const d of [0, 1.5, 257, -1])
       expect(() => pipeline(basePlan(), { input: file, decoders: d })).toThrow(`decoders must be an integer from 1 to 256, got ${d}`);
+  });
+
+  it('options are checked when the pipeline is made: an unknown one, or one of the wrong kind, is named', () => {
+    const made = (options: unknown): string => {
+      try {
+        pipeline(basePlan(), options as never);
+        return 'accepted';
+      } catch (e) {
+        return `${(e as Error).name}: ${(e as Error).message}`;
+      }
+    };
+    expect(made({ input: file, inptu: 'x' })).toMatch(/^PlanError: unknown option "inptu" \(options: input, resume, fitState, backend, /);
+    expect(made({ input: file, batchSize: 1024 })).toBe('PlanError: unknown option "batchSize": it is a plan field (set it in the plan)');
+    expect(made({ input: file, workers: 4 })).toBe('PlanError: unknown option "workers": it is a backend option (backend: { name: "cpu", workers: ... })');
+    expect(made(null)).toBe('PlanError: pipeline options must be an object, got null');
+    expect(made({ input: [] })).toBe('PlanError: input must be a path, glob or URL, or a non-empty list of them, got []');
+    expect(made({ input: 42 })).toBe('PlanError: input must be a path, glob or URL, or a non-empty list of them, got 42');
+    expect(made({ input: file, backend: { workers: 2 } })).toMatch(/^PlanError: backend must be a backend name or an object with a "name"/);
+    expect(made({ input: file, signal: 'x' })).toBe('PlanError: signal must be an AbortSignal (AbortController.signal), got "x"');
+    expect(made({ input: file, verifyCrc: 'no' })).toBe('PlanError: verifyCrc must be true or false, got "no"');
+    expect(made({ input: file, pack: 'yes' })).toBe('PlanError: pack must be true or false, got "yes"');
+    expect(made({ input: file, prefetch: 0 })).toBe('PlanError: prefetch must be an integer from 1 to 1048576, got 0');
+    expect(made({ input: file, fitState: 7 })).toBe('PlanError: fitState must be a fit state file, its parsed JSON, or a Map, got 7');
+    expect(made({ input: file, resume: 'state.json' })).toBe('PlanError: resume must be a state that pipeline.state() returned, got "state.json"');
+    // An option left undefined is an option not given (spreading `{ ...opts, resume: undefined }`).
+    expect(made({ input: file, resume: undefined, backend: 'cpu', signal: new AbortController().signal })).toBe('accepted');
+  });
+
+  it('a malformed resume state is named as that, not as another plan', async () => {
+    const p = pipeline(basePlan(), { input: file });
+    await collect(p, 2);
+    const good = p.state()!;
+    await expect(collect(pipeline(basePlan(), { input: file, resume: { foo: 1 } as never }))).rejects.toThrow(
+      'resume state is not one pipeline.state() returned: version must be 1, got undefined',
+    );
+    await expect(collect(pipeline(basePlan(), { input: file, resume: { ...good, offset: -3 } }))).rejects.toThrow(
+      'resume state is not one pipeline.state() returned: offset must be a non-negative integer, got -3',
+    );
+    // The state itself still resumes.
+    expect((await collect(pipeline(basePlan(), { input: file, resume: good }))).length).toBeGreaterThan(0);
+  });
+
+  it('a file named twice in other words is read once', async () => {
+    const once = await collect(pipeline(basePlan(), { input: file }));
+    const rel = relative(process.cwd(), file);
+    const link = join(dir, 'small-link.parquet');
+    symlinkSync(file, link);
+    const twice = await collect(pipeline(basePlan(), { input: [file, `./${rel}`, link, join(dir, 'small*.parquet')] }));
+    expect(twice.reduce((a, b) => a + b.rows, 0)).toBe(N);
+    expect(twice.map(ids)).toEqual(once.map(ids));
+  });
+
+  it('a fit state file that is not JSON is named with the place of its first mistake', async () => {
+    const bad = join(dir, 'state.json');
+    writeFileSync(bad, '{\n  "features": {},\n}\n');
+    await expect(pipeline(basePlan(), { input: file, fitState: bad }).info()).rejects.toThrow(
+      `fit state ${bad} is not valid JSON at line 3, column 1: expected a property name in double quotes (a trailing comma?)`,
+    );
+    await expect(pipeline(basePlan(), { input: file, fitState: file }).info()).rejects.toThrow(`fit state ${file} is a Parquet file, not JSON`);
+    await expect(pipeline(basePlan(), { input: file, fitState: join(dir, 'none.json') }).info()).rejects.toThrow(
+      `cannot read fit state ${join(dir, 'none.json')}: no such file`,
+    );
   });
 
   it('a missing file or empty glob is named', async () => {
