@@ -18,4 +18,5 @@ export type { BackendSpec, FeatureSpec, OpSpec, PlanSpec, ShuffleSpec, Plan, Typ
 export { registerBackend, backendNames, type BackendRegistration } from './backend/registry.js';
 export type { Backend, BackendFactory, Capabilities, CostReport } from './backend/types.js';
 export { fit } from './pipeline/fit.js';
+export type { FitOptions } from './pipeline/options.js';
 export { registerPipelineMetrics, type MetricsSource, type PipelineMetricsOptions } from './pipeline/prometheus.js';

@@ -3,6 +3,7 @@ import { fitPlan, loadPlan, PlanError, typeCheckPlan, type Plan, type PlanSpec, 
 import { checkColumns, openDataset, type Dataset } from '../reader/dataset.js';
 import { DecoderPool } from '../reader/decoder-pool.js';
 import { readChunks, type Chunk } from '../stream/source.js';
+import { checkFitOptions, type FitOptions } from './options.js';
 
 /**
  * Opens the input's footers and checks the plan against them: every column exists in every file
@@ -30,9 +31,10 @@ export async function openInput(
  */
 export async function fit(
   planSource: PlanSpec | Plan | string,
-  options: { input?: string | readonly string[]; onProgress?: (rows: number, total: number) => void },
+  fitOptions: FitOptions = {},
 ): Promise<{ plan: TypedPlan; state: Map<string, unknown>; rows: number }> {
   const plan = loadPlan(planSource);
+  const options = checkFitOptions(fitOptions);
   const pool = new DecoderPool(1, { verifyCrc: plan.spec.verifyCrc ?? true });
   try {
     const { dataset, plan: typed } = await openInput(plan, options.input ?? plan.input, pool);

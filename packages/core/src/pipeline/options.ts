@@ -4,8 +4,56 @@
  * misspelt `inptu`, a plan field such as `batchSize` put here) or one of the wrong type would
  * otherwise run with the default, or fail later inside the run with a TypeError about undefined.
  */
-import { PLAN_FIELDS, PlanError, show } from '@sluice/ops';
-import type { PipelineOptions } from './setup.js';
+import { PLAN_FIELDS, PlanError, show, type BackendSpec, type PlanState } from '@sluice/ops';
+import type { IteratorState } from './resume.js';
+
+/**
+ * Options of `pipeline()`: where the data is, resuming, fitted state, and overrides of the plan's
+ * backend and prefetch.
+ *
+ * @example
+ * pipeline('plan.json', { input: 'data/*.parquet', fitState: 'state.json', backend: 'auto', prefetch: 4 });
+ */
+export interface PipelineOptions {
+  /** Parquet paths, globs or http(s) URLs (overrides the plan's `input`). */
+  input?: string | string[];
+  /** Resume from a saved `state()`. */
+  resume?: IteratorState;
+  /** Fitted state for stateful ops: a path to `sluice fit` output, its parsed JSON, or a map. */
+  fitState?: string | object | PlanState;
+  /** Overrides the plan's backend (a name, or a spec with options). */
+  backend?: string | BackendSpec;
+  /** Overrides the plan's prefetch depth. */
+  prefetch?: number;
+  /**
+   * Parquet decode threads, 1 to 256. Default: the backend's parallelism when the reader computes
+   * the features (the cpu backend's `workers`: one per core but one), else up to 2.
+   */
+  decoders?: number;
+  /** Aborting stops the run: iteration throws the abort reason and resources are released. */
+  signal?: AbortSignal;
+  /**
+   * Verify each Parquet page's CRC where the file has one (overrides the plan's `verifyCrc`;
+   * default true). A mismatch fails the run naming the file, row group, column and page.
+   */
+  verifyCrc?: boolean;
+  /**
+   * When the reader computes every feature (pushdown), let the decode workers lay batches out too
+   * (default true); false assembles them on this thread. The batches are the same either way.
+   */
+  pack?: boolean;
+  /**
+   * Remove redundant op steps using the files' footer statistics before the backend sees the plan
+   * (plan/optimize.ts); default on for webgpu, off elsewhere. Also a backend option `optimize`.
+   */
+  optimize?: boolean;
+  /**
+   * Yield a cluster job's sequence (docs/cluster.md#determinism): batches do not cross windows —
+   * a row group each when unshuffled, a shuffle window otherwise — so each window's last batch may
+   * be short (or, with dropLast, its tail is dropped). Default false: batches run across row groups.
+   */
+  windowBatches?: boolean;
+}
 
 type Check = (v: unknown) => string | null;
 
@@ -16,7 +64,7 @@ const isIntIn =
     Number.isInteger(v) && (v as number) >= lo && (v as number) <= hi ? null : `must be an integer from ${lo} to ${hi}`;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Each option and what its value must be (PipelineOptions in setup.ts documents them). */
+/** Each option and what its value must be (PipelineOptions above documents them). */
 const OPTIONS: Readonly<Record<keyof PipelineOptions, Check>> = {
   input: (v) =>
     (typeof v === 'string' && v !== '') || (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string' && x !== ''))
@@ -45,20 +93,42 @@ const BACKEND_OPTIONS = new Set(['workers', 'pushdown']);
  * has a value of the wrong kind. An option set to `undefined` counts as not given.
  */
 export function checkOptions(options: unknown): PipelineOptions {
+  return checkAgainst(options, OPTIONS, 'pipeline options') as PipelineOptions;
+}
+
+/** `fit()`'s options (its input, and a progress callback), checked as `checkOptions` checks `pipeline()`'s. */
+export function checkFitOptions(options: unknown): FitOptions {
+  return checkAgainst(options, FIT_OPTIONS, 'fit options') as FitOptions;
+}
+
+/** Options of `fit()` (pipeline/fit.ts). */
+export interface FitOptions {
+  /** Parquet paths, globs or URLs (overrides the plan's `input`). */
+  input?: string | readonly string[];
+  /** Called as rows are read: rows so far, rows in all. */
+  onProgress?: (rows: number, total: number) => void;
+}
+
+const FIT_OPTIONS: Readonly<Record<keyof FitOptions, Check>> = {
+  input: OPTIONS.input,
+  onProgress: (v) => (typeof v === 'function' ? null : 'must be a function (rows, total) => void'),
+};
+
+function checkAgainst(options: unknown, table: Readonly<Record<string, Check>>, what: string): object {
   if (options === undefined) return {};
-  if (!isObject(options)) throw new PlanError(`pipeline options must be an object, got ${show(options)}`);
+  if (!isObject(options)) throw new PlanError(`${what} must be an object, got ${show(options)}`);
   for (const [key, value] of Object.entries(options)) {
     if (value === undefined) continue;
-    const check = OPTIONS[key as keyof PipelineOptions] as Check | undefined;
-    if (check === undefined) throw new PlanError(unknownOption(key));
+    const check = table[key];
+    if (check === undefined) throw new PlanError(unknownOption(key, table));
     const problem = check(value);
     if (problem !== null) throw new PlanError(`${key} ${problem}, got ${show(value)}`);
   }
-  return options as PipelineOptions;
+  return options;
 }
 
-function unknownOption(key: string): string {
+function unknownOption(key: string, table: Readonly<Record<string, Check>>): string {
   if (BACKEND_OPTIONS.has(key)) return `unknown option "${key}": it is a backend option (backend: { name: "cpu", ${key}: ... })`;
   if (PLAN_FIELDS.has(key)) return `unknown option "${key}": it is a plan field (set it in the plan)`;
-  return `unknown option "${key}" (options: ${Object.keys(OPTIONS).join(', ')})`;
+  return `unknown option "${key}" (options: ${Object.keys(table).join(', ')})`;
 }

@@ -34,57 +34,12 @@ import { epochRows, readChunks, type Chunk, type PackRequest } from '../stream/s
 import { openInput } from './fit.js';
 import { addReport, emptyMetrics, timedSource, type PipelineMetrics } from './metrics.js';
 import { fingerprint, resumeStart, type IteratorState } from './resume.js';
+import type { PipelineOptions } from './options.js';
 // Core's own backends, registered for `createBackend`: `reference` and `cpu` (in-process), `auto`.
 import '../backend/inline.js';
 import '../placement/register.js';
 
-/**
- * Options of `pipeline()`: where the data is, resuming, fitted state, and overrides of the plan's
- * backend and prefetch.
- *
- * @example
- * pipeline('plan.json', { input: 'data/*.parquet', fitState: 'state.json', backend: 'auto', prefetch: 4 });
- */
-export interface PipelineOptions {
-  /** Parquet paths, globs or http(s) URLs (overrides the plan's `input`). */
-  input?: string | string[];
-  /** Resume from a saved `state()`. */
-  resume?: IteratorState;
-  /** Fitted state for stateful ops: a path to `sluice fit` output, its parsed JSON, or a map. */
-  fitState?: string | object | PlanState;
-  /** Overrides the plan's backend (a name, or a spec with options). */
-  backend?: string | BackendSpec;
-  /** Overrides the plan's prefetch depth. */
-  prefetch?: number;
-  /**
-   * Parquet decode threads, 1 to 256. Default: the backend's parallelism when the reader computes
-   * the features (the cpu backend's `workers`: one per core but one), else up to 2.
-   */
-  decoders?: number;
-  /** Aborting stops the run: iteration throws the abort reason and resources are released. */
-  signal?: AbortSignal;
-  /**
-   * Verify each Parquet page's CRC where the file has one (overrides the plan's `verifyCrc`;
-   * default true). A mismatch fails the run naming the file, row group, column and page.
-   */
-  verifyCrc?: boolean;
-  /**
-   * When the reader computes every feature (pushdown), let the decode workers lay batches out too
-   * (default true); false assembles them on this thread. The batches are the same either way.
-   */
-  pack?: boolean;
-  /**
-   * Remove redundant op steps using the files' footer statistics before the backend sees the plan
-   * (plan/optimize.ts); default on for webgpu, off elsewhere. Also a backend option `optimize`.
-   */
-  optimize?: boolean;
-  /**
-   * Yield a cluster job's sequence (docs/cluster.md#determinism): batches do not cross windows —
-   * a row group each when unshuffled, a shuffle window otherwise — so each window's last batch may
-   * be short (or, with dropLast, its tail is dropped). Default false: batches run across row groups.
-   */
-  windowBatches?: boolean;
-}
+export type { PipelineOptions } from './options.js';
 
 /**
  * What a run is made of once its files are open.

@@ -6,7 +6,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { lastValueFrom, take, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backendNames, pipeline, registerBackend, type Batch, type PlanSpec } from '@sluice/core';
+import { backendNames, fit, pipeline, registerBackend, type Batch, type PlanSpec } from '@sluice/core';
 import { createBackend } from '@sluice/core/internal';
 import { tempDir, writeSmall } from '../helpers.js';
 
@@ -288,6 +288,15 @@ describe('pipeline errors name what and where', () => {
     expect(made({ input: file, resume: 'state.json' })).toBe('PlanError: resume must be a state that pipeline.state() returned, got "state.json"');
     // An option left undefined is an option not given (spreading `{ ...opts, resume: undefined }`).
     expect(made({ input: file, resume: undefined, backend: 'cpu', signal: new AbortController().signal })).toBe('accepted');
+  });
+
+  it("fit()'s options are checked the same way", async () => {
+    await expect(fit(basePlan(), { input: 42 } as never)).rejects.toThrow('input must be a path, glob or URL, or a non-empty list of them, got 42');
+    await expect(fit(basePlan(), { input: file, onProgres: () => {} } as never)).rejects.toThrow('unknown option "onProgres" (options: input, onProgress)');
+    await expect(fit(basePlan(), null as never)).rejects.toThrow('fit options must be an object, got null');
+    // No options: the plan's input, or the error that says where an input goes.
+    await expect(fit(basePlan())).rejects.toThrow('no input: pass { input } to pipeline() or set "input" in the plan');
+    expect((await fit(basePlan(), { input: file })).rows).toBe(N);
   });
 
   it('a malformed resume state is named as that, not as another plan', async () => {
