@@ -238,6 +238,8 @@ describe('auto in a pipeline', () => {
     try {
       const { batches, placement } = await collect(plans.rm1!, AUTO);
       expect(placement!.basis).toBe('measured');
+      // The probes took time, and the run says how much (sluice bench leaves it out of its timing).
+      expect(placement!.choosingMs).toBeGreaterThan(0);
       // rm1 pushes everything down on the cpu path, so "reference+pushdown" would be the same run.
       expect(Object.keys(placement!.measured).sort()).toEqual(['cpu', 'reference']);
       expect(Object.keys(readMeasurements(plan)).sort()).toEqual(['cpu', 'reference']);

@@ -4,6 +4,7 @@
  * dispatches, only slower.
  */
 import { PlanError } from '@sluice/core';
+import { withoutLimitClampWarnings } from './dawn-log.js';
 
 /** How to get an adapter on a machine without one; part of every "no adapter" message. */
 export const ADAPTER_HELP =
@@ -39,7 +40,9 @@ export async function findAdapter(powerPreference: GPUPowerPreference = 'high-pe
   if (g === null) return { reason: `${loadError}; ${ADAPTER_HELP}` };
   let adapter: GPUAdapter | null = null;
   try {
-    adapter = await g.requestAdapter({ powerPreference });
+    // The first requestAdapter of an instance prints Dawn's limit-clamping warnings to fd 2;
+    // the wrapper keeps them from the user (dawn-log.ts says why it must work at the fd).
+    adapter = await withoutLimitClampWarnings(() => g.requestAdapter({ powerPreference }));
   } catch (e) {
     return { reason: `requesting a WebGPU adapter failed (${(e as Error).message}); ${ADAPTER_HELP}` };
   }

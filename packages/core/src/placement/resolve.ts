@@ -33,6 +33,12 @@ export interface PlacementReport {
   basis: 'measured' | 'model' | 'given';
   /** Per candidate: measured fixed ms per run and ms per batch, and the ms predicted for this run from them. */
   measured: Record<string, { fixedMs: number; perBatchMs: number; runMs: number }>;
+  /**
+   * Time this run spent choosing, ms: calibrating the cost model and probing the candidates the
+   * cache lacks (seconds on a first run, little once cached). It is part of `setupMs` and comes
+   * before the first batch; `sluice bench` reports it apart from its timed figures.
+   */
+  choosingMs: number;
 }
 
 /** The files a run reads and how many rows it takes from them per epoch. */
@@ -53,6 +59,7 @@ export async function resolveAuto(
   probe: (spec: BackendSpec) => Promise<Measurement>,
 ): Promise<{ spec: BackendSpec; placement: PlacementReport | null; byFeature: ReadonlyMap<string, string> | null }> {
   if (autoCandidates(spec) === null) return { spec, placement: null, byFeature: null };
+  const t0 = performance.now();
   const plan = run.plan;
   const { backends: _b, placement: given, calibrate: cal, ...rest } = spec;
   void _b;
@@ -62,7 +69,7 @@ export async function resolveAuto(
     const byFeature = new Map(Object.entries(given as Record<string, string>));
     return {
       spec: { ...rest, name: 'auto', placement: given },
-      placement: { features: {}, predictedMs: {}, singleMs: {}, chosen: 'given', basis: 'given', measured: {} },
+      placement: { features: {}, predictedMs: {}, singleMs: {}, chosen: 'given', basis: 'given', measured: {}, choosingMs: performance.now() - t0 },
       byFeature,
     };
   }
@@ -95,6 +102,7 @@ export async function resolveAuto(
     chosen: chosen.label,
     basis: measured[chosen.label] !== undefined ? 'measured' : 'model',
     measured: Object.fromEntries(Object.entries(measured).map(([k, m]) => [k, { ...m, runMs: predictRun(m, batches) }])),
+    choosingMs: performance.now() - t0,
   };
   return { spec: { ...rest, ...chosen.spec }, placement, byFeature };
 }
