@@ -2,7 +2,7 @@
  * End-to-end tests of the `sluice` command line: each test spawns `node packages/core/bin/sluice.js`
  * (the compiled dist/, so `npm run build` first) and checks exit codes, stdout, stderr and files.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { copyFileSync, existsSync, mkdirSync, openAsBlob, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -1144,5 +1144,55 @@ describe('sluice reproduce (issue 32)', () => {
     r.child.kill('SIGINT');
     expect((await r.exited).signal).toBe('SIGINT');
     expect(readdirSync(tmp)).toEqual([]);
+  });
+});
+
+describe('a careless command line is one line naming the option, before any work (new-user audit)', () => {
+  /** A usage error: exit 2, nothing on stdout, `sluice COMMAND: LINE` and then where help is, nothing else. */
+  function expectUsageLine(r: Result, command: string, line: string): void {
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(lines(r.stderr)).toEqual([`sluice ${command}: ${line}`, `(see sluice ${command} --help)`]);
+  }
+
+  it('an --output or --report that cannot be written: a folder, a pipe, a path under a file, /proc', async () => {
+    const folder = path('out-folder');
+    mkdirSync(folder);
+    // A pipe, not /dev/null: were the check missing, the finished file would be renamed over it.
+    const fifo = path('out-fifo');
+    execFileSync('mkfifo', [fifo]);
+    const underFile = join(mixFile, 'o.parquet');
+    // Over badhex.parquet, run and bench would fail on its invalid hex: the output is checked first.
+    const run = (output: string): string[] => ['run', '--plan', mixPlanFile, '--input', badHexFile, '--output', output];
+    const cases: Array<[string[], string, string]> = [
+      [run(folder), 'run', `--output ${folder} is a folder, not a file`],
+      [['gen', '--preset', 'rm1', '--rows', '10', '--output', folder], 'gen', `--output ${folder} is a folder, not a file`],
+      [['fit', '--plan', mixPlanFile, '--input', mixFile, '--output', folder], 'fit', `--output ${folder} is a folder, not a file`],
+      [['bench', '--plan', mixPlanFile, '--input', badHexFile, '--report', folder], 'bench', `--report ${folder} is a folder, not a file`],
+      [run(fifo), 'run', `--output ${fifo} is not a regular file (a device, pipe or socket): give a file path`],
+      [run(underFile), 'run', `cannot write --output ${underFile}: ${mixFile} is a file, not a folder`],
+    ];
+    if (existsSync('/proc/self')) cases.push([run('/proc/o.parquet'), 'run', 'cannot write --output /proc/o.parquet: /proc does not take new files']);
+    const results = await Promise.all(cases.map(([args]) => sluice(args)));
+    results.forEach((r, k) => expectUsageLine(r, cases[k]![1], cases[k]![2]));
+    expect(readdirSync(folder)).toEqual([]);
+    expect(statSync(fifo).isFIFO()).toBe(true);
+    // The check's probe file is gone.
+    expect(readdirSync(dir).filter((f) => f.includes('sluice-check'))).toEqual([]);
+  });
+
+  it('folders of an output path that do not exist yet are created, for run, fit and bench --report alike', async () => {
+    const base = path('made');
+    const vocab = writePlan('vocab-made.json', { features: [{ name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'vocab' }] }] });
+    const results = await Promise.all([
+      sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', join(base, 'run', 'o.parquet')]),
+      sluice(['fit', '--plan', vocab, '--input', mixFile, '--output', join(base, 'fit', 'state.json'), '--quiet']),
+      sluice(['bench', '--plan', mixPlanFile, '--input', mixFile, '--json', '--report', join(base, 'bench', 'r.html')]),
+    ]);
+    results.forEach((r) => expect(r.status, r.stderr).toBe(0));
+    expect(readdirSync(base).sort()).toEqual(['bench', 'fit', 'run']);
+    expect(readdirSync(join(base, 'run'))).toEqual(['o.parquet']);
+    expect(readdirSync(join(base, 'fit'))).toEqual(['state.json']);
+    expect(readdirSync(join(base, 'bench'))).toEqual(['r.html']);
   });
 });

@@ -4,12 +4,13 @@ import { stateToJSON } from '@sluice/ops';
 import { fit } from '../../pipeline/fit.js';
 import { inputs, need, planArg, type Values } from '../args.js';
 import { partialFile } from '../interrupt.js';
-import { refuseOverwritingInputs } from '../overwrite.js';
+import { checkOutputPath, refuseOverwritingInputs } from '../overwrite.js';
 import { Progress } from '../progress.js';
 
 export async function cmdFit(values: Values): Promise<number> {
   const output = need(values, 'output');
   const planPath = planArg(values);
+  checkOutputPath('--output', output);
   await refuseOverwritingInputs(output, { inputs: inputs(values), plan: planPath });
   let progress: Progress | null = null;
   const { plan, state, rows } = await fit(planPath, {

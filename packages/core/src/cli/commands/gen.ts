@@ -3,6 +3,7 @@ import { generateDataset } from '../../gen/generate.js';
 import { ID_CARDINALITIES, withIds, type IdCardinality, type Preset } from '../../gen/presets.js';
 import { int, need, UsageError, type Values } from '../args.js';
 import { partialFile } from '../interrupt.js';
+import { checkOutputPath } from '../overwrite.js';
 import { Progress } from '../progress.js';
 import { preset } from './plan.js';
 
@@ -22,6 +23,7 @@ export async function cmdGen(values: Values): Promise<number> {
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
+  checkOutputPath('--output', output);
   const progress = new Progress(`gen ${name}`, rows, 'rows', !!values.quiet);
   // Under a temporary name until complete: an interrupted gen leaves no truncated file behind.
   const out = partialFile(output);

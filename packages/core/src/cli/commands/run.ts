@@ -8,12 +8,13 @@ import { pipeline } from '../../pipeline/pipeline.js';
 import { START } from '../../stream/source.js';
 import { inputs, need, pipelineOptions, planArg, type Values } from '../args.js';
 import { partialFile } from '../interrupt.js';
-import { refuseOverwritingInputs } from '../overwrite.js';
+import { checkOutputPath, refuseOverwritingInputs } from '../overwrite.js';
 import { Progress } from '../progress.js';
 
 export async function cmdRun(values: Values): Promise<number> {
   const planPath = planArg(values);
   const output = need(values, 'output');
+  checkOutputPath('--output', output);
   await refuseOverwritingInputs(output, { inputs: inputs(values), plan: planPath, ...(typeof values.state === 'string' ? { state: values.state } : {}) });
   const plan = loadPlan(planPath);
   const p = pipeline(plan, pipelineOptions(values, plan));
