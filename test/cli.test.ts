@@ -1195,4 +1195,27 @@ describe('a careless command line is one line naming the option, before any work
     expect(readdirSync(join(base, 'fit'))).toEqual(['state.json']);
     expect(readdirSync(join(base, 'bench'))).toEqual(['r.html']);
   });
+
+  it('an option without its value, followed by another option, names the option that lacks it', async () => {
+    const out = path('novalue.parquet');
+    const cases: Array<[string[], string, string]> = [
+      [['run', '--plan', mixPlanFile, '--input', '--output', out], 'run', '--input needs a value'],
+      [['run', '--plan', '--input', mixFile, '--output', out], 'run', '--plan needs a value'],
+      [['run', '--plan', mixPlanFile, '--input', mixFile, '--output', out, '--workers', '--quiet'], 'run', '--workers needs a value'],
+      [['run', '--plan', mixPlanFile, '--input', mixFile, '-o', '-q'], 'run', '--output needs a value'],
+      [['run', '--plan', mixPlanFile, '--input', '--output=x.parquet'], 'run', '--input needs a value'],
+      [['gen', '--preset', 'rm1', '--rows', '--output', out], 'gen', '--rows needs a value'],
+      [['gen', '--preset', 'rm1', '--rows', '5', '--out', '--quiet'], 'gen', '--out needs a value'],
+      [['bench', '--plan', mixPlanFile, '--input', mixFile, '--report', '--json'], 'bench', '--report needs a value'],
+    ];
+    const results = await Promise.all(cases.map(([args]) => sluice(args)));
+    results.forEach((r, k) => expectUsageLine(r, cases[k]![1], cases[k]![2]));
+    expect(leftovers('novalue.parquet')).toEqual([]);
+    // A value that only starts with a dash is still the value, and is judged as one.
+    expectUsageLine(
+      await sluice(['bench', '--plan', mixPlanFile, '--input', mixFile, '-w', '-1']),
+      'bench',
+      '--workers must be an integer of at least 1, got "-1"',
+    );
+  });
 });
