@@ -1218,4 +1218,43 @@ describe('a careless command line is one line naming the option, before any work
       '--workers must be an integer of at least 1, got "-1"',
     );
   });
+
+  it('without --input, a command reads the plan\'s "input"; --input overrides it; the output is still never an input', async () => {
+    const inline = JSON.stringify({ ...mixPlan, input: mixFile });
+    const [planIn, given] = [path('plan-input.parquet'), path('plan-input-given.parquet')];
+    const [run, runGiven, bench, none] = await Promise.all([
+      sluice(['run', '--plan', inline, '--output', planIn, '--quiet']),
+      sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', given, '--quiet']),
+      // --input overrides the plan's: the plan names a file that does not exist.
+      sluice(['bench', '--plan', JSON.stringify({ ...mixPlan, input: path('absent.parquet') }), '--input', mixFile, '--json']),
+      sluice(['run', '--plan', mixPlanFile, '--output', path('plan-input-none.parquet')]),
+    ]);
+    expect(run.status, run.stderr).toBe(0);
+    expect(runGiven.status, runGiven.stderr).toBe(0);
+    expect(contents(readTable(planIn))).toBe(contents(readTable(given)));
+    expect(bench.status, bench.stderr).toBe(0);
+    expect((JSON.parse(bench.stdout) as { rows: number }).rows).toBe(N);
+    expectUsageLine(none, 'run', '--input is required (the plan has no "input")');
+
+    const vocab = { features: [{ name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'vocab' }] }], input: mixFile };
+    const state = path('plan-input-state.json');
+    const fit = await sluice(['fit', '--plan', JSON.stringify(vocab), '--output', state, '--quiet']);
+    expect(fit.status, fit.stderr).toBe(0);
+    expect(existsSync(state)).toBe(true);
+
+    // The plan's input is the output: refused before anything is read, the file left as it was.
+    const self = path('plan-input-self.parquet');
+    copyFileSync(mixFile, self);
+    const before = readFileSync(self);
+    const selfPlan = JSON.stringify({ ...mixPlan, input: self });
+    const refused = await Promise.all([
+      sluice(['run', '--plan', selfPlan, '--output', self]),
+      sluice(['fit', '--plan', selfPlan, '--output', self]),
+      sluice(['bench', '--plan', selfPlan, '--report', self]),
+    ]);
+    expectUsageLine(refused[0]!, 'run', `--output ${self} is also an input: writing it would destroy what this command reads; choose another output`);
+    expectUsageLine(refused[1]!, 'fit', `--output ${self} is also an input: writing it would destroy what this command reads; choose another output`);
+    expectUsageLine(refused[2]!, 'bench', `--report ${self} is also an input: writing it would destroy what this command reads; choose another output`);
+    expect(readFileSync(self).equals(before)).toBe(true);
+  });
 });

@@ -46,11 +46,18 @@ export function positiveInt(values: Values, name: string): number | undefined {
   return n;
 }
 
-/** The --input values (at least one). */
-export function inputs(values: Values): string[] {
+/**
+ * The --input values (at least one), else the plan's `input`: docs/plan.md makes the plan's a
+ * default that --input overrides, as `pipeline()` does.
+ *
+ * @example
+ * inputs(values, loadPlan(planArg(values))); // ['day1.parquet'], or throws "--input is required ..."
+ */
+export function inputs(values: Values, plan: Pick<Plan, 'input'>): string[] {
   const v = values.input as string[] | undefined;
-  if (!v || v.length === 0) throw new UsageError('--input is required');
-  return v;
+  if (v && v.length > 0) return v;
+  if (plan.input !== null && plan.input.length > 0) return [...plan.input];
+  throw new UsageError('--input is required (the plan has no "input")');
 }
 
 /**
@@ -95,7 +102,7 @@ function backendOverride(values: Values, plan: Plan): BackendSpec | undefined {
 
 /** Pipeline options from --input, --backend, --workers and --state. */
 export function pipelineOptions(values: Values, plan: Plan): PipelineOptions {
-  const o: PipelineOptions = { input: inputs(values) };
+  const o: PipelineOptions = { input: inputs(values, plan) };
   const b = backendOverride(values, plan);
   if (b) o.backend = b;
   if (typeof values.state === 'string') o.fitState = existingFile('state file', values.state);

@@ -39,7 +39,7 @@ export const ALIASES: Readonly<Record<string, string>> = { out: 'output' };
 const PLAN: OptionRow = ['-p, --plan P', "plan JSON file (`sluice plan` prints a preset's)"];
 const INPUT: OptionRow = [
   '-i, --input F...',
-  'Parquet input: paths, globs (quoted or not), folders or http(s) URLs; list several after one --input, or repeat it',
+  'Parquet input: paths, globs (quoted or not), folders or http(s) URLs; list several after one --input, or repeat it (default: the plan\'s "input")',
 ];
 const BACKEND: OptionRow = ['-b, --backend B', "run on backend B instead of the plan's: cpu, webgpu, fpga-sim, smartssd-sim, auto or B1,B2"];
 const WORKERS: OptionRow = ['-w, --workers N', 'worker threads of the backend (at least 1)'];

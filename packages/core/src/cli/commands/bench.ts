@@ -18,7 +18,7 @@ export async function cmdBench(values: Values): Promise<number> {
   if (typeof report === 'string') {
     // Before the bench runs: a report it cannot write would otherwise fail only once it is over.
     checkOutputPath('--report', report);
-    await refuseOverwritingInputs(report, { inputs: inputs(values), plan: planArg(values) }, '--report');
+    await refuseOverwritingInputs(report, { inputs: inputs(values, plan), plan: planArg(values) }, '--report');
   }
   const p = pipeline(plan, pipelineOptions(values, plan));
   const info = await p.info();

@@ -73,12 +73,14 @@ export async function explainCommand(o: ExplainCommandOptions): Promise<string> 
   let typed: TypedPlan;
   let stats: ReadonlyMap<string, ColumnStats> = new Map();
   let batches = 100;
-  // The files read (none without --input), for whether the reader can compute op chains.
+  // The files read (--input, else the plan's own input; none without either), for whether the
+  // reader can compute op chains.
+  const files = o.input.length > 0 ? o.input : (plan.input ?? []);
   let input: Pick<Dataset, 'files'> = { files: [] };
-  if (o.input.length > 0) {
+  if (files.length > 0) {
     const pool = new DecoderPool(1);
     try {
-      const { dataset, plan: t } = await openInput(plan, o.input, pool);
+      const { dataset, plan: t } = await openInput(plan, files, pool);
       typed = t;
       batches = (dataset.totalRows * t.epochs) / t.batchSize;
       input = dataset;

@@ -1,4 +1,5 @@
 /** `sluice job submit NAME …` and `sluice job status NAME`: a cluster job's one-time submit and its progress. */
+import { loadPlan } from '@sluice/ops';
 import { buildJob, loadJob, submitJob } from '../../cluster/job.js';
 import { clusterStatus, formatStatus } from '../../cluster/status.js';
 import { connectRedis } from '../../cluster/connect.js';
@@ -14,10 +15,11 @@ export async function cmdJob(values: Values, args: readonly string[]): Promise<n
   const redis = await connectRedis(url, { maxRetriesPerRequest: 2, retryStrategy: () => null });
   try {
     if (action === 'submit') {
+      const plan = planArg(values);
       const job = await buildJob({
         name,
-        plan: planArg(values),
-        input: inputs(values),
+        plan,
+        input: inputs(values, loadPlan(plan)),
         ...(values.seed !== undefined ? { seed: int(values, 'seed') } : {}),
         ...(values.epochs !== undefined ? { epochs: int(values, 'epochs') } : {}),
         ...(values['batch-size'] !== undefined ? { batchSize: int(values, 'batch-size') } : {}),

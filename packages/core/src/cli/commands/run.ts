@@ -15,8 +15,8 @@ export async function cmdRun(values: Values): Promise<number> {
   const planPath = planArg(values);
   const output = need(values, 'output');
   checkOutputPath('--output', output);
-  await refuseOverwritingInputs(output, { inputs: inputs(values), plan: planPath, ...(typeof values.state === 'string' ? { state: values.state } : {}) });
   const plan = loadPlan(planPath);
+  await refuseOverwritingInputs(output, { inputs: inputs(values, plan), plan: planPath, ...(typeof values.state === 'string' ? { state: values.state } : {}) });
   const p = pipeline(plan, pipelineOptions(values, plan));
   const info = await p.info();
   const progress = new Progress('run', info.rowsPerEpoch * plan.epochs, 'rows', !!values.quiet);
