@@ -286,9 +286,12 @@ describe('sluice usage', () => {
   it('a bad number exits 2 naming the flag', async () => {
     expectUsageError(
       await sluice(['gen', '--preset', 'rm1', '--rows', 'many', '--out', path('never.parquet')]),
-      '--rows must be a non-negative integer, got "many"',
+      '--rows must be an integer of at least 1, got "many"',
     );
-    expectUsageError(await sluice(['gen', '--preset', 'rm1', '--rows', '0', '--out', path('never.parquet')]), '--rows must be at least 1');
+    expectUsageError(
+      await sluice(['gen', '--preset', 'rm1', '--rows', '0', '--out', path('never.parquet')]),
+      '--rows must be an integer of at least 1, got "0"',
+    );
     expectUsageError(await sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', path('never.parquet'), '--workers', 'x']), '--workers');
     expect(existsSync(path('never.parquet'))).toBe(false);
   });
@@ -1256,5 +1259,30 @@ describe('a careless command line is one line naming the option, before any work
     expectUsageLine(refused[1]!, 'fit', `--output ${self} is also an input: writing it would destroy what this command reads; choose another output`);
     expectUsageLine(refused[2]!, 'bench', `--report ${self} is also an input: writing it would destroy what this command reads; choose another output`);
     expect(readFileSync(self).equals(before)).toBe(true);
+  });
+
+  it('gen takes plain decimal integers within bounds, and says which flag is wrong in one wording', async () => {
+    const out = path('gen-number.parquet');
+    const gen = (...extra: string[]): string[] => ['gen', '--preset', 'rm1', '--rows', '100', '--output', out, ...extra];
+    const cases: Array<[string[], string]> = [
+      [gen('--row-group-size', '0'), '--row-group-size must be an integer of at least 1, got "0"'],
+      [gen('--row-group-size', '1.5'), '--row-group-size must be an integer of at least 1, got "1.5"'],
+      [gen('--rows', '1e20'), '--rows must be an integer of at least 1, got "1e20"'],
+      [gen('--rows', '0x10'), '--rows must be an integer of at least 1, got "0x10"'],
+      [gen('--rows', '1e3'), '--rows must be an integer of at least 1, got "1e3"'],
+      [gen('--rows', '-5'), '--rows must be an integer of at least 1, got "-5"'],
+      [gen('--rows', '0'), '--rows must be an integer of at least 1, got "0"'],
+      [gen('--rows', ' 7'), '--rows must be an integer of at least 1, got " 7"'],
+      [gen('--rows', '100000000000000000000'), `--rows must be at most ${Number.MAX_SAFE_INTEGER}, got "100000000000000000000"`],
+      [gen('--seed', '-1'), '--seed must be an integer of at least 0, got "-1"'],
+      [gen('--seed', '0x2a'), '--seed must be an integer of at least 0, got "0x2a"'],
+      [['serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '70000'], '--port must be at most 65535, got "70000"'],
+    ];
+    const results = await Promise.all(cases.map(([args]) => sluice(args)));
+    results.forEach((r, k) => expectUsageLine(r, cases[k]![0][0]!, cases[k]![1]));
+    expect(leftovers('gen-number.parquet')).toEqual([]);
+    const ok = await sluice(gen('--rows', '16', '--row-group-size', '5', '--seed', '0', '--quiet'));
+    expect(ok.status, ok.stderr).toBe(0);
+    expect(await rowGroupRows(out)).toEqual([5, 5, 5, 1]);
   });
 });

@@ -20,15 +20,30 @@ export function need(values: Values, name: string): string {
   return v;
 }
 
-/** A non-negative integer option; required unless it has a default. */
-export function int(values: Values, name: string, dflt?: number): number {
+/** Bounds of an integer option: at least `min` (default 0), at most `max` (default the largest safe integer). */
+export interface IntBounds {
+  readonly min?: number;
+  readonly max?: number;
+}
+
+/**
+ * An integer option in plain decimal digits, within its bounds; required unless it has a default.
+ * Only digits: `Number()` would also take `0x10`, `1e3`, ` 7 ` and `1e20` (not a safe integer,
+ * so it failed later, inside the command, naming an internal field).
+ *
+ * @example
+ * int(values, 'rows', undefined, { min: 1 }); // '1000' → 1000; '0', '1e3', '0x10', '-5' throw "--rows must be an integer of at least 1, got …"
+ */
+export function int(values: Values, name: string, dflt?: number, bounds: IntBounds = {}): number {
   const v = values[name];
   if (v === undefined) {
     if (dflt === undefined) throw new UsageError(`--${name} is required`);
     return dflt;
   }
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a non-negative integer, got "${String(v)}"`);
+  const { min = 0, max = Number.MAX_SAFE_INTEGER } = bounds;
+  const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : NaN;
+  if (!(n >= min)) throw new UsageError(`--${name} must be an integer of at least ${min}, got "${String(v)}"`);
+  if (!(n <= max)) throw new UsageError(`--${name} must be at most ${max}, got "${String(v)}"`);
   return n;
 }
 
@@ -38,12 +53,9 @@ export function int(values: Values, name: string, dflt?: number): number {
  * @example
  * positiveInt({ workers: '4' }, 'workers'); // 4; '0' or 'x' throws a UsageError
  */
-export function positiveInt(values: Values, name: string): number | undefined {
-  const v = values[name];
-  if (v === undefined) return undefined;
-  const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : NaN;
-  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be an integer of at least 1, got "${String(v)}"`);
-  return n;
+export function positiveInt(values: Values, name: string, max?: number): number | undefined {
+  if (values[name] === undefined) return undefined;
+  return int(values, name, undefined, { min: 1, ...(max === undefined ? {} : { max }) });
 }
 
 /**

@@ -4,13 +4,12 @@ import type { Batch } from '../../batch/index.js';
 import { DEMO_ROWS, demoDataset } from '../../gen/demo.js';
 import { getPreset } from '../../gen/presets.js';
 import { pipeline } from '../../pipeline/pipeline.js';
-import { int, UsageError, type Values } from '../args.js';
+import { int, type Values } from '../args.js';
 import { onInterrupt, removePartials } from '../interrupt.js';
 import { Progress, formatTable, peakRssMB } from '../progress.js';
 
 export async function cmdDemo(values: Values): Promise<number> {
-  const rows = int(values, 'rows', DEMO_ROWS);
-  if (rows === 0) throw new UsageError('--rows must be at least 1');
+  const rows = int(values, 'rows', DEMO_ROWS, { min: 1 });
   const seed = int(values, 'seed', 42);
   let generated = false;
   // demoDataset writes the cache entry as `<file>.partial-<pid>` and renames it: Ctrl-C removes that.

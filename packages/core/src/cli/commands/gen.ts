@@ -10,11 +10,10 @@ import { preset } from './plan.js';
 export async function cmdGen(values: Values): Promise<number> {
   const name = need(values, 'preset');
   const base = preset(name);
-  const rows = int(values, 'rows');
-  if (rows === 0) throw new UsageError('--rows must be at least 1');
+  const rows = int(values, 'rows', undefined, { min: 1 });
   const output = need(values, 'output');
   const seed = int(values, 'seed', 42);
-  const rowGroupSize = int(values, 'row-group-size', 100_000);
+  const rowGroupSize = int(values, 'row-group-size', 100_000, { min: 1 });
   const ids = (values.ids ?? 'skewed') as IdCardinality;
   if (!ID_CARDINALITIES.includes(ids)) throw new UsageError(`--ids must be ${ID_CARDINALITIES.join(' or ')}, got "${String(values.ids)}"`);
   let shaped: Preset;

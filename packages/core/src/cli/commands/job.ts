@@ -21,9 +21,9 @@ export async function cmdJob(values: Values, args: readonly string[]): Promise<n
         plan,
         input: inputs(values, loadPlan(plan)),
         ...(values.seed !== undefined ? { seed: int(values, 'seed') } : {}),
-        ...(values.epochs !== undefined ? { epochs: int(values, 'epochs') } : {}),
-        ...(values['batch-size'] !== undefined ? { batchSize: int(values, 'batch-size') } : {}),
-        ...(values['split-batches'] !== undefined ? { splitBatches: int(values, 'split-batches') } : {}),
+        ...(values.epochs !== undefined ? { epochs: int(values, 'epochs', undefined, { min: 1 }) } : {}),
+        ...(values['batch-size'] !== undefined ? { batchSize: int(values, 'batch-size', undefined, { min: 1 }) } : {}),
+        ...(values['split-batches'] !== undefined ? { splitBatches: int(values, 'split-batches', undefined, { min: 1 }) } : {}),
         ...(typeof values.state === 'string' ? { fitState: values.state } : {}),
       });
       const { created } = await submitJob(redis, job);

@@ -6,8 +6,7 @@ import { int, parseSize, pipelineOptions, planArg, UsageError, type Values } fro
 
 export async function cmdServe(values: Values): Promise<number> {
   const plan = loadPlan(planArg(values));
-  const port = int(values, 'port');
-  if (port > 65535) throw new UsageError(`--port must be at most 65535, got ${port}`);
+  const port = int(values, 'port', undefined, { max: 65535 });
   const token = (values.token as string | undefined) ?? process.env.SLUICE_TOKEN;
   const s = await createBatchServer(plan, pipelineOptions(values, plan), { ...(token === undefined ? {} : { token }), ...serveLimits(values) });
   const host = (values.host as string | undefined) ?? '127.0.0.1';

@@ -4,8 +4,7 @@ import { untilStopped } from '../stop.js';
 import { int, need, UsageError, type Values } from '../args.js';
 
 export async function cmdWorker(values: Values): Promise<number> {
-  const port = int(values, 'port', 0);
-  if (port > 65535) throw new UsageError(`--port must be at most 65535, got ${port}`);
+  const port = int(values, 'port', 0, { max: 65535 });
   const token = (values.token as string | undefined) ?? process.env.SLUICE_TOKEN;
   const host = (values.host as string | undefined) ?? '127.0.0.1';
   const auth = values['metrics-auth'];
