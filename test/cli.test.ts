@@ -803,7 +803,8 @@ describe('sluice demo', () => {
   });
 
   it('generates a cached data set once and prints the summary table', async () => {
-    const first = await sluice(['demo', '--rows', '5000', '--quiet']);
+    // Without --quiet, which silences the generating and cached lines (checked below).
+    const first = await sluice(['demo', '--rows', '5000']);
     expect(first.status, first.stderr).toBe(0);
     expect(first.stdout).toContain('Sluice demo: RM1 preset');
     expect(first.stdout).toMatch(/^rows\s+5,000$/m);
@@ -813,7 +814,7 @@ describe('sluice demo', () => {
     const cached = readdirSync(cacheDir);
     expect(cached).toEqual(['demo-rm1-5000-s42.parquet']);
 
-    const second = await sluice(['demo', '--rows', '5000', '--quiet']);
+    const second = await sluice(['demo', '--rows', '5000']);
     expect(second.status, second.stderr).toBe(0);
     expect(second.stderr).toContain(`using cached ${join(cacheDir, 'demo-rm1-5000-s42.parquet')}`);
     expect(second.stderr).not.toMatch(/generating/);
@@ -1284,5 +1285,54 @@ describe('a careless command line is one line naming the option, before any work
     const ok = await sluice(gen('--rows', '16', '--row-group-size', '5', '--seed', '0', '--quiet'));
     expect(ok.status, ok.stderr).toBe(0);
     expect(await rowGroupRows(out)).toEqual([5, 5, 5, 1]);
+  });
+
+  it('--backend and --workers are checked before any work (demo generates nothing), as usage errors', async () => {
+    const cache = path('demo-cache-backend');
+    mkdirSync(cache);
+    const demo = await sluice(['demo', '--backend', 'nope'], { SLUICE_CACHE_DIR: cache });
+    expect(demo.stderr).toMatch(/^sluice demo: --backend "nope" is not a backend here \(available: [^)]*\bcpu\b[^)]*\)\n\(see sluice demo --help\)\n$/);
+    expect(demo.status).toBe(2);
+    expect(readdirSync(cache)).toEqual([]);
+    const out = path('backend-nope.parquet');
+    const results = await Promise.all([
+      sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', out, '--backend', 'nope']),
+      sluice(['bench', '--plan', mixPlanFile, '--input', mixFile, '--backend', 'cpu,nope']),
+      sluice(['explain', '--plan', mixPlanFile, '--backend', 'nope']),
+      sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', out, '--workers', '99999']),
+      sluice(['bench', '--plan', mixPlanFile, '--input', mixFile, '-w', '257']),
+    ]);
+    expect(results[0]!.stderr).toMatch(/^sluice run: --backend "nope" is not a backend here \(available: /);
+    expect(results[1]!.stderr).toMatch(/^sluice bench: --backend "nope" \(in "cpu,nope"\) is not a backend here \(available: /);
+    expect(results[2]!.stderr).toMatch(/^sluice explain: --backend "nope" is not a backend here/);
+    results.slice(0, 3).forEach((r) => {
+      expect(r.status, r.stderr).toBe(2);
+      expect(lines(r.stderr)).toHaveLength(2);
+    });
+    expectUsageLine(results[3]!, 'run', '--workers must be at most 256, got "99999"');
+    expectUsageLine(results[4]!, 'bench', '--workers must be at most 256, got "257"');
+    expect(leftovers('backend-nope.parquet')).toEqual([]);
+  });
+
+  it('demo --quiet prints nothing on stderr, neither the generating line nor the cached one', async () => {
+    const cache = path('demo-cache-quiet');
+    mkdirSync(cache);
+    for (const round of ['generates', 'uses the cache']) {
+      const r = await sluice(['demo', '--rows', '5000', '--seed', '8', '--quiet'], { SLUICE_CACHE_DIR: cache });
+      expect(r.status, `${round}: ${r.stderr}`).toBe(0);
+      expect(r.stderr, round).toBe('');
+      expect(r.stdout).toContain('Sluice demo: RM1 preset');
+    }
+  });
+
+  it('worker and job refuse a --redis (or SLUICE_REDIS) that is no redis:// URL before connecting', async () => {
+    const results = await Promise.all([
+      sluice(['worker', '--redis', 'notaurl', '--job', 'j']),
+      sluice(['worker', '--job', 'j'], { SLUICE_REDIS: 'http://:secret@cache:6379' }),
+      sluice(['job', 'status', 'j', '--redis', 'redis://']),
+    ]);
+    expectUsageLine(results[0]!, 'worker', '--redis must be a redis:// or rediss:// URL (redis://[:password@]host:port), got "notaurl"');
+    expectUsageLine(results[1]!, 'worker', 'SLUICE_REDIS must be a redis:// or rediss:// URL (redis://[:password@]host:port), got "http://***@cache:6379"');
+    expectUsageLine(results[2]!, 'job', '--redis must be a redis:// or rediss:// URL (redis://[:password@]host:port), got "redis://"');
   });
 });

@@ -104,10 +104,16 @@ export function planArg(values: Values): string {
   return p.trimStart().startsWith('{') ? p : existingFile('plan file', p);
 }
 
+/**
+ * The most --workers: pipeline/setup.ts and the cpu backend refuse more (docs/backends.md, 1 to
+ * 256). Checked here too so that the command line is refused as a usage error, before any work.
+ */
+export const MAX_WORKERS = 256;
+
 /** --backend / --workers as an override; the pipeline keeps the plan's options for the same backend. */
 function backendOverride(values: Values, plan: Plan): BackendSpec | undefined {
   const name = values.backend as string | undefined;
-  const workers = positiveInt(values, 'workers');
+  const workers = positiveInt(values, 'workers', MAX_WORKERS);
   if (name === undefined && workers === undefined) return undefined;
   return { name: name ?? plan.backend.name, ...(workers !== undefined ? { workers } : {}) };
 }
@@ -121,6 +127,33 @@ export function pipelineOptions(values: Values, plan: Plan): PipelineOptions {
   // commander gives a lone --no-X option the value true when absent and false when given.
   if (values['no-verify-crc'] === false) o.verifyCrc = false;
   return o;
+}
+
+/**
+ * --redis (else $SLUICE_REDIS): a redis:// or rediss:// URL with a host, checked for its form
+ * before connecting. Otherwise ioredis takes any word as a host name and the error is the
+ * resolver's (`getaddrinfo ENOTFOUND notaurl`); a well-formed URL that cannot be reached still
+ * fails at the connection, naming it.
+ *
+ * @example
+ * redisArg({ redis: 'redis://cache:6379' }); // 'redis://cache:6379'; 'notaurl' throws a UsageError
+ */
+export function redisArg(values: Values): string {
+  const given = values.redis;
+  const url = typeof given === 'string' ? given : process.env.SLUICE_REDIS;
+  const source = typeof given === 'string' ? '--redis' : 'SLUICE_REDIS';
+  if (url === undefined || url === '') throw new UsageError('--redis is required (or SLUICE_REDIS)');
+  let ok = false;
+  try {
+    const u = new URL(url);
+    ok = (u.protocol === 'redis:' || u.protocol === 'rediss:') && u.hostname !== '';
+  } catch {
+    // not a URL at all
+  }
+  // The value is echoed with any password hidden, as connect.ts's messages do.
+  const shown = url.replace(/\/\/[^@/]*@/, '//***@');
+  if (!ok) throw new UsageError(`${source} must be a redis:// or rediss:// URL (redis://[:password@]host:port), got "${shown}"`);
+  return url;
 }
 
 const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 };

@@ -42,7 +42,7 @@ const INPUT: OptionRow = [
   'Parquet input: paths, globs (quoted or not), folders or http(s) URLs; list several after one --input, or repeat it (default: the plan\'s "input")',
 ];
 const BACKEND: OptionRow = ['-b, --backend B', "run on backend B instead of the plan's: cpu, webgpu, fpga-sim, smartssd-sim, auto or B1,B2"];
-const WORKERS: OptionRow = ['-w, --workers N', 'worker threads of the backend (at least 1)'];
+const WORKERS: OptionRow = ['-w, --workers N', 'worker threads of the backend (1 to 256)'];
 const STATE: OptionRow = ['--state STATE', "vocabularies from `sluice fit`, for the plan's stateful ops"];
 const QUIET: OptionRow = ['-q, --quiet', 'no progress on stderr'];
 const NO_CRC: OptionRow = ['--no-verify-crc', 'skip checking page CRCs where the file has them (the plan\'s "verifyCrc": false; docs/reliability.md)'];

@@ -5,6 +5,7 @@ import { loadPlan } from '@sluice/ops';
 import { pipeline } from '../../pipeline/pipeline.js';
 import { inputs, pipelineOptions, planArg, UsageError, type Values } from '../args.js';
 import { Progress, formatTable, peakRssMB } from '../progress.js';
+import { checkBackendArg } from '../backend.js';
 import { checkOutputPath, refuseOverwritingInputs } from '../overwrite.js';
 import { renderReport } from '../../report/report.js';
 
@@ -13,6 +14,7 @@ const SAMPLE_MS = 250;
 
 export async function cmdBench(values: Values): Promise<number> {
   const plan = loadPlan(planArg(values));
+  checkBackendArg(values);
   const report = values.report;
   if (report !== undefined && (typeof report !== 'string' || report === '')) throw new UsageError('--report takes the HTML file to write');
   if (typeof report === 'string') {

@@ -13,6 +13,7 @@ import type { Dataset } from '../../reader/dataset.js';
 import { DecoderPool } from '../../reader/decoder-pool.js';
 import { planArg, UsageError, type Values } from '../args.js';
 import { formatTable } from '../progress.js';
+import { checkBackendArg } from '../backend.js';
 // Core's own backends (`reference`, in-process `cpu`, `auto`), for createBackend and calibration.
 import '../../backend/inline.js';
 import '../../placement/register.js';
@@ -23,6 +24,7 @@ export async function cmdExplain(values: Values): Promise<number> {
   const rate = target === undefined ? undefined : Number(target);
   if (rate !== undefined && !(Number.isFinite(rate) && rate > 0))
     throw new UsageError(`--target-rows-per-sec must be a positive number, got "${String(target)}"`);
+  checkBackendArg(values);
   const r = await explainCommand({
     plan: planArg(values),
     input: (values.input as string[] | undefined) ?? [],

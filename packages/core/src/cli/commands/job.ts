@@ -3,15 +3,14 @@ import { loadPlan } from '@sluice/ops';
 import { buildJob, loadJob, submitJob } from '../../cluster/job.js';
 import { clusterStatus, formatStatus } from '../../cluster/status.js';
 import { connectRedis } from '../../cluster/connect.js';
-import { inputs, int, planArg, UsageError, type Values } from '../args.js';
+import { inputs, int, planArg, redisArg, UsageError, type Values } from '../args.js';
 
 export async function cmdJob(values: Values, args: readonly string[]): Promise<number> {
   const [action, name] = args;
   if (action !== 'submit' && action !== 'status')
     throw new UsageError(`job takes "submit" or "status", got ${action === undefined ? 'nothing' : `"${action}"`}`);
   if (name === undefined) throw new UsageError(`job ${action} needs the job's name (sluice job ${action} NAME …)`);
-  const url = (values.redis as string | undefined) ?? process.env.SLUICE_REDIS;
-  if (url === undefined) throw new UsageError('--redis is required (or SLUICE_REDIS)');
+  const url = redisArg(values);
   const redis = await connectRedis(url, { maxRetriesPerRequest: 2, retryStrategy: () => null });
   try {
     if (action === 'submit') {

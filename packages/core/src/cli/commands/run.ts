@@ -7,6 +7,7 @@ import { ParquetFileWriter } from '../../output/parquet-write.js';
 import { pipeline } from '../../pipeline/pipeline.js';
 import { START } from '../../stream/source.js';
 import { inputs, need, pipelineOptions, planArg, type Values } from '../args.js';
+import { checkBackendArg } from '../backend.js';
 import { partialFile } from '../interrupt.js';
 import { checkOutputPath, refuseOverwritingInputs } from '../overwrite.js';
 import { Progress } from '../progress.js';
@@ -14,6 +15,7 @@ import { Progress } from '../progress.js';
 export async function cmdRun(values: Values): Promise<number> {
   const planPath = planArg(values);
   const output = need(values, 'output');
+  checkBackendArg(values);
   checkOutputPath('--output', output);
   const plan = loadPlan(planPath);
   await refuseOverwritingInputs(output, { inputs: inputs(values, plan), plan: planPath, ...(typeof values.state === 'string' ? { state: values.state } : {}) });
