@@ -1335,4 +1335,24 @@ describe('a careless command line is one line naming the option, before any work
     expectUsageLine(results[1]!, 'worker', 'SLUICE_REDIS must be a redis:// or rediss:// URL (redis://[:password@]host:port), got "http://***@cache:6379"');
     expectUsageLine(results[2]!, 'job', '--redis must be a redis:// or rediss:// URL (redis://[:password@]host:port), got "redis://"');
   });
+
+  it('an empty --input is refused naming --input; the overview lists s3:// inputs and serve --workers', async () => {
+    const results = await Promise.all([
+      sluice(['run', '--plan', mixPlanFile, '--input', '', '--output', path('empty-input.parquet')]),
+      sluice(['bench', '--plan', mixPlanFile, '--input', mixFile, '']),
+      sluice(['lookahead', '--input', '', '--columns', 'C1', '--batch-size', '8', '--window', '2']),
+      sluice(['explain', '--plan', mixPlanFile, '--input', '']),
+    ]);
+    const line = '--input has an empty path (""): give a file, glob, folder or URL';
+    expectUsageLine(results[0]!, 'run', line);
+    expectUsageLine(results[1]!, 'bench', line);
+    expectUsageLine(results[2]!, 'lookahead', line);
+    expectUsageLine(results[3]!, 'explain', line);
+    expect(leftovers('empty-input.parquet')).toEqual([]);
+
+    const [overview, run] = await Promise.all([sluice(['--help']), sluice(['run', '--help'])]);
+    expect(overview.stdout).toContain('--input takes paths, globs, folders, http(s) URLs or s3:// objects, prefixes and globs');
+    expect(overview.stdout).toMatch(/^ {2}serve .*\[--workers N\]/m);
+    expect(run.stdout).toMatch(/^\s+-i, --input F\.\.\.\s+Parquet input: .*s3:\/\//m);
+  });
 });

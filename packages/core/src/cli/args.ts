@@ -59,6 +59,16 @@ export function positiveInt(values: Values, name: string, max?: number): number 
 }
 
 /**
+ * The --input values as given, or undefined without any. An empty one (`--input ''`, an unset
+ * shell variable) is refused naming --input, rather than opened as a file named "" that is not there.
+ */
+export function givenInputs(values: Values): string[] | undefined {
+  const v = values.input as string[] | undefined;
+  if (v?.includes('')) throw new UsageError('--input has an empty path (""): give a file, glob, folder or URL');
+  return v !== undefined && v.length > 0 ? v : undefined;
+}
+
+/**
  * The --input values (at least one), else the plan's `input`: docs/plan.md makes the plan's a
  * default that --input overrides, as `pipeline()` does.
  *
@@ -66,8 +76,8 @@ export function positiveInt(values: Values, name: string, max?: number): number 
  * inputs(values, loadPlan(planArg(values))); // ['day1.parquet'], or throws "--input is required ..."
  */
 export function inputs(values: Values, plan: Pick<Plan, 'input'>): string[] {
-  const v = values.input as string[] | undefined;
-  if (v && v.length > 0) return v;
+  const v = givenInputs(values);
+  if (v !== undefined) return v;
   if (plan.input !== null && plan.input.length > 0) return [...plan.input];
   throw new UsageError('--input is required (the plan has no "input")');
 }

@@ -11,7 +11,7 @@ import { eliminateRedundant } from '../../plan/optimize.js';
 import { readColumnStats, type ColumnStats } from '../../plan/stats.js';
 import type { Dataset } from '../../reader/dataset.js';
 import { DecoderPool } from '../../reader/decoder-pool.js';
-import { planArg, UsageError, type Values } from '../args.js';
+import { givenInputs, planArg, UsageError, type Values } from '../args.js';
 import { formatTable } from '../progress.js';
 import { checkBackendArg } from '../backend.js';
 // Core's own backends (`reference`, in-process `cpu`, `auto`), for createBackend and calibration.
@@ -27,7 +27,7 @@ export async function cmdExplain(values: Values): Promise<number> {
   checkBackendArg(values);
   const r = await explainCommand({
     plan: planArg(values),
-    input: (values.input as string[] | undefined) ?? [],
+    input: givenInputs(values) ?? [],
     ...(typeof values.backend === 'string' ? { backend: values.backend } : {}),
     ...(rate !== undefined ? { targetRowsPerSec: rate } : {}),
     json: !!values.json,
