@@ -2,7 +2,7 @@
  * End-to-end tests of the `sluice` command line: each test spawns `node packages/core/bin/sluice.js`
  * (the compiled dist/, so `npm run build` first) and checks exit codes, stdout, stderr and files.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { copyFileSync, existsSync, mkdirSync, openAsBlob, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -286,9 +286,12 @@ describe('sluice usage', () => {
   it('a bad number exits 2 naming the flag', async () => {
     expectUsageError(
       await sluice(['gen', '--preset', 'rm1', '--rows', 'many', '--out', path('never.parquet')]),
-      '--rows must be a non-negative integer, got "many"',
+      '--rows must be an integer of at least 1, got "many"',
     );
-    expectUsageError(await sluice(['gen', '--preset', 'rm1', '--rows', '0', '--out', path('never.parquet')]), '--rows must be at least 1');
+    expectUsageError(
+      await sluice(['gen', '--preset', 'rm1', '--rows', '0', '--out', path('never.parquet')]),
+      '--rows must be an integer of at least 1, got "0"',
+    );
     expectUsageError(await sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', path('never.parquet'), '--workers', 'x']), '--workers');
     expect(existsSync(path('never.parquet'))).toBe(false);
   });
@@ -800,7 +803,8 @@ describe('sluice demo', () => {
   });
 
   it('generates a cached data set once and prints the summary table', async () => {
-    const first = await sluice(['demo', '--rows', '5000', '--quiet']);
+    // Without --quiet, which silences the generating and cached lines (checked below).
+    const first = await sluice(['demo', '--rows', '5000']);
     expect(first.status, first.stderr).toBe(0);
     expect(first.stdout).toContain('Sluice demo: RM1 preset');
     expect(first.stdout).toMatch(/^rows\s+5,000$/m);
@@ -810,7 +814,7 @@ describe('sluice demo', () => {
     const cached = readdirSync(cacheDir);
     expect(cached).toEqual(['demo-rm1-5000-s42.parquet']);
 
-    const second = await sluice(['demo', '--rows', '5000', '--quiet']);
+    const second = await sluice(['demo', '--rows', '5000']);
     expect(second.status, second.stderr).toBe(0);
     expect(second.stderr).toContain(`using cached ${join(cacheDir, 'demo-rm1-5000-s42.parquet')}`);
     expect(second.stderr).not.toMatch(/generating/);
@@ -1144,5 +1148,211 @@ describe('sluice reproduce (issue 32)', () => {
     r.child.kill('SIGINT');
     expect((await r.exited).signal).toBe('SIGINT');
     expect(readdirSync(tmp)).toEqual([]);
+  });
+});
+
+describe('a careless command line is one line naming the option, before any work (new-user audit)', () => {
+  /** A usage error: exit 2, nothing on stdout, `sluice COMMAND: LINE` and then where help is, nothing else. */
+  function expectUsageLine(r: Result, command: string, line: string): void {
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(lines(r.stderr)).toEqual([`sluice ${command}: ${line}`, `(see sluice ${command} --help)`]);
+  }
+
+  it('an --output or --report that cannot be written: a folder, a pipe, a path under a file, /proc', async () => {
+    const folder = path('out-folder');
+    mkdirSync(folder);
+    // A pipe, not /dev/null: were the check missing, the finished file would be renamed over it.
+    const fifo = path('out-fifo');
+    execFileSync('mkfifo', [fifo]);
+    const underFile = join(mixFile, 'o.parquet');
+    // Over badhex.parquet, run and bench would fail on its invalid hex: the output is checked first.
+    const run = (output: string): string[] => ['run', '--plan', mixPlanFile, '--input', badHexFile, '--output', output];
+    const cases: Array<[string[], string, string]> = [
+      [run(folder), 'run', `--output ${folder} is a folder, not a file`],
+      [['gen', '--preset', 'rm1', '--rows', '10', '--output', folder], 'gen', `--output ${folder} is a folder, not a file`],
+      [['fit', '--plan', mixPlanFile, '--input', mixFile, '--output', folder], 'fit', `--output ${folder} is a folder, not a file`],
+      [['bench', '--plan', mixPlanFile, '--input', badHexFile, '--report', folder], 'bench', `--report ${folder} is a folder, not a file`],
+      [run(fifo), 'run', `--output ${fifo} is not a regular file (a device, pipe or socket): give a file path`],
+      [run(underFile), 'run', `cannot write --output ${underFile}: ${mixFile} is a file, not a folder`],
+    ];
+    if (existsSync('/proc/self')) cases.push([run('/proc/o.parquet'), 'run', 'cannot write --output /proc/o.parquet: /proc does not take new files']);
+    const results = await Promise.all(cases.map(([args]) => sluice(args)));
+    results.forEach((r, k) => expectUsageLine(r, cases[k]![1], cases[k]![2]));
+    expect(readdirSync(folder)).toEqual([]);
+    expect(statSync(fifo).isFIFO()).toBe(true);
+    // The check's probe file is gone.
+    expect(readdirSync(dir).filter((f) => f.includes('sluice-check'))).toEqual([]);
+  });
+
+  it('folders of an output path that do not exist yet are created, for run, fit and bench --report alike', async () => {
+    const base = path('made');
+    const vocab = writePlan('vocab-made.json', { features: [{ name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'vocab' }] }] });
+    const results = await Promise.all([
+      sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', join(base, 'run', 'o.parquet')]),
+      sluice(['fit', '--plan', vocab, '--input', mixFile, '--output', join(base, 'fit', 'state.json'), '--quiet']),
+      sluice(['bench', '--plan', mixPlanFile, '--input', mixFile, '--json', '--report', join(base, 'bench', 'r.html')]),
+    ]);
+    results.forEach((r) => expect(r.status, r.stderr).toBe(0));
+    expect(readdirSync(base).sort()).toEqual(['bench', 'fit', 'run']);
+    expect(readdirSync(join(base, 'run'))).toEqual(['o.parquet']);
+    expect(readdirSync(join(base, 'fit'))).toEqual(['state.json']);
+    expect(readdirSync(join(base, 'bench'))).toEqual(['r.html']);
+  });
+
+  it('an option without its value, followed by another option, names the option that lacks it', async () => {
+    const out = path('novalue.parquet');
+    const cases: Array<[string[], string, string]> = [
+      [['run', '--plan', mixPlanFile, '--input', '--output', out], 'run', '--input needs a value'],
+      [['run', '--plan', '--input', mixFile, '--output', out], 'run', '--plan needs a value'],
+      [['run', '--plan', mixPlanFile, '--input', mixFile, '--output', out, '--workers', '--quiet'], 'run', '--workers needs a value'],
+      [['run', '--plan', mixPlanFile, '--input', mixFile, '-o', '-q'], 'run', '--output needs a value'],
+      [['run', '--plan', mixPlanFile, '--input', '--output=x.parquet'], 'run', '--input needs a value'],
+      [['gen', '--preset', 'rm1', '--rows', '--output', out], 'gen', '--rows needs a value'],
+      [['gen', '--preset', 'rm1', '--rows', '5', '--out', '--quiet'], 'gen', '--out needs a value'],
+      [['bench', '--plan', mixPlanFile, '--input', mixFile, '--report', '--json'], 'bench', '--report needs a value'],
+    ];
+    const results = await Promise.all(cases.map(([args]) => sluice(args)));
+    results.forEach((r, k) => expectUsageLine(r, cases[k]![1], cases[k]![2]));
+    expect(leftovers('novalue.parquet')).toEqual([]);
+    // A value that only starts with a dash is still the value, and is judged as one.
+    expectUsageLine(
+      await sluice(['bench', '--plan', mixPlanFile, '--input', mixFile, '-w', '-1']),
+      'bench',
+      '--workers must be an integer of at least 1, got "-1"',
+    );
+  });
+
+  it('without --input, a command reads the plan\'s "input"; --input overrides it; the output is still never an input', async () => {
+    const inline = JSON.stringify({ ...mixPlan, input: mixFile });
+    const [planIn, given] = [path('plan-input.parquet'), path('plan-input-given.parquet')];
+    const [run, runGiven, bench, none] = await Promise.all([
+      sluice(['run', '--plan', inline, '--output', planIn, '--quiet']),
+      sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', given, '--quiet']),
+      // --input overrides the plan's: the plan names a file that does not exist.
+      sluice(['bench', '--plan', JSON.stringify({ ...mixPlan, input: path('absent.parquet') }), '--input', mixFile, '--json']),
+      sluice(['run', '--plan', mixPlanFile, '--output', path('plan-input-none.parquet')]),
+    ]);
+    expect(run.status, run.stderr).toBe(0);
+    expect(runGiven.status, runGiven.stderr).toBe(0);
+    expect(contents(readTable(planIn))).toBe(contents(readTable(given)));
+    expect(bench.status, bench.stderr).toBe(0);
+    expect((JSON.parse(bench.stdout) as { rows: number }).rows).toBe(N);
+    expectUsageLine(none, 'run', '--input is required (the plan has no "input")');
+
+    const vocab = { features: [{ name: 'C1', input: 'C1', kind: 'sparse', ops: [{ op: 'hex2int' }, { op: 'vocab' }] }], input: mixFile };
+    const state = path('plan-input-state.json');
+    const fit = await sluice(['fit', '--plan', JSON.stringify(vocab), '--output', state, '--quiet']);
+    expect(fit.status, fit.stderr).toBe(0);
+    expect(existsSync(state)).toBe(true);
+
+    // The plan's input is the output: refused before anything is read, the file left as it was.
+    const self = path('plan-input-self.parquet');
+    copyFileSync(mixFile, self);
+    const before = readFileSync(self);
+    const selfPlan = JSON.stringify({ ...mixPlan, input: self });
+    const refused = await Promise.all([
+      sluice(['run', '--plan', selfPlan, '--output', self]),
+      sluice(['fit', '--plan', selfPlan, '--output', self]),
+      sluice(['bench', '--plan', selfPlan, '--report', self]),
+    ]);
+    expectUsageLine(refused[0]!, 'run', `--output ${self} is also an input: writing it would destroy what this command reads; choose another output`);
+    expectUsageLine(refused[1]!, 'fit', `--output ${self} is also an input: writing it would destroy what this command reads; choose another output`);
+    expectUsageLine(refused[2]!, 'bench', `--report ${self} is also an input: writing it would destroy what this command reads; choose another output`);
+    expect(readFileSync(self).equals(before)).toBe(true);
+  });
+
+  it('gen takes plain decimal integers within bounds, and says which flag is wrong in one wording', async () => {
+    const out = path('gen-number.parquet');
+    const gen = (...extra: string[]): string[] => ['gen', '--preset', 'rm1', '--rows', '100', '--output', out, ...extra];
+    const cases: Array<[string[], string]> = [
+      [gen('--row-group-size', '0'), '--row-group-size must be an integer of at least 1, got "0"'],
+      [gen('--row-group-size', '1.5'), '--row-group-size must be an integer of at least 1, got "1.5"'],
+      [gen('--rows', '1e20'), '--rows must be an integer of at least 1, got "1e20"'],
+      [gen('--rows', '0x10'), '--rows must be an integer of at least 1, got "0x10"'],
+      [gen('--rows', '1e3'), '--rows must be an integer of at least 1, got "1e3"'],
+      [gen('--rows', '-5'), '--rows must be an integer of at least 1, got "-5"'],
+      [gen('--rows', '0'), '--rows must be an integer of at least 1, got "0"'],
+      [gen('--rows', ' 7'), '--rows must be an integer of at least 1, got " 7"'],
+      [gen('--rows', '100000000000000000000'), `--rows must be at most ${Number.MAX_SAFE_INTEGER}, got "100000000000000000000"`],
+      [gen('--seed', '-1'), '--seed must be an integer of at least 0, got "-1"'],
+      [gen('--seed', '0x2a'), '--seed must be an integer of at least 0, got "0x2a"'],
+      [['serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '70000'], '--port must be at most 65535, got "70000"'],
+    ];
+    const results = await Promise.all(cases.map(([args]) => sluice(args)));
+    results.forEach((r, k) => expectUsageLine(r, cases[k]![0][0]!, cases[k]![1]));
+    expect(leftovers('gen-number.parquet')).toEqual([]);
+    const ok = await sluice(gen('--rows', '16', '--row-group-size', '5', '--seed', '0', '--quiet'));
+    expect(ok.status, ok.stderr).toBe(0);
+    expect(await rowGroupRows(out)).toEqual([5, 5, 5, 1]);
+  });
+
+  it('--backend and --workers are checked before any work (demo generates nothing), as usage errors', async () => {
+    const cache = path('demo-cache-backend');
+    mkdirSync(cache);
+    const demo = await sluice(['demo', '--backend', 'nope'], { SLUICE_CACHE_DIR: cache });
+    expect(demo.stderr).toMatch(/^sluice demo: --backend "nope" is not a backend here \(available: [^)]*\bcpu\b[^)]*\)\n\(see sluice demo --help\)\n$/);
+    expect(demo.status).toBe(2);
+    expect(readdirSync(cache)).toEqual([]);
+    const out = path('backend-nope.parquet');
+    const results = await Promise.all([
+      sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', out, '--backend', 'nope']),
+      sluice(['bench', '--plan', mixPlanFile, '--input', mixFile, '--backend', 'cpu,nope']),
+      sluice(['explain', '--plan', mixPlanFile, '--backend', 'nope']),
+      sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', out, '--workers', '99999']),
+      sluice(['bench', '--plan', mixPlanFile, '--input', mixFile, '-w', '257']),
+    ]);
+    expect(results[0]!.stderr).toMatch(/^sluice run: --backend "nope" is not a backend here \(available: /);
+    expect(results[1]!.stderr).toMatch(/^sluice bench: --backend "nope" \(in "cpu,nope"\) is not a backend here \(available: /);
+    expect(results[2]!.stderr).toMatch(/^sluice explain: --backend "nope" is not a backend here/);
+    results.slice(0, 3).forEach((r) => {
+      expect(r.status, r.stderr).toBe(2);
+      expect(lines(r.stderr)).toHaveLength(2);
+    });
+    expectUsageLine(results[3]!, 'run', '--workers must be at most 256, got "99999"');
+    expectUsageLine(results[4]!, 'bench', '--workers must be at most 256, got "257"');
+    expect(leftovers('backend-nope.parquet')).toEqual([]);
+  });
+
+  it('demo --quiet prints nothing on stderr, neither the generating line nor the cached one', async () => {
+    const cache = path('demo-cache-quiet');
+    mkdirSync(cache);
+    for (const round of ['generates', 'uses the cache']) {
+      const r = await sluice(['demo', '--rows', '5000', '--seed', '8', '--quiet'], { SLUICE_CACHE_DIR: cache });
+      expect(r.status, `${round}: ${r.stderr}`).toBe(0);
+      expect(r.stderr, round).toBe('');
+      expect(r.stdout).toContain('Sluice demo: RM1 preset');
+    }
+  });
+
+  it('worker and job refuse a --redis (or SLUICE_REDIS) that is no redis:// URL before connecting', async () => {
+    const results = await Promise.all([
+      sluice(['worker', '--redis', 'notaurl', '--job', 'j']),
+      sluice(['worker', '--job', 'j'], { SLUICE_REDIS: 'http://:secret@cache:6379' }),
+      sluice(['job', 'status', 'j', '--redis', 'redis://']),
+    ]);
+    expectUsageLine(results[0]!, 'worker', '--redis must be a redis:// or rediss:// URL (redis://[:password@]host:port), got "notaurl"');
+    expectUsageLine(results[1]!, 'worker', 'SLUICE_REDIS must be a redis:// or rediss:// URL (redis://[:password@]host:port), got "http://***@cache:6379"');
+    expectUsageLine(results[2]!, 'job', '--redis must be a redis:// or rediss:// URL (redis://[:password@]host:port), got "redis://"');
+  });
+
+  it('an empty --input is refused naming --input; the overview lists s3:// inputs and serve --workers', async () => {
+    const results = await Promise.all([
+      sluice(['run', '--plan', mixPlanFile, '--input', '', '--output', path('empty-input.parquet')]),
+      sluice(['bench', '--plan', mixPlanFile, '--input', mixFile, '']),
+      sluice(['lookahead', '--input', '', '--columns', 'C1', '--batch-size', '8', '--window', '2']),
+      sluice(['explain', '--plan', mixPlanFile, '--input', '']),
+    ]);
+    const line = '--input has an empty path (""): give a file, glob, folder or URL';
+    expectUsageLine(results[0]!, 'run', line);
+    expectUsageLine(results[1]!, 'bench', line);
+    expectUsageLine(results[2]!, 'lookahead', line);
+    expectUsageLine(results[3]!, 'explain', line);
+    expect(leftovers('empty-input.parquet')).toEqual([]);
+
+    const [overview, run] = await Promise.all([sluice(['--help']), sluice(['run', '--help'])]);
+    expect(overview.stdout).toContain('--input takes paths, globs, folders, http(s) URLs or s3:// objects, prefixes and globs');
+    expect(overview.stdout).toMatch(/^ {2}serve .*\[--workers N\]/m);
+    expect(run.stdout).toMatch(/^\s+-i, --input F\.\.\.\s+Parquet input: .*s3:\/\//m);
   });
 });

@@ -43,8 +43,9 @@ describe('sluice explain', () => {
 
   it('rejects an unknown backend in a list, a bad --target-rows-per-sec and a plan of unknown columns', async () => {
     const bad = await sluice(['explain', '--plan', plan, '--backend', 'reference,nosuch']);
-    expect(bad.code).toBe(1);
-    expect(bad.err).toMatch(/cannot use "nosuch".*unknown backend "nosuch"/);
+    // A malformed option (docs/cli.md's exit codes): refused before anything is read, exit 2.
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/^sluice explain: --backend "nosuch" \(in "reference,nosuch"\) is not a backend here \(available: /);
     const flag = await sluice(['explain', '--plan', plan, '--target-rows-per-sec', 'fast']);
     expect(flag.code).toBe(2);
     expect(flag.err).toMatch(/--target-rows-per-sec must be a positive number/);

@@ -5,7 +5,7 @@
  * it runs the clean-ups, then raises the same signal again with Node's default in place, so the
  * process still ends the way the signal asks (a shell or supervisor sees "killed by SIGINT").
  */
-import { readdirSync, renameSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
@@ -83,7 +83,10 @@ export function removePartials(target: string): void {
 
 /** A file written under a temporary name and renamed into place when complete. */
 export interface PartialFile {
-  /** Where to write: `<target>.partial-<pid>`. */
+  /**
+   * Where to write: `<target>.partial-<pid>`. A writer may add to the name for its own temporary
+   * (ParquetFileWriter: `<target>.partial-<pid>.<pid>.<random>.partial`), which removePartials finds.
+   */
   readonly path: string;
   /** Renames the finished file to the target (replacing an older one) and stops watching for signals. */
   commit(): void;
@@ -101,6 +104,9 @@ export interface PartialFile {
  */
 export function partialFile(target: string): PartialFile {
   const path = `${target}.partial-${process.pid}`;
+  // An output may name folders that do not exist yet (`--output runs/7/out.parquet`): made here,
+  // for every writer alike (checkOutputPath has checked that they can be).
+  mkdirSync(dirname(target), { recursive: true });
   // Sweeping twice: a writer's rename of its own temporary to `path` may land between the two.
   const sweep = (): void => {
     removePartials(target);

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { SluiceError } from '@sluice/ops/errors';
-import { UsageError, positiveInt, type Values } from './args.js';
+import { MAX_WORKERS, UsageError, positiveInt, type Values } from './args.js';
 import { CommanderError, ParseError, buildProgram, type Invocation } from './program.js';
 import { COMMAND_HELP, USAGE, commandUsage, isCommand, type CommandName } from './usage.js';
 
@@ -86,7 +86,8 @@ export async function main(argv: string[]): Promise<number> {
   try {
     // Decode threads start while this thread loads the command's modules (the pipeline, RxJS,
     // Arrow): a pipeline has as many decoders as workers when the reader computes every feature.
-    if (command === 'run' || command === 'bench') (await import('../reader/decoder-pool.js')).prestartDecoders(positiveInt(values, 'workers') ?? 1);
+    if (command === 'run' || command === 'bench')
+      (await import('../reader/decoder-pool.js')).prestartDecoders(positiveInt(values, 'workers', MAX_WORKERS) ?? 1);
     return await COMMANDS[command](values, args);
   } catch (e) {
     if (e instanceof UsageError) return usageError(command, e.message);

@@ -46,13 +46,47 @@ function parseFlags(flags: string): { short?: string; long: string; value: boole
 }
 
 /**
+ * Whether a word on the command line is one of a command's own options (`--output`, `-o`,
+ * `--output=o.parquet`). `options` holds the flags as written, short and long.
+ */
+function isOptionOf(options: ReadonlySet<string>, word: string): boolean {
+  const eq = word.indexOf('=');
+  return options.has(eq > 2 && word.startsWith('--') ? word.slice(0, eq) : word);
+}
+
+/**
  * A commander option for a usage.ts row. The placeholder commander sees is plain `<value>`: it
  * splits flags on `|` and `,`, which usage.ts's placeholders (`N|SIZE`, `C1,...,Cn`) contain.
+ *
+ * Commander gives an option that takes a value the next word whatever it is, so `--input
+ * --output o.parquet` would read "--output" as the input and then complain of something else
+ * (`--output is required`, a stray `o.parquet`). Commander has no setting for it (an optional
+ * `[value]` skips any word starting with `-`, refusing dashed values of every kind), so the
+ * option's argParser refuses a value that is one of the command's own options: the user left the
+ * value out, and the error says so as it does for an option at the end of the line. Any other
+ * value starting with `-` stays a value (`-1`, so `--workers -1` says what is wrong with -1).
  */
-function option(row: OptionRow): Option {
+function option(row: OptionRow, command: CommandName, options: ReadonlySet<string>): Option {
   const f = parseFlags(row[0]);
   const value = f.value ? (f.variadic ? ' <value...>' : ' <value>') : '';
-  return new Option(`${f.short ? `-${f.short}, ` : ''}--${f.long}${value}`, row[1]);
+  const o = new Option(`${f.short ? `-${f.short}, ` : ''}--${f.long}${value}`, row[1]);
+  if (!f.value) return o;
+  return o.argParser((word: string, previous: unknown) => {
+    if (isOptionOf(options, word)) throw new ParseError(command, `--${f.long} needs a value`);
+    // A variadic option's values add up, as commander's own parser does it.
+    return f.variadic ? [...((previous as string[] | undefined) ?? []), word] : word;
+  });
+}
+
+/** A command's options as written on a command line: long and short flags, aliases, and the common ones. */
+function optionWords(rows: readonly OptionRow[]): Set<string> {
+  const words = new Set(['--debug', '-h', '--help', '--version', ...Object.keys(ALIASES).map((old) => `--${old}`)]);
+  for (const [flags] of rows) {
+    const f = parseFlags(flags);
+    words.add(`--${f.long}`);
+    if (f.short) words.add(`-${f.short}`);
+  }
+  return words;
 }
 
 /** The first line of commander's message, without its "error: " and with our quoting and suggestion style. */
@@ -130,9 +164,10 @@ export function buildProgram(version: string, run: (call: Invocation) => void): 
       .exitOverride(exitHandler(name));
     if ('argument' in h) cmd.argument(`[${h.argument.name}]`);
     if ('argumentCount' in h) for (let i = 1; i < h.argumentCount; i++) cmd.argument(`[arg${i}]`);
-    for (const row of h.options) cmd.addOption(option(row));
+    const words = optionWords(h.options);
+    for (const row of h.options) cmd.addOption(option(row, name, words));
     for (const [old, to] of Object.entries(ALIASES)) {
-      if (h.options.some(([flags]) => parseFlags(flags).long === to)) cmd.addOption(new Option(`--${old} <value>`).hideHelp());
+      if (h.options.some(([flags]) => parseFlags(flags).long === to)) cmd.addOption(option([`--${old} F`, ''], name, words).hideHelp());
     }
     cmd.action((...params: unknown[]) => {
       const self = params.at(-1) as Command;

@@ -39,10 +39,10 @@ export const ALIASES: Readonly<Record<string, string>> = { out: 'output' };
 const PLAN: OptionRow = ['-p, --plan P', "plan JSON file (`sluice plan` prints a preset's)"];
 const INPUT: OptionRow = [
   '-i, --input F...',
-  'Parquet input: paths, globs (quoted or not), folders or http(s) URLs; list several after one --input, or repeat it',
+  'Parquet input: paths, globs (quoted or not), folders, http(s) URLs or s3:// objects, prefixes and globs; list several after one --input, or repeat it (default: the plan\'s "input")',
 ];
 const BACKEND: OptionRow = ['-b, --backend B', "run on backend B instead of the plan's: cpu, webgpu, fpga-sim, smartssd-sim, auto or B1,B2"];
-const WORKERS: OptionRow = ['-w, --workers N', 'worker threads of the backend (at least 1)'];
+const WORKERS: OptionRow = ['-w, --workers N', 'worker threads of the backend (1 to 256)'];
 const STATE: OptionRow = ['--state STATE', "vocabularies from `sluice fit`, for the plan's stateful ops"];
 const QUIET: OptionRow = ['-q, --quiet', 'no progress on stderr'];
 const NO_CRC: OptionRow = ['--no-verify-crc', 'skip checking page CRCs where the file has them (the plan\'s "verifyCrc": false; docs/reliability.md)'];
@@ -140,7 +140,7 @@ export const COMMAND_HELP = {
     notes: reproduceNotes(),
   },
   serve: {
-    args: '--plan P --input F --port N [--host H] [--token T] [--backend B] [--state STATE]',
+    args: '--plan P --input F --port N [--host H] [--token T] [--backend B] [--workers N] [--state STATE]',
     summary: 'serve batches over HTTP: GET /v1/batches/{seq}, /v1/info, /healthz, /metrics',
     options: [
       PLAN,
@@ -260,7 +260,7 @@ ${(Object.keys(COMMAND_HELP) as CommandName[])
   .join('\n')}
 
 common options: --debug (stack traces), --help, --version; \`sluice <command> --help\` shows a command's options
---input takes paths, globs, folders or http(s) URLs: list several after one --input, or repeat it.`;
+--input takes paths, globs, folders, http(s) URLs or s3:// objects, prefixes and globs: list several after one --input, or repeat it.`;
 
 /** Rows as an aligned two-column block; long-only flags line up with the long name of "-x, --name". */
 function table(rows: readonly OptionRow[]): string[] {

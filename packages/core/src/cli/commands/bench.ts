@@ -1,10 +1,12 @@
 /** `sluice bench`: run the pipeline to ready batches and report throughput, stage times and peak RSS. */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { loadPlan } from '@sluice/ops';
 import { pipeline } from '../../pipeline/pipeline.js';
 import { inputs, pipelineOptions, planArg, UsageError, type Values } from '../args.js';
 import { Progress, formatTable, peakRssMB } from '../progress.js';
-import { refuseOverwritingInputs } from '../overwrite.js';
+import { checkBackendArg } from '../backend.js';
+import { checkOutputPath, refuseOverwritingInputs } from '../overwrite.js';
 import { renderReport } from '../../report/report.js';
 
 /** The timeline's sampling interval: a point per quarter second keeps a long run's JSON small. */
@@ -12,9 +14,14 @@ const SAMPLE_MS = 250;
 
 export async function cmdBench(values: Values): Promise<number> {
   const plan = loadPlan(planArg(values));
+  checkBackendArg(values);
   const report = values.report;
   if (report !== undefined && (typeof report !== 'string' || report === '')) throw new UsageError('--report takes the HTML file to write');
-  if (typeof report === 'string') await refuseOverwritingInputs(report, { inputs: inputs(values), plan: planArg(values) });
+  if (typeof report === 'string') {
+    // Before the bench runs: a report it cannot write would otherwise fail only once it is over.
+    checkOutputPath('--report', report);
+    await refuseOverwritingInputs(report, { inputs: inputs(values, plan), plan: planArg(values) }, '--report');
+  }
   const p = pipeline(plan, pipelineOptions(values, plan));
   const info = await p.info();
   const progress = new Progress('bench', info.rowsPerEpoch * plan.epochs, 'rows', !!values.quiet || !!values.json);
@@ -79,6 +86,7 @@ export async function cmdBench(values: Values): Promise<number> {
   };
   if (typeof report === 'string') {
     const on = placement === null ? info.backend : `${info.backend} (chosen: ${placement.chosen})`;
+    mkdirSync(dirname(report), { recursive: true });
     writeFileSync(report, renderReport([result], { title: `sluice bench: ${plan.batchSize}-row batches on ${on}` }));
     if (!values.json) process.stderr.write(`report: ${report}\n`);
   }

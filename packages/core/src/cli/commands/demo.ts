@@ -4,35 +4,38 @@ import type { Batch } from '../../batch/index.js';
 import { DEMO_ROWS, demoDataset } from '../../gen/demo.js';
 import { getPreset } from '../../gen/presets.js';
 import { pipeline } from '../../pipeline/pipeline.js';
-import { int, UsageError, type Values } from '../args.js';
+import { int, type Values } from '../args.js';
 import { onInterrupt, removePartials } from '../interrupt.js';
+import { checkBackendArg } from '../backend.js';
 import { Progress, formatTable, peakRssMB } from '../progress.js';
 
 export async function cmdDemo(values: Values): Promise<number> {
-  const rows = int(values, 'rows', DEMO_ROWS);
-  if (rows === 0) throw new UsageError('--rows must be at least 1');
+  const rows = int(values, 'rows', DEMO_ROWS, { min: 1 });
   const seed = int(values, 'seed', 42);
+  // Before the data is generated (200,000 rows by default), not after.
+  checkBackendArg(values);
+  const quiet = !!values.quiet;
   let generated = false;
   // demoDataset writes the cache entry as `<file>.partial-<pid>` and renames it: Ctrl-C removes that.
   let generating = (): void => undefined;
-  const genProgress = new Progress('gen rm1', rows, 'rows', !!values.quiet);
+  const genProgress = new Progress('gen rm1', rows, 'rows', quiet);
   const file = await demoDataset({
     rows,
     seed,
     onGenerate: (f) => {
       generated = true;
       generating = onInterrupt(() => removePartials(f));
-      process.stderr.write(`generating ${rows.toLocaleString('en-US')} RM1 rows (seed ${seed}) -> ${f}\n`);
+      if (!quiet) process.stderr.write(`generating ${rows.toLocaleString('en-US')} RM1 rows (seed ${seed}) -> ${f}\n`);
     },
     onProgress: (d) => genProgress.update(d),
   }).finally(() => generating());
   genProgress.done();
-  if (!generated) process.stderr.write(`using cached ${file}\n`);
+  if (!generated && !quiet) process.stderr.write(`using cached ${file}\n`);
   const planSpec = getPreset('rm1').defaultPlan();
   const plan = loadPlan(planSpec);
   const p = pipeline(plan, { input: file, ...(values.backend ? { backend: values.backend as string } : {}) });
   const info = await p.info();
-  const progress = new Progress('demo', info.rowsPerEpoch, 'rows', !!values.quiet);
+  const progress = new Progress('demo', info.rowsPerEpoch, 'rows', quiet);
   const t0 = performance.now();
   let n = 0;
   let first: Batch | null = null;

@@ -11,8 +11,9 @@ import { eliminateRedundant } from '../../plan/optimize.js';
 import { readColumnStats, type ColumnStats } from '../../plan/stats.js';
 import type { Dataset } from '../../reader/dataset.js';
 import { DecoderPool } from '../../reader/decoder-pool.js';
-import { planArg, UsageError, type Values } from '../args.js';
+import { givenInputs, planArg, UsageError, type Values } from '../args.js';
 import { formatTable } from '../progress.js';
+import { checkBackendArg } from '../backend.js';
 // Core's own backends (`reference`, in-process `cpu`, `auto`), for createBackend and calibration.
 import '../../backend/inline.js';
 import '../../placement/register.js';
@@ -23,9 +24,10 @@ export async function cmdExplain(values: Values): Promise<number> {
   const rate = target === undefined ? undefined : Number(target);
   if (rate !== undefined && !(Number.isFinite(rate) && rate > 0))
     throw new UsageError(`--target-rows-per-sec must be a positive number, got "${String(target)}"`);
+  checkBackendArg(values);
   const r = await explainCommand({
     plan: planArg(values),
-    input: (values.input as string[] | undefined) ?? [],
+    input: givenInputs(values) ?? [],
     ...(typeof values.backend === 'string' ? { backend: values.backend } : {}),
     ...(rate !== undefined ? { targetRowsPerSec: rate } : {}),
     json: !!values.json,
@@ -73,12 +75,14 @@ export async function explainCommand(o: ExplainCommandOptions): Promise<string> 
   let typed: TypedPlan;
   let stats: ReadonlyMap<string, ColumnStats> = new Map();
   let batches = 100;
-  // The files read (none without --input), for whether the reader can compute op chains.
+  // The files read (--input, else the plan's own input; none without either), for whether the
+  // reader can compute op chains.
+  const files = o.input.length > 0 ? o.input : (plan.input ?? []);
   let input: Pick<Dataset, 'files'> = { files: [] };
-  if (o.input.length > 0) {
+  if (files.length > 0) {
     const pool = new DecoderPool(1);
     try {
-      const { dataset, plan: t } = await openInput(plan, o.input, pool);
+      const { dataset, plan: t } = await openInput(plan, files, pool);
       typed = t;
       batches = (dataset.totalRows * t.epochs) / t.batchSize;
       input = dataset;

@@ -1,19 +1,21 @@
 /** `sluice fit`: build the vocabularies of a plan's stateful ops and save them as JSON. */
 import { writeFileSync } from 'node:fs';
-import { stateToJSON } from '@sluice/ops';
+import { loadPlan, stateToJSON } from '@sluice/ops';
 import { fit } from '../../pipeline/fit.js';
 import { inputs, need, planArg, type Values } from '../args.js';
 import { partialFile } from '../interrupt.js';
-import { refuseOverwritingInputs } from '../overwrite.js';
+import { checkOutputPath, refuseOverwritingInputs } from '../overwrite.js';
 import { Progress } from '../progress.js';
 
 export async function cmdFit(values: Values): Promise<number> {
   const output = need(values, 'output');
   const planPath = planArg(values);
-  await refuseOverwritingInputs(output, { inputs: inputs(values), plan: planPath });
+  checkOutputPath('--output', output);
+  const input = inputs(values, loadPlan(planPath));
+  await refuseOverwritingInputs(output, { inputs: input, plan: planPath });
   let progress: Progress | null = null;
   const { plan, state, rows } = await fit(planPath, {
-    input: inputs(values),
+    input,
     onProgress: (done, total) => {
       (progress ??= new Progress('fit', total, 'rows', !!values.quiet)).update(done);
     },

@@ -1,27 +1,28 @@
 /** `sluice job submit NAME …` and `sluice job status NAME`: a cluster job's one-time submit and its progress. */
+import { loadPlan } from '@sluice/ops';
 import { buildJob, loadJob, submitJob } from '../../cluster/job.js';
 import { clusterStatus, formatStatus } from '../../cluster/status.js';
 import { connectRedis } from '../../cluster/connect.js';
-import { inputs, int, planArg, UsageError, type Values } from '../args.js';
+import { inputs, int, planArg, redisArg, UsageError, type Values } from '../args.js';
 
 export async function cmdJob(values: Values, args: readonly string[]): Promise<number> {
   const [action, name] = args;
   if (action !== 'submit' && action !== 'status')
     throw new UsageError(`job takes "submit" or "status", got ${action === undefined ? 'nothing' : `"${action}"`}`);
   if (name === undefined) throw new UsageError(`job ${action} needs the job's name (sluice job ${action} NAME …)`);
-  const url = (values.redis as string | undefined) ?? process.env.SLUICE_REDIS;
-  if (url === undefined) throw new UsageError('--redis is required (or SLUICE_REDIS)');
+  const url = redisArg(values);
   const redis = await connectRedis(url, { maxRetriesPerRequest: 2, retryStrategy: () => null });
   try {
     if (action === 'submit') {
+      const plan = planArg(values);
       const job = await buildJob({
         name,
-        plan: planArg(values),
-        input: inputs(values),
+        plan,
+        input: inputs(values, loadPlan(plan)),
         ...(values.seed !== undefined ? { seed: int(values, 'seed') } : {}),
-        ...(values.epochs !== undefined ? { epochs: int(values, 'epochs') } : {}),
-        ...(values['batch-size'] !== undefined ? { batchSize: int(values, 'batch-size') } : {}),
-        ...(values['split-batches'] !== undefined ? { splitBatches: int(values, 'split-batches') } : {}),
+        ...(values.epochs !== undefined ? { epochs: int(values, 'epochs', undefined, { min: 1 }) } : {}),
+        ...(values['batch-size'] !== undefined ? { batchSize: int(values, 'batch-size', undefined, { min: 1 }) } : {}),
+        ...(values['split-batches'] !== undefined ? { splitBatches: int(values, 'split-batches', undefined, { min: 1 }) } : {}),
         ...(typeof values.state === 'string' ? { fitState: values.state } : {}),
       });
       const { created } = await submitJob(redis, job);

@@ -8,7 +8,7 @@ import { batchIds } from '../../lookahead/operator.js';
 import { pipeline } from '../../pipeline/pipeline.js';
 import { checkColumns, openDataset } from '../../reader/dataset.js';
 import { DecoderPool } from '../../reader/decoder-pool.js';
-import { parseSize, UsageError, type Values } from '../args.js';
+import { givenInputs, parseSize, UsageError, type Values } from '../args.js';
 import { Progress, formatTable } from '../progress.js';
 
 /**
@@ -90,8 +90,8 @@ export interface LookaheadResult {
  * file, column, wrong type, invalid hex) are SluiceErrors (exit code 1).
  */
 export async function cmdLookahead(values: Values): Promise<number> {
-  const input = values.input as string[] | undefined;
-  if (!input || input.length === 0) throw new UsageError('--input is required');
+  const input = givenInputs(values);
+  if (input === undefined) throw new UsageError('--input is required');
   const colText = values.columns;
   if (typeof colText !== 'string' || colText.trim() === '') throw new UsageError('--columns is required (comma-separated column names)');
   const columns = colText.split(',').map((c) => c.trim());

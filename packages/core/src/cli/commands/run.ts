@@ -7,15 +7,18 @@ import { ParquetFileWriter } from '../../output/parquet-write.js';
 import { pipeline } from '../../pipeline/pipeline.js';
 import { START } from '../../stream/source.js';
 import { inputs, need, pipelineOptions, planArg, type Values } from '../args.js';
+import { checkBackendArg } from '../backend.js';
 import { partialFile } from '../interrupt.js';
-import { refuseOverwritingInputs } from '../overwrite.js';
+import { checkOutputPath, refuseOverwritingInputs } from '../overwrite.js';
 import { Progress } from '../progress.js';
 
 export async function cmdRun(values: Values): Promise<number> {
   const planPath = planArg(values);
   const output = need(values, 'output');
-  await refuseOverwritingInputs(output, { inputs: inputs(values), plan: planPath, ...(typeof values.state === 'string' ? { state: values.state } : {}) });
+  checkBackendArg(values);
+  checkOutputPath('--output', output);
   const plan = loadPlan(planPath);
+  await refuseOverwritingInputs(output, { inputs: inputs(values, plan), plan: planPath, ...(typeof values.state === 'string' ? { state: values.state } : {}) });
   const p = pipeline(plan, pipelineOptions(values, plan));
   const info = await p.info();
   const progress = new Progress('run', info.rowsPerEpoch * plan.epochs, 'rows', !!values.quiet);

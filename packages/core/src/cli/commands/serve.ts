@@ -2,12 +2,13 @@
 import { loadPlan } from '@sluice/ops';
 import { createBatchServer, type ServeOptions } from '../../serve/server.js';
 import { untilStopped } from '../stop.js';
+import { checkBackendArg } from '../backend.js';
 import { int, parseSize, pipelineOptions, planArg, UsageError, type Values } from '../args.js';
 
 export async function cmdServe(values: Values): Promise<number> {
   const plan = loadPlan(planArg(values));
-  const port = int(values, 'port');
-  if (port > 65535) throw new UsageError(`--port must be at most 65535, got ${port}`);
+  checkBackendArg(values);
+  const port = int(values, 'port', undefined, { max: 65535 });
   const token = (values.token as string | undefined) ?? process.env.SLUICE_TOKEN;
   const s = await createBatchServer(plan, pipelineOptions(values, plan), { ...(token === undefined ? {} : { token }), ...serveLimits(values) });
   const host = (values.host as string | undefined) ?? '127.0.0.1';

@@ -1,17 +1,18 @@
 /** `sluice worker`: join a cluster job, make its splits and serve their batches until SIGINT or SIGTERM. */
 import { startWorker, type WorkerOptions } from '../../cluster/worker.js';
 import { untilStopped } from '../stop.js';
-import { int, need, UsageError, type Values } from '../args.js';
+import { checkBackendArg } from '../backend.js';
+import { int, need, redisArg, UsageError, type Values } from '../args.js';
 
 export async function cmdWorker(values: Values): Promise<number> {
-  const port = int(values, 'port', 0);
-  if (port > 65535) throw new UsageError(`--port must be at most 65535, got ${port}`);
+  const port = int(values, 'port', 0, { max: 65535 });
+  checkBackendArg(values);
   const token = (values.token as string | undefined) ?? process.env.SLUICE_TOKEN;
   const host = (values.host as string | undefined) ?? '127.0.0.1';
   const auth = values['metrics-auth'];
   if (auth !== undefined && auth !== 'token' && auth !== 'open') throw new UsageError(`--metrics-auth must be "token" or "open", got "${String(auth)}"`);
   const o: WorkerOptions = {
-    redis: (values.redis as string | undefined) ?? process.env.SLUICE_REDIS ?? need(values, 'redis'),
+    redis: redisArg(values),
     job: need(values, 'job'),
     port,
     host,
