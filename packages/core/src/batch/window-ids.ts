@@ -34,6 +34,11 @@ export interface IdsPlan {
   /** sizes[c]: chunk c's ids. */
   readonly sizes: readonly number[];
   readonly parts: readonly IdsPart[];
+  /**
+   * into[c]: where chunk c's ids go (shared memory of a slot the window was lent), or null for a
+   * fresh array. Memory that held earlier batches: every word is written.
+   */
+  readonly into?: ReadonlyArray<BigInt64Array | null>;
 }
 
 /** Places ids for a window (the decode threads, through the decoder pool). */
@@ -165,7 +170,7 @@ export function keyGroups(weights: readonly number[], buffersOf: (k: number) => 
  * stalls on about every read, a scatter's writes do not (bench/README.md, "Shuffled reads").
  */
 export function placeChunkIds(plan: IdsPlan, chunks: readonly number[]): BigInt64Array[] {
-  const values = chunks.map((c) => hugePages(new BigInt64Array(plan.sizes[c]!)));
+  const values = chunks.map((c) => plan.into?.[c] ?? hugePages(new BigInt64Array(plan.sizes[c]!)));
   const words: Array<Uint32Array | null> = plan.sizes.map(() => null);
   chunks.forEach((c, i) => (words[c] = int64Words(values[i]!)));
   placeKeysIds(plan, words);
@@ -193,8 +198,8 @@ function placeKeysIds(plan: IdsPlan, words: ReadonlyArray<Uint32Array | null>): 
 /**
  * One key of a part: row r's ids are the lens[r] after those of the rows before it, from `start`,
  * and go where its output row's ids start (posK[out[r]]) in its chunk's values (words[where[r]]).
- * A narrow part's ids are one word each: only the low word of each is written, the high word left
- * as the chunk's fresh array has it, zero.
+ * A narrow part's ids are one word each: each is written as the low word, with a high word of
+ * zero (the chunk's array may be a slot's reused memory, `IdsPlan.into`).
  */
 function placeRuns(
   lens: Int32Array,
@@ -213,7 +218,11 @@ function placeRuns(
     const to = c >= 0 ? words[c] : null;
     if (to !== undefined && to !== null) {
       const at = 2 * posK[out[r]!]!;
-      if (narrow) for (let j = s, k = at; j < s + len; j++, k += 2) to[k] = ids[j]!;
+      if (narrow)
+        for (let j = s, k = at; j < s + len; j++, k += 2) {
+          to[k] = ids[j]!;
+          to[k + 1] = 0;
+        }
       else copyWords(ids, 2 * s, 2 * (s + len), to, at);
     }
     s += len;

@@ -18,7 +18,8 @@ import {
   type IdsPlan,
   type KeysTask,
 } from './window-ids.js';
-import { placeDenseRows } from './pack.js';
+import { align8, placeDenseRows, type SlotMemory } from './pack.js';
+import type { SlotLender } from './assemble.js';
 import { numberReader, placeRows, writeLengths } from './writers.js';
 
 /** One read of the window, kept for its ids until every read is in (`placeIds`). */
@@ -63,6 +64,8 @@ export class WindowPacks {
   /** Where the reads given a `densePlace` go, by their first window row, until they are added. */
   private readonly located = new Map<number, { readonly where: Int32Array; readonly at: Int32Array }>();
   private lens = new Int32Array(0);
+  /** Each chunk's slot of the arena, or null where the chunk is in fresh memory (see `chunkArrays`). */
+  private readonly slots: Array<ChunkSlot | null> = [];
 
   constructor(
     private readonly layout: BatchLayout,
@@ -78,17 +81,37 @@ export class WindowPacks {
     private readonly placer?: IdsPlacer,
     /** The chunks' dense arrays in shared memory, for decode threads to write reads' rows to (`densePlace`). */
     sharedDense = false,
+    /**
+     * Slots of shared memory that released batches gave back (batch/arena.ts): the chunks are laid
+     * out there while it lends them, their batches giving them back on release, else in fresh memory.
+     */
+    private readonly arena?: SlotLender,
   ) {
     this.dest = destinations(order, windowRows, placer !== undefined);
     this.chunkOf = new Int32Array(order.length);
     const K = layout.sparseKeys.length;
+    const lent = arena?.lend(cuts.length - 1) ?? [];
     for (let c = 0; c + 1 < cuts.length; c++) {
       const rows = cuts[c + 1]! - cuts[c]!;
       this.chunkOf.fill(c, cuts[c]!, cuts[c + 1]!);
-      const words = rows * layout.dim;
-      this.dense.push(hugePages(sharedDense ? new Float32Array(new SharedArrayBuffer(4 * words)) : new Float32Array(words)));
-      this.lengths.push(new Int32Array(K * rows));
-      this.labels.push(layout.label ? new Float32Array(rows) : null);
+      const slot = lent[c];
+      const inSlot = slot !== undefined ? chunkArrays(layout, rows, slot[1]) : null;
+      if (slot !== undefined && inSlot === null) arena!.give(slot[0]);
+      if (slot !== undefined && inSlot !== null) {
+        // Held by a token the chunk's pack keeps: dropped with the window or its batch unreleased, the arena lets the slot go.
+        const holder = {};
+        arena!.hold(slot[0], holder);
+        this.slots.push({ id: slot[0], memory: slot[1], idsAt: inSlot.idsAt, holder });
+        this.dense.push(inSlot.dense);
+        this.lengths.push(inSlot.lengths);
+        this.labels.push(inSlot.labels);
+      } else {
+        const words = rows * layout.dim;
+        this.slots.push(null);
+        this.dense.push(hugePages(sharedDense ? new Float32Array(new SharedArrayBuffer(4 * words)) : new Float32Array(words)));
+        this.lengths.push(new Int32Array(K * rows));
+        this.labels.push(layout.label ? new Float32Array(rows) : null);
+      }
       this.counts.push(new Int32Array(K));
     }
   }
@@ -221,6 +244,7 @@ export class WindowPacks {
   async take(c: number): Promise<Pack> {
     this.values ??= this.placeIds();
     const values = await this.values[c]!;
+    const slot = this.slots[c]!;
     const pack: Pack = {
       rows: this.cuts[c + 1]! - this.cuts[c]!,
       dense: this.dense[c]!,
@@ -228,7 +252,9 @@ export class WindowPacks {
       offsets: this.offsets[c]!,
       values,
       labels: this.labels[c]!,
+      ...(slot !== null ? { release: releaseOf(this.arena!, slot) } : {}),
     };
+    this.slots[c] = null;
     // The stream holds the pack from here: the window keeps no reference to it.
     this.dense[c] = EMPTY_F32;
     this.lengths[c] = EMPTY_I32;
@@ -246,7 +272,7 @@ export class WindowPacks {
     const parts = this.parts;
     this.parts = [];
     const packs = parts.filter((p): p is PackPart => !('sparse' in p));
-    const plan = this.plan(packs);
+    const plan = this.plan(packs, this.idsInSlots());
     const C = this.cuts.length - 1;
     const placer = this.placer;
     if (placer !== undefined && packs.length === parts.length && packs.every(isSharedPart)) {
@@ -285,7 +311,7 @@ export class WindowPacks {
    * a group of keys each, into chunk values in shared memory.
    */
   private placeKeysElsewhere(parts: readonly ColumnsPart[], plan: IdsPlan, placer: IdsPlacer): Array<Promise<BigInt64Array>> {
-    const values = plan.sizes.map((size) => hugePages(new BigInt64Array(new SharedArrayBuffer(8 * size))));
+    const values = plan.sizes.map((size, c) => plan.into?.[c] ?? hugePages(new BigInt64Array(new SharedArrayBuffer(8 * size))));
     const chunks = values.map((v) => int64Words(v));
     const K = this.layout.sparseKeys.length;
     const weights = Array.from({ length: K }, (_, k) => this.counts.reduce((a, c) => a + c[k]!, 0));
@@ -305,8 +331,27 @@ export class WindowPacks {
     });
   }
 
+  /**
+   * Each chunk's ids array in its slot, after its other arrays, or null where the chunk has no slot
+   * or its ids do not fit there (the arena then makes later slots that big: `grow`).
+   */
+  private idsInSlots(): Array<BigInt64Array | null> {
+    const K = this.layout.sparseKeys.length;
+    return this.slots.map((slot, c) => {
+      if (slot === null) return null;
+      let size = 0;
+      for (let k = 0; k < K; k++) size += this.counts[c]![k]!;
+      const end = slot.idsAt + 8 * size;
+      if (end > slot.memory.byteLength) {
+        this.arena!.grow?.(end);
+        return null;
+      }
+      return new BigInt64Array(slot.memory.buffer, slot.memory.byteOffset + slot.idsAt, size);
+    });
+  }
+
   /** Each chunk's offsets per key (kept for its pack) and ids, and where each row's ids of each key go there. */
-  private plan(parts: readonly IdsPart[]): IdsPlan {
+  private plan(parts: readonly IdsPart[], into: ReadonlyArray<BigInt64Array | null>): IdsPlan {
     const { layout, cuts } = this;
     const K = layout.sparseKeys.length;
     const n = cuts[cuts.length - 1]!;
@@ -325,8 +370,54 @@ export class WindowPacks {
           at += lengths[k * rows + i]!;
         }
     }
-    return { keys: K, rows: n, pos, sizes, parts };
+    return { keys: K, rows: n, pos, sizes, parts, ...(into.some((v) => v !== null) ? { into } : {}) };
   }
+}
+
+/** A chunk laid out in a slot of the arena. */
+interface ChunkSlot {
+  readonly id: number;
+  readonly memory: SlotMemory;
+  /** Where the chunk's ids may start in `memory`: after its other arrays. */
+  readonly idsAt: number;
+  /** The arena's hold on the slot (PackArena.hold): kept by the window until the chunk is taken, then by its pack. */
+  readonly holder: object;
+}
+
+/**
+ * A chunk's dense values, id counts and labels laid out at the start of `slot` (8-byte aligned, as
+ * `packRows` lays a pack out), with where its ids may start; null where they do not fit.
+ * Every element of these is written as the reads arrive, so a reused slot needs no zeroing.
+ */
+function chunkArrays(
+  layout: BatchLayout,
+  rows: number,
+  slot: SlotMemory,
+): { dense: Float32Array; lengths: Int32Array; labels: Float32Array | null; idsAt: number } | null {
+  const denseAt = 0;
+  const lengthsAt = align8(denseAt + 4 * rows * layout.dim);
+  const labelsAt = align8(lengthsAt + 4 * rows * layout.sparseKeys.length);
+  const idsAt = align8(labelsAt + (layout.label ? 4 * rows : 0));
+  if (idsAt > slot.byteLength) return null;
+  const { buffer, byteOffset } = slot;
+  return {
+    dense: new Float32Array(buffer, byteOffset + denseAt, rows * layout.dim),
+    lengths: new Int32Array(buffer, byteOffset + lengthsAt, rows * layout.sparseKeys.length),
+    labels: layout.label ? new Float32Array(buffer, byteOffset + labelsAt, rows) : null,
+    idsAt,
+  };
+}
+
+/** A taken chunk's `release`: gives its slot back once (its batch was released, or its rows copied). */
+function releaseOf(arena: SlotLender, slot: ChunkSlot): () => void {
+  let given = false;
+  return () => {
+    if (given) return;
+    given = true;
+    // The holder stays reachable from the pack until its slot is given back.
+    void slot.holder;
+    arena.give(slot.id);
+  };
 }
 
 /** Reads that came as columns, as `placeKeyIds` takes them for keys `keys`. */

@@ -648,9 +648,10 @@ port.on('message', async (msg: DecodeRequest) => {
     if (loaded === null) await zstdReady;
     if (msg.kind === 'place') {
       const values = placeChunkIds(msg.plan, msg.chunks);
+      // Fresh arrays are moved; those in the window's slots (shared memory) are shared, not moved.
       reply(
         { kind: 'placed', id, values },
-        values.map((v) => v.buffer as ArrayBuffer),
+        values.filter((v) => !(v.buffer instanceof SharedArrayBuffer)).map((v) => v.buffer as ArrayBuffer),
       );
     } else if (msg.kind === 'placeKeys') {
       placeKeyIds(msg.task);

@@ -10,7 +10,7 @@
  * (`WindowPackScatter`); else they are permuted as columns (`WindowScatter`) for the backend.
  */
 import { ColumnScatter, runFeature, type Column, type ColumnType, type PlanState, type RowLocator } from '@sluice/ops';
-import { WindowPacks, type BatchLayout, type DensePlace, type IdsPlacer, type Pack } from '../batch/index.js';
+import { WindowPacks, type BatchLayout, type DensePlace, type IdsPlacer, type Pack, type SlotLender } from '../batch/index.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
 
 /** How chunks are laid out as batch arrays (source.ts's PackRequest, which imports this file). */
@@ -18,6 +18,8 @@ interface PackShape {
   readonly layout: BatchLayout;
   readonly outputs: ReadonlyArray<readonly [string, string]>;
   readonly label: string | null;
+  /** Slots that released batches gave back: the window's chunks are laid out there while it lends them. */
+  readonly arena?: SlotLender;
 }
 
 const NO_FEATURES: ReadonlyMap<string, Column> = new Map();
@@ -110,7 +112,7 @@ export class WindowPackScatter {
     /** Its decoders write its reads' dense rows to their places (`densePlace`). */
     sharedDense = false,
   ) {
-    this.packs = new WindowPacks(pack.layout, order, windowRows, cuts, placer, sharedDense);
+    this.packs = new WindowPacks(pack.layout, order, windowRows, cuts, placer, sharedDense, pack.arena);
   }
 
   /** Where the decoder of window rows [base, base + rows) writes their dense values (WindowPacks.densePlace). */

@@ -16,6 +16,7 @@ import {
   packRows,
   placeChunkIds,
   placeKeyIds,
+  PackArena,
   WindowPacks,
   type BatchLayout,
   type DensePlace,
@@ -159,6 +160,7 @@ async function check(
   packed: (i: number) => boolean = () => false,
   placer?: ReturnType<typeof recordingPlacer>,
   placed?: (i: number) => boolean,
+  arena?: PackArena,
 ): Promise<void> {
   const r = rng(seed);
   const reads = partRows.map((rows) => read(rows, r));
@@ -166,7 +168,7 @@ async function check(
   const order = permutation(windowRows, seed, 0, 0).subarray(skip);
   const cuts = cutsOf(windowRows - skip, chunk);
 
-  const packs = new WindowPacks(layout, order, windowRows, cuts, placer, placed !== undefined);
+  const packs = new WindowPacks(layout, order, windowRows, cuts, placer, placed !== undefined, arena);
   // Every read is issued (its densePlace asked for) before the first arrives, as the reader does.
   const places = partRows.map((rows, i) => {
     const base = partRows.slice(0, i).reduce((a, b) => a + b, 0);
@@ -191,12 +193,44 @@ async function check(
   const src = { outputs, label: window.get('label')!, locate: (row: number) => ({ file: 'test', rowGroup: 0, row }) };
   for (let c = 0; c + 1 < cuts.length; c++) {
     const want = packRows(layout, [{ chunk: src, from: cuts[c]!, to: cuts[c + 1]! }]);
-    expect(bits(await packs.take(c)), `chunk ${c}`).toEqual(bits(want));
+    const got = await packs.take(c);
+    expect(bits(got), `chunk ${c}`).toEqual(bits(want));
+    if (arena !== undefined) slotUse(arena, got);
   }
+  if (arena !== undefined) expect(arena.lent, 'slots not given back').toBe(0);
   if (placer !== undefined) {
     const all = reads.every((_, i) => packed(i));
     expect(placer.asked).toEqual(all ? chunkGroups(cuts.length - 1, placer.threads) : []);
   }
+}
+
+/**
+ * An arena whose `n` slots of `bytes` were lent and given back dirty (every byte 0xA5), as slots
+ * come back from released batches: a chunk laid out there must not read anything left in them.
+ */
+function dirtyArena(bytes: number, n: number): PackArena & { inSlot: number; idsInSlot: number } {
+  const arena = Object.assign(new PackArena(bytes, n), { inSlot: 0, idsInSlot: 0 });
+  const slots = arena.lend(n);
+  expect(slots.length).toBe(n);
+  for (const [id, memory] of slots) {
+    memory.fill(0xa5);
+    arena.give(id);
+  }
+  return arena;
+}
+
+/** Counts a taken chunk laid out in one of `arena`'s slots (its ids there too, where they fit), and releases it. */
+function slotUse(arena: ReturnType<typeof dirtyArena>, p: Pack): void {
+  if (p.release === undefined) return;
+  expect(p.dense.buffer).toBeInstanceOf(SharedArrayBuffer);
+  expect(p.lengths.buffer).toBe(p.dense.buffer);
+  if (p.labels !== null) expect(p.labels.buffer).toBe(p.dense.buffer);
+  arena.inSlot++;
+  if (p.values.byteLength > 0 && p.values.byteOffset > p.dense.byteOffset && p.values.byteOffset - p.dense.byteOffset < arena.slotBytes) arena.idsInSlot++;
+  const lent = arena.lent;
+  p.release();
+  p.release();
+  expect(arena.lent).toBe(lent - 1);
 }
 
 describe('WindowPacks', () => {
@@ -409,12 +443,12 @@ describe('WindowPacks', () => {
       };
       return packRows(idxLayout, [{ chunk, from: 0, to: rows }], undefined, shared);
     };
-    const take = async (big: boolean, shared: boolean): Promise<Array<Record<string, unknown>>> => {
+    const take = async (big: boolean, shared: boolean, arena?: PackArena): Promise<Array<Record<string, unknown>>> => {
       const r = rng(16);
       const sizes = [23, 31, 17];
       const parts = sizes.map((rows) => part(rows, r, big, shared));
       expect(parts.map((p) => p.narrow === true)).toEqual(sizes.map(() => shared && !big));
-      const packs = new WindowPacks(idxLayout, permutation(71, 16, 0, 0), 71, cutsOf(71, 10), shared ? recordingPlacer() : undefined);
+      const packs = new WindowPacks(idxLayout, permutation(71, 16, 0, 0), 71, cutsOf(71, 10), shared ? recordingPlacer() : undefined, false, arena);
       let base = 0;
       parts.forEach((p, i) => {
         packs.addPack(p, base);
@@ -431,6 +465,41 @@ describe('WindowPacks', () => {
     // Narrow parts placed by other threads against wide parts placed on this thread.
     expect(await take(false, true)).toEqual(await take(false, false));
     expect(await take(true, true)).toEqual(await take(true, false));
+    // Narrow ids widened into a slot's dirty memory: each id's high word is written, not left as found.
+    const arena = dirtyArena(1024, 8);
+    expect(await take(false, true, arena)).toEqual(await take(false, false));
+    expect(arena.lent).toBe(8);
+  });
+
+  it('lays chunks out in slots that released batches gave back, dirty as they come, and gives each back on release', async () => {
+    // 7 chunks, 4 slots of 1,536 bytes: some chunks in fresh memory; ids in their slot where they fit.
+    const few = dirtyArena(1536, 4);
+    await check([37, 50, 13], 0, 16, 1, () => false, undefined, undefined, few);
+    expect(few.inSlot).toBe(4);
+    expect(few.idsInSlot).toBeGreaterThan(0);
+    // A chunk whose ids did not fit made the arena's later slots bigger.
+    if (few.idsInSlot < few.inSlot) expect(few.slotBytes).toBeGreaterThan(1536);
+    // Every read a pack in shared memory, dense rows placed by the decoders, ids placed by other threads.
+    const placedBy = dirtyArena(8192, 8);
+    await check(
+      [37, 50, 13],
+      0,
+      16,
+      7,
+      () => true,
+      recordingPlacer(),
+      () => true,
+      placedBy,
+    );
+    expect([placedBy.inSlot, placedBy.idsInSlot]).toEqual([7, 7]);
+    // A resumed window, packs beside reads that came as columns.
+    const resumed = dirtyArena(4096, 16);
+    await check([30, 25, 45], 17, 10, 9, (i) => i !== 1, undefined, undefined, resumed);
+    expect(resumed.inSlot).toBe(9);
+    // Slots too small even for a chunk's dense values: given back at once, the chunks in fresh memory.
+    const small = dirtyArena(256, 4);
+    await check([37, 50, 13], 0, 16, 1, () => false, undefined, undefined, small);
+    expect(small.inSlot).toBe(0);
   });
 
   it('cuts chunks into groups of consecutive chunks of about equal length', () => {
