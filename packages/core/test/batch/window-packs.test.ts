@@ -160,7 +160,7 @@ async function check(
   packed: (i: number) => boolean = () => false,
   placer?: ReturnType<typeof recordingPlacer>,
   placed?: (i: number) => boolean,
-  arena?: PackArena,
+  arena?: ReturnType<typeof dirtyArena>,
 ): Promise<void> {
   const r = rng(seed);
   const reads = partRows.map((rows) => read(rows, r));
