@@ -101,7 +101,12 @@ export function checkFitOptions(options: unknown): FitOptions {
   return checkAgainst(options, FIT_OPTIONS, 'fit options') as FitOptions;
 }
 
-/** Options of `fit()` (pipeline/fit.ts). */
+/**
+ * Options of `fit()` (pipeline/fit.ts): where the data is, and a progress callback.
+ *
+ * @example
+ * await fit('plan.json', { input: 'train/*.parquet', onProgress: (rows, total) => console.log(`${rows}/${total}`) });
+ */
 export interface FitOptions {
   /** Parquet paths, globs or URLs (overrides the plan's `input`). */
   input?: string | readonly string[];

@@ -44,7 +44,8 @@ async function run(
   input: string,
   o: { windowBatches?: boolean; resume?: IteratorState; stopAfter?: number } = {},
 ): Promise<Run & { state: IteratorState | null }> {
-  const pl = pipeline(p, { input, ...o });
+  const { stopAfter, ...options } = o;
+  const pl = pipeline(p, { input, ...options });
   const r: Run = { rows: [], dense: [], values: [], seqs: [] };
   for await (const b of pl) {
     r.rows.push(b.rows);
@@ -52,7 +53,7 @@ async function run(
     r.dense.push(...b.dense.data);
     r.values.push(...b.sparse.values);
     b.release?.();
-    if (o.stopAfter !== undefined && r.rows.length === o.stopAfter) break;
+    if (stopAfter !== undefined && r.rows.length === stopAfter) break;
   }
   return { ...r, state: pl.state() };
 }
