@@ -66,6 +66,8 @@ export class WindowPacks {
   private lens = new Int32Array(0);
   /** Each chunk's slot of the arena, or null where the chunk is in fresh memory (see `chunkArrays`). */
   private readonly slots: Array<ChunkSlot | null> = [];
+  /** Reads that came in a slot of their own (a part arena's, stream/source.ts): given back once their ids are placed. */
+  private lentParts: Pack[] = [];
 
   constructor(
     private readonly layout: BatchLayout,
@@ -192,6 +194,8 @@ export class WindowPacks {
       }
     }
     for (let k = 0; k < layout.sparseKeys.length; k++) this.placeLengths(k, pack.lengths.subarray(k * rows, k * rows + rows), where, at);
+    // The pack itself is kept, not only its release: it is the slot's holder (PackArena.hold).
+    if (pack.release !== undefined) this.lentParts.push(pack);
     this.parts.push({
       rows,
       lengths: pack.lengths,
@@ -269,6 +273,16 @@ export class WindowPacks {
    * reading each row's ids at random, stalls on about every read). The reads are let go here.
    */
   private placeIds(): Array<Promise<BigInt64Array>> {
+    const values = this.placeAll();
+    // The reads' own slots go back once every id was copied out of them, however that ended.
+    const lent = this.lentParts;
+    this.lentParts = [];
+    if (lent.length > 0) void Promise.allSettled(values).then(() => lent.forEach((p) => p.release!()));
+    return values;
+  }
+
+  /** `placeIds`'s placing. */
+  private placeAll(): Array<Promise<BigInt64Array>> {
     const parts = this.parts;
     this.parts = [];
     const packs = parts.filter((p): p is PackPart => !('sparse' in p));

@@ -6,7 +6,7 @@ import type { Dataset, Unit } from '../reader/dataset.js';
 import type { DecoderPool } from '../reader/decoder-pool.js';
 import type { PackRead } from '../reader/decode-protocol.js';
 import type { DerivedColumn } from '../plan/pushdown.js';
-import { destinations, START, type BatchLayout, type Cursor, type IdsPlacer, type Pack, type PackArena } from '../batch/index.js';
+import { align8, destinations, packSlotBytes, PackArena, START, type BatchLayout, type Cursor, type IdsPlacer, type Pack } from '../batch/index.js';
 import { permutation } from '../util/rng.js';
 import { newDictShare } from '../reader/dict-share.js';
 import { WindowPackScatter, WindowScatter } from './shuffle.js';
@@ -207,6 +207,8 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
   const rawNames = [...new Set([...names, ...derived.map((d) => d.input)])];
   const rawSet = new Set(names);
 
+  // Slots for the reads of shuffled windows of several row groups (made at the first: partArenaFor).
+  let partArena: PackArena | undefined;
   for (let epoch = start.epoch; epoch < opts.epochs; epoch++) {
     const windows = epochWindows(ds, epoch, opts);
     const firstWindow = epoch === start.epoch ? start.window : 0;
@@ -284,6 +286,22 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       }
       return s;
     };
+    // The reads of windows of several row groups, each laid out by its decoder as one pack held
+    // until the window's ids are placed (WindowPacks), go in slots of an arena of their own, given
+    // back then, so that later windows' reads reuse that memory rather than fault in fresh pages.
+    // Enough slots for a window's reads being placed while the next window's and those read ahead
+    // are decoded. Slots are sized for the largest such row group, without dense values (placed
+    // by the decoders straight to the window's batches).
+    const partArenaFor = (): PackArena => {
+      if (partArena === undefined) {
+        const multi = windows.filter((x) => x.units.length > 1);
+        const most = Math.max(...multi.flatMap((x) => x.units.map((unit) => unit.rows)));
+        const perWindow = Math.max(...multi.map((x) => x.units.length));
+        const layout = opts.pack!.layout;
+        partArena = new PackArena(packSlotBytes(layout, most) - align8(4 * most * layout.dim), 2 * perWindow + readAhead + 1);
+      }
+      return partArena;
+    };
     const inflight: Array<Promise<UnitRead>> = [];
     let next = 0;
     // Fewer row groups than decoders (a file of one big row group, say): each is read by several
@@ -310,7 +328,8 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
         else if (permuteInDecoder) {
           const rows = windows[w]!.units[u]!.rows;
           const densePlace = dealt === null ? packScatterFor(w, true).densePlace(at, rows) : undefined;
-          pack = { ...opts.pack!, arena: undefined, cuts: [0, rows], shared: true, ...(densePlace !== undefined ? { densePlace } : {}) };
+          const arena = densePlace !== undefined ? partArenaFor() : undefined;
+          pack = { ...opts.pack!, arena, cuts: [0, rows], shared: true, ...(densePlace !== undefined ? { densePlace } : {}) };
         }
         const unit = windows[w]!.units[u]!;
         const p =
@@ -479,6 +498,8 @@ export async function* readChunks(ds: Dataset, pool: DecoderPool, opts: SourceOp
       }
     }
   }
+  // A run stopped early leaves it to the collector, with the generator.
+  partArena?.close();
 }
 
 /** Maps a row of a row group's read to its file, row group and file row. */

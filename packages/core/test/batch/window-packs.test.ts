@@ -502,6 +502,28 @@ describe('WindowPacks', () => {
     expect(small.inSlot).toBe(0);
   });
 
+  it('gives each read laid out in a slot of its own back once its ids are placed, and not before', async () => {
+    for (const placer of [undefined, recordingPlacer()]) {
+      const r = rng(21);
+      const sizes = [37, 50, 13];
+      const released: number[] = [];
+      const packs = new WindowPacks(layout, permutation(100, 21, 0, 0), 100, cutsOf(100, 16), placer);
+      let base = 0;
+      sizes.forEach((rows, i) => {
+        const part = asPack(read(rows, r), rows, true);
+        packs.addPack(i === 1 ? part : { ...part, release: () => released.push(i) }, base);
+        base += rows;
+      });
+      expect(released).toEqual([]);
+      await packs.take(0);
+      // The placement runs for every chunk at the first take; the slots go back once it is done.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      expect(released, placer === undefined ? 'placed here' : 'placed by other threads').toEqual([0, 2]);
+      for (let c = 1; c < 7; c++) await packs.take(c);
+      expect(released).toEqual([0, 2]);
+    }
+  });
+
   it('cuts chunks into groups of consecutive chunks of about equal length', () => {
     expect(chunkGroups(13, 8)).toEqual([[0], [1, 2], [3], [4, 5], [6, 7], [8], [9, 10], [11, 12]]);
     expect(chunkGroups(3, 8)).toEqual([[0], [1], [2]]);
