@@ -4,6 +4,7 @@ import type { Piscina as PiscinaPool } from 'piscina';
 import { DataError, PlanError, SluiceError, type Backend, type BackendSpec, type TypedPlan } from '@sluice/core';
 import { packColumns, stateToJSON, unpackColumns, workerExecArgv, type Column, type ColumnType, type PlanState, type RowLocator } from '@sluice/core/internal';
 import type { WorkerData, WorkerFailure, WorkerResult } from './protocol.js';
+import { MAX_THREADS } from '@sluice/ops';
 
 // The pool's file is the worker's CommonJS entry (worker-entry.cts, which loads dist/worker.js);
 // src/ and dist/ are both one level below the package root, so this URL works from the TypeScript
@@ -33,8 +34,8 @@ function parseOptions(spec: BackendSpec): Required<Omit<CpuBackendOptions, 'test
   // The main thread (batch assembly) and the Parquet decoder need a core too: on 2 cores, 1 worker
   // beat 2 in every bench/e2e.ts run (RM1 2 workers / 1 worker 0.91x, RM5 0.60x).
   const workers = spec.workers ?? Math.max(1, availableParallelism() - 1);
-  if (!Number.isInteger(workers) || (workers as number) < 1 || (workers as number) > 256)
-    throw new PlanError(`backend cpu: workers must be an integer from 1 to 256, got ${JSON.stringify(spec.workers)}`);
+  if (!Number.isInteger(workers) || (workers as number) < 1 || (workers as number) > MAX_THREADS)
+    throw new PlanError(`backend cpu: workers must be an integer from 1 to ${MAX_THREADS}, got ${JSON.stringify(spec.workers)}`);
   const fast = spec.fast ?? true;
   if (typeof fast !== 'boolean') throw new PlanError('backend cpu: fast must be true or false');
   const testCrash = spec.testCrash as CpuBackendOptions['testCrash'];

@@ -4,7 +4,7 @@
  */
 import { statSync } from 'node:fs';
 import { InputError } from '@sluice/ops/errors';
-import type { BackendSpec, Plan } from '@sluice/ops';
+import { MAX_THREADS, type BackendSpec, type Plan } from '@sluice/ops';
 import type { PipelineOptions } from '../pipeline/pipeline.js';
 
 /** The options by long name: strings, true for flags, arrays for options that take several values. */
@@ -115,10 +115,10 @@ export function planArg(values: Values): string {
 }
 
 /**
- * The most --workers: pipeline/setup.ts and the cpu backend refuse more (docs/backends.md, 1 to
- * 256). Checked here too so that the command line is refused as a usage error, before any work.
+ * The most --workers: pipeline/setup.ts and the cpu backend refuse more (MAX_THREADS, docs/backends.md).
+ * Checked here too so that the command line is refused as a usage error, before any work.
  */
-export const MAX_WORKERS = 256;
+export const MAX_WORKERS = MAX_THREADS;
 
 /** --backend / --workers as an override; the pipeline keeps the plan's options for the same backend. */
 function backendOverride(values: Values, plan: Plan): BackendSpec | undefined {

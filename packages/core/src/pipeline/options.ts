@@ -4,7 +4,7 @@
  * misspelt `inptu`, a plan field such as `batchSize` put here) or one of the wrong type would
  * otherwise run with the default, or fail later inside the run with a TypeError about undefined.
  */
-import { PLAN_FIELDS, PlanError, show, type BackendSpec, type PlanState } from '@sluice/ops';
+import { MAX_THREADS, PLAN_FIELDS, PlanError, show, type BackendSpec, type PlanState } from '@sluice/ops';
 import type { IteratorState } from './resume.js';
 
 /**
@@ -77,7 +77,7 @@ const OPTIONS: Readonly<Record<keyof PipelineOptions, Check>> = {
       ? null
       : 'must be a backend name or an object with a "name" (such as { name: "cpu", workers: 4 })',
   prefetch: isIntIn(1, 1 << 20),
-  decoders: isIntIn(1, 256),
+  decoders: isIntIn(1, MAX_THREADS),
   signal: (v) => (v instanceof AbortSignal ? null : 'must be an AbortSignal (AbortController.signal)'),
   verifyCrc: isBoolean,
   pack: isBoolean,

@@ -6,6 +6,7 @@
 import { availableParallelism } from 'node:os';
 import type { Observable } from 'rxjs';
 import {
+  MAX_THREADS,
   PlanError,
   readJsonFile,
   runFeature,
@@ -111,8 +112,8 @@ function loadFitState(plan: TypedPlan, fs: PipelineOptions['fitState']): PlanSta
 function workersWanted(spec: BackendSpec): number {
   const w = spec.workers;
   if (w === undefined) return Math.max(1, availableParallelism() - 1);
-  if (!Number.isInteger(w) || (w as number) < 1 || (w as number) > 256)
-    throw new PlanError(`backend ${spec.name}: workers must be an integer from 1 to 256, got ${show(w)}`);
+  if (!Number.isInteger(w) || (w as number) < 1 || (w as number) > MAX_THREADS)
+    throw new PlanError(`backend ${spec.name}: workers must be an integer from 1 to ${MAX_THREADS}, got ${show(w)}`);
   return w as number;
 }
 

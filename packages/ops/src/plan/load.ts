@@ -46,6 +46,11 @@ export interface Plan {
 
 export const DEFAULT_BATCH_SIZE = 8192;
 export const DEFAULT_PREFETCH = 4;
+/**
+ * The most threads a pipeline starts of one kind (the cpu backend's `workers`, `decoders`): a bound
+ * on a typo (`workers: 1000`), checked by the plan's backend, pipeline() and the command line alike.
+ */
+export const MAX_THREADS = 256;
 export const DEFAULT_SHUFFLE_BUFFER = 100_000;
 
 /** The fields a plan may have (pipeline options name them when one is put among the options instead). */
