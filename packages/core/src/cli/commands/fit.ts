@@ -11,10 +11,12 @@ export async function cmdFit(values: Values): Promise<number> {
   const output = need(values, 'output');
   const planPath = planArg(values);
   checkOutputPath('--output', output);
-  const input = inputs(values, loadPlan(planPath));
+  const loaded = loadPlan(planPath);
+  const input = inputs(values, loaded);
   await refuseOverwritingInputs(output, { inputs: input, plan: planPath });
   let progress: Progress | null = null;
-  const { plan, state, rows } = await fit(planPath, {
+  // The plan as loaded above: fit() takes it as it is, without reading the file again.
+  const { plan, state, rows } = await fit(loaded, {
     input,
     onProgress: (done, total) => {
       (progress ??= new Progress('fit', total, 'rows', !!values.quiet)).update(done);

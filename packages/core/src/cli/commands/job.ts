@@ -14,11 +14,12 @@ export async function cmdJob(values: Values, args: readonly string[]): Promise<n
   const redis = await connectRedis(url, { maxRetriesPerRequest: 2, retryStrategy: () => null });
   try {
     if (action === 'submit') {
-      const plan = planArg(values);
+      // Read once: its spec goes to the job, its "input" is --input's default.
+      const plan = loadPlan(planArg(values));
       const job = await buildJob({
         name,
-        plan,
-        input: inputs(values, loadPlan(plan)),
+        plan: plan.spec,
+        input: inputs(values, plan),
         ...(values.seed !== undefined ? { seed: int(values, 'seed') } : {}),
         ...(values.epochs !== undefined ? { epochs: int(values, 'epochs', undefined, { min: 1 }) } : {}),
         ...(values['batch-size'] !== undefined ? { batchSize: int(values, 'batch-size', undefined, { min: 1 }) } : {}),
