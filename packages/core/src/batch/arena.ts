@@ -249,3 +249,19 @@ export function packSlotBytes(layout: BatchLayout, rows: number): number {
   const K = layout.sparseKeys.length;
   return align8(4 * rows * layout.dim) + align8(4 * K * rows) + align8(4 * (K + 1)) + (layout.label ? align8(4 * rows) : 0) + 8 * K * rows;
 }
+
+/**
+ * A pack's `release` for slot `id` of `arena`: gives the slot back the first time, nothing after
+ * (a batch's release and a merge that copied the pack's rows may both call it). `holder`, the
+ * arena's hold on the slot (`PackArena.hold`) when it is not the pack itself, is kept reachable
+ * for as long as the release is.
+ */
+export function releaseOnce(arena: { give(id: number): void }, id: number, holder?: object): () => void {
+  let given = false;
+  return () => {
+    if (given) return;
+    given = true;
+    void holder;
+    arena.give(id);
+  };
+}

@@ -20,6 +20,7 @@ import {
 } from './window-ids.js';
 import { align8, placeDenseRows, type SlotMemory } from './pack.js';
 import type { SlotLender } from './assemble.js';
+import { releaseOnce } from './arena.js';
 import { numberReader, placeRows, writeLengths } from './writers.js';
 
 /** One read of the window, kept for its ids until every read is in (`placeIds`). */
@@ -256,7 +257,7 @@ export class WindowPacks {
       offsets: this.offsets[c]!,
       values,
       labels: this.labels[c]!,
-      ...(slot !== null ? { release: releaseOf(this.arena!, slot) } : {}),
+      ...(slot !== null ? { release: releaseOnce(this.arena!, slot.id, slot.holder) } : {}),
     };
     this.slots[c] = null;
     // The stream holds the pack from here: the window keeps no reference to it.
@@ -419,18 +420,6 @@ function chunkArrays(
     lengths: new Int32Array(buffer, byteOffset + lengthsAt, rows * layout.sparseKeys.length),
     labels: layout.label ? new Float32Array(buffer, byteOffset + labelsAt, rows) : null,
     idsAt,
-  };
-}
-
-/** A taken chunk's `release`: gives its slot back once (its batch was released, or its rows copied). */
-function releaseOf(arena: SlotLender, slot: ChunkSlot): () => void {
-  let given = false;
-  return () => {
-    if (given) return;
-    given = true;
-    // The holder stays reachable from the pack until its slot is given back.
-    void slot.holder;
-    arena.give(slot.id);
   };
 }
 

@@ -8,7 +8,7 @@ import { isS3Url } from './s3/url.js';
 import { workerExecArgv } from '../util/worker-argv.js';
 import type { RowRange } from './parquet/index.js';
 import { footerTypes, ipcTypes, type FileTypes } from './file-types.js';
-import { packBytes, type IdsPlan, type KeysTask, type Pack, type PackArena } from '../batch/index.js';
+import { packBytes, releaseOnce, type IdsPlan, type KeysTask, type Pack, type PackArena } from '../batch/index.js';
 import type {
   DecodeReply,
   DecodeRequest,
@@ -419,12 +419,7 @@ export class DecoderPool {
               const lent = slots[i];
               const bytes = packBytes(p);
               if (lent !== undefined && bytes > lent[1].byteLength) arena.grow(bytes);
-              let given = slot < 0;
-              const release = (): void => {
-                if (given) return;
-                given = true;
-                arena.give(slot);
-              };
+              const release = slot < 0 ? NO_RELEASE : releaseOnce(arena, slot);
               const { slot: _slot, ...pack } = p;
               const held: Pack = { ...pack, release };
               // Dropped without release (its batch never released), the pack's slot is let go.
@@ -591,6 +586,9 @@ export class DecoderPool {
     return slot;
   }
 }
+
+/** The release of a pack in fresh memory: no slot to give back. */
+const NO_RELEASE = (): void => undefined;
 
 /** A worker's error reply as the user reads it: its sentence, with the file, row group and column; a library's words only as the cause. */
 function describeFailure(what: Pending['what'], m: ErrorReply): InputError {
