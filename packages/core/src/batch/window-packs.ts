@@ -287,7 +287,7 @@ export class WindowPacks {
     const parts = this.parts;
     this.parts = [];
     const packs = parts.filter((p): p is PackPart => !('sparse' in p));
-    const plan = this.plan(packs, this.idsInSlots());
+    const plan = this.plan(packs);
     const C = this.cuts.length - 1;
     const placer = this.placer;
     if (placer !== undefined && packs.length === parts.length && packs.every(isSharedPart)) {
@@ -348,14 +348,12 @@ export class WindowPacks {
 
   /**
    * Each chunk's ids array in its slot, after its other arrays, or null where the chunk has no slot
-   * or its ids do not fit there (the arena then makes later slots that big: `grow`).
+   * or its ids (sizes[c], from the plan) do not fit there (the arena then makes later slots that big: `grow`).
    */
-  private idsInSlots(): Array<BigInt64Array | null> {
-    const K = this.layout.sparseKeys.length;
+  private idsInSlots(sizes: readonly number[]): Array<BigInt64Array | null> {
     return this.slots.map((slot, c) => {
       if (slot === null) return null;
-      let size = 0;
-      for (let k = 0; k < K; k++) size += this.counts[c]![k]!;
+      const size = sizes[c]!;
       const end = slot.idsAt + 8 * size;
       if (end > slot.memory.byteLength) {
         this.arena!.grow?.(end);
@@ -366,7 +364,7 @@ export class WindowPacks {
   }
 
   /** Each chunk's offsets per key (kept for its pack) and ids, and where each row's ids of each key go there. */
-  private plan(parts: readonly IdsPart[], into: ReadonlyArray<BigInt64Array | null>): IdsPlan {
+  private plan(parts: readonly IdsPart[]): IdsPlan {
     const { layout, cuts } = this;
     const K = layout.sparseKeys.length;
     const n = cuts[cuts.length - 1]!;
@@ -385,6 +383,7 @@ export class WindowPacks {
           at += lengths[k * rows + i]!;
         }
     }
+    const into = this.idsInSlots(sizes);
     return { keys: K, rows: n, pos, sizes, parts, ...(into.some((v) => v !== null) ? { into } : {}) };
   }
 }
