@@ -4,7 +4,7 @@
  * misspelt `inptu`, a plan field such as `batchSize` put here) or one of the wrong type would
  * otherwise run with the default, or fail later inside the run with a TypeError about undefined.
  */
-import { MAX_THREADS, PLAN_FIELDS, PlanError, show, type BackendSpec, type PlanState } from '@sluice/ops';
+import { isInputSpec, MAX_THREADS, PLAN_FIELDS, PlanError, show, type BackendSpec, type PlanState } from '@sluice/ops';
 import type { IteratorState } from './resume.js';
 
 /**
@@ -66,10 +66,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 /** Each option and what its value must be (PipelineOptions above documents them). */
 const OPTIONS: Readonly<Record<keyof PipelineOptions, Check>> = {
-  input: (v) =>
-    (typeof v === 'string' && v !== '') || (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string' && x !== ''))
-      ? null
-      : 'must be a path, glob or URL, or a non-empty list of them',
+  input: (v) => (isInputSpec(v) ? null : 'must be a path, glob or URL, or a non-empty list of them'),
   resume: (v) => (isObject(v) ? null : 'must be a state that pipeline.state() returned'),
   fitState: (v) => ((typeof v === 'string' && v !== '') || isObject(v) || v instanceof Map ? null : 'must be a fit state file, its parsed JSON, or a Map'),
   backend: (v) =>

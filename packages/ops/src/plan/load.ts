@@ -69,6 +69,11 @@ export const PLAN_FIELDS: ReadonlySet<string> = new Set([
 ]);
 const FEATURE_KEYS = new Set(['name', 'input', 'kind', 'ops']);
 
+/** An input as a plan or `pipeline()` takes it: a path, URL or glob, or a non-empty list of them (none empty). */
+export function isInputSpec(v: unknown): v is string | readonly string[] {
+  return (typeof v === 'string' && v !== '') || (Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string' && x !== ''));
+}
+
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 const isPosInt = (x: unknown): x is number => Number.isInteger(x) && (x as number) > 0;
 
@@ -115,9 +120,8 @@ export function loadPlan(source: PlanSpec | Plan | string | unknown): Plan {
 
   let input: string[] | null = null;
   if (spec.input !== undefined) {
-    input = typeof spec.input === 'string' ? [spec.input] : spec.input;
-    if (!Array.isArray(input) || input.length === 0 || !input.every((x) => typeof x === 'string' && x !== ''))
-      throw new PlanError('input must be a path, URL or glob, or a non-empty list of them');
+    if (!isInputSpec(spec.input)) throw new PlanError('input must be a path, URL or glob, or a non-empty list of them');
+    input = typeof spec.input === 'string' ? [spec.input] : [...spec.input];
   }
 
   let shuffle: Plan['shuffle'] = null;
