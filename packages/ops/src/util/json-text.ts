@@ -68,7 +68,7 @@ export function readJsonFile(path: string, what: string): unknown {
 }
 
 /** The text of a file a user named, or a PlanError `<what> <path>: <reason>`. */
-export function readTextFile(path: string, what: string): string {
+function readTextFile(path: string, what: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (e) {
