@@ -44,6 +44,8 @@ describeFast('fast kernel contract', () => {
 
 // The child process resolves @sluice/core to its build (packages/core/dist), as a worker does.
 const coreBuilt = existsSync(fileURLToPath(new URL('../../../core/dist/index.js', import.meta.url)));
+if (!coreBuilt && process.env.CI === 'true')
+  throw new Error('[kernels] the no-wasm import test must run under CI=true: @sluice/core is not built (npm run build)');
 if (!coreBuilt) console.warn('[kernels] skipping the no-wasm import test: @sluice/core is not built (npm run build)');
 
 describe('without the wasm module', () => {
