@@ -346,9 +346,31 @@ export function writeSparseIndexed(c: Column, idx: Int32Array, from: number, to:
   throw new TypeError(`sparse output must be integer, got ${c.type}`);
 }
 
-/** Whether every id of a dictionary is null or in [0, 2^31), so that one 32-bit word holds it (a narrow pack). */
+const fitsCache = new WeakMap<Column, boolean>();
+
+/**
+ * Whether every id of a dictionary is null or in [0, 2^31), so that one 32-bit word holds it (a
+ * narrow pack): compactIds' condition, checked without making its table where none is made yet.
+ */
 export function hasCompactIds(dict: Column): boolean {
-  return compactIds(dict) !== null;
+  const made = compactCache.get(dict);
+  if (made !== undefined) return made !== null;
+  let r = fitsCache.get(dict);
+  if (r !== undefined) return r;
+  r = false;
+  if (dict.type === 'int64' || dict.type === 'int32') {
+    // Branch-free first: every value, null slots' too, in [0, 2^31) (the high word and the low
+    // word's top bit all 0) is the usual case, and a plain OR over the words is several times
+    // faster than the checks per entry below, which only a dictionary that fails it needs.
+    let bits = 0;
+    if (dict.type === 'int64') {
+      const w = int64Words(dict.values);
+      for (let j = 0; j < w.length; j += 2) bits |= w[j + 1]! | (w[j]! >>> 31);
+    } else for (let j = 0, v = dict.values; j < v.length; j++) bits |= v[j]! >>> 31;
+    r = bits === 0 || compactIds(dict) !== null;
+  }
+  fitsCache.set(dict, r);
+  return r;
 }
 
 /** Writes the lengths of rows [from, to) of an indexed list (valid elements of each list's first `keep`); returns their sum. */
@@ -382,14 +404,21 @@ export function writeSparseIndexedList(l: IndexedListSource, from: number, to: n
   const { offsets, idx, valid, keep, dict } = l;
   if (dict.type !== 'int64' && dict.type !== 'int32') throw new TypeError(`sparse output must be integer, got ${dict.type}`);
   // Each valid row's first `keep` element indices are a run of `idx`, written as a scalar
-  // indexed column's rows are.
-  const cd = compactIds(dict);
+  // indexed column's rows are. A dictionary with as many entries as half the elements (a chunk
+  // mostly of PLAIN pages: an entry per PLAIN element) is read about once per entry, in order: a
+  // compact table of it would cost a pass and its memory for nothing, so it is read as it is.
+  const cd = 2 * dict.values.length <= idx.length ? compactIds(dict) : null;
   const words = dict.type === 'int64' ? int64Words(dict.values) : null;
   for (let r = from; r < to; r++) {
     if (valid !== null && valid[r] === 0) continue;
     const s = offsets[r]!;
     const e = s + Math.min(keep, offsets[r + 1]! - s);
-    if (narrow) at = sparseIdxCompactWord(cd!, idx, s, e, dst, at);
+    if (narrow && cd !== null) at = sparseIdxCompactWord(cd, idx, s, e, dst, at);
+    else if (narrow)
+      at =
+        words !== null
+          ? sparseIdxWideWord(words, dict.valid, idx, s, e, dst, at)
+          : sparseIdxNarrowWord(dict.values as Int32Array, dict.valid, idx, s, e, dst, at);
     else if (cd !== null) at = sparseIdxCompact(cd, idx, s, e, dst, at);
     else if (words !== null) at = sparseIdxWide(words, dict.valid, idx, s, e, dst, at);
     else at = sparseIdxNarrow(dict.values as Int32Array, dict.valid, idx, s, e, dst, at);
@@ -403,6 +432,26 @@ function sparseIdxCompactWord(cd: Int32Array, idx: Int32Array, from: number, to:
     const x = cd[idx[r]!]!;
     dst[at] = x;
     at += ~x >>> 31;
+  }
+  return at;
+}
+
+/** `sparseIdxWide` writing one word per id (a narrow pack's: every valid id fits its low word). */
+function sparseIdxWideWord(src: Uint32Array, valid: Uint8Array | null, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
+  for (let r = from; r < to; r++) {
+    const j = idx[r]!;
+    if (valid !== null && valid[j] === 0) continue;
+    dst[at++] = src[2 * j]!;
+  }
+  return at;
+}
+
+/** `sparseIdxNarrow` writing one word per id (a narrow pack's: every valid id is non-negative). */
+function sparseIdxNarrowWord(src: Int32Array, valid: Uint8Array | null, idx: Int32Array, from: number, to: number, dst: Uint32Array, at: number): number {
+  for (let r = from; r < to; r++) {
+    const j = idx[r]!;
+    if (valid !== null && valid[j] === 0) continue;
+    dst[at++] = src[j]!;
   }
   return at;
 }

@@ -420,15 +420,19 @@ describe('WindowPacks', () => {
     // Reads as a decode thread computes them: sparse keys still indexed into their dictionaries
     // (a list key with null lists, null ids and lists cut to their first 3; a scalar key with
     // null rows). With `big`, one dictionary holds an id of 2^40, so no part may be narrow.
+    // The middle part's list dictionary is small beside its elements (read through a compact
+    // table), the others' as large as a chunk of PLAIN pages makes it (read as they are).
     const idxLayout: BatchLayout = { dense: [], denseNames: [], dim: 0, sparseKeys: ['l', 's'], label: false };
-    const dict = (r: () => number, big: boolean): Column => ({
+    const dict = (r: () => number, big: boolean, size = 40): Column => ({
       type: 'int64',
-      values: BigInt64Array.from({ length: 40 }, (_, i) => (big && i === 7 ? 2n ** 40n : BigInt(Math.floor(r() * 2 ** 31)))),
-      valid: Uint8Array.from({ length: 40 }, (_, i) => (i % 9 === 4 ? 0 : 1)),
+      // A null entry's value is no id: -1 here, which must not make the part wide.
+      values: BigInt64Array.from({ length: size }, (_, i) => (big && i === 7 ? 2n ** 40n : i % 9 === 4 ? -1n : BigInt(Math.floor(r() * 2 ** 31)))),
+      valid: Uint8Array.from({ length: size }, (_, i) => (i % 9 === 4 ? 0 : 1)),
     });
     const part = (rows: number, r: () => number, big: boolean, shared: boolean): Pack => {
       const offsets = new Int32Array(rows + 1);
       for (let i = 0; i < rows; i++) offsets[i + 1] = offsets[i]! + Math.floor(r() * 6);
+      const entries = rows === 31 ? 9 : Math.max(40, offsets[rows]!);
       const chunk = {
         outputs: new Map<string, Column>(),
         label: null,
@@ -436,7 +440,13 @@ describe('WindowPacks', () => {
         indexedLists: new Map([
           [
             'l',
-            { dict: dict(r, false), idx: Int32Array.from({ length: offsets[rows]! }, () => Math.floor(r() * 40)), offsets, valid: mask(rows, r, 0.1), keep: 3 },
+            {
+              dict: dict(r, false, entries),
+              idx: Int32Array.from({ length: offsets[rows]! }, () => Math.floor(r() * entries)),
+              offsets,
+              valid: mask(rows, r, 0.1),
+              keep: 3,
+            },
           ],
         ]),
         indexed: new Map([['s', { dict: dict(r, big), idx: Int32Array.from({ length: rows }, () => Math.floor(r() * 40)) }]]),
