@@ -347,7 +347,7 @@ describe('sluice gen', () => {
     ]);
     expect(a.status, a.stderr).toBe(0);
     expect(b.status, b.stderr).toBe(0);
-    expect(a.stderr).toMatch(/wrote 3000 rows to /);
+    expect(a.stdout).toMatch(/wrote 3000 rows to /);
     const base = readTable(rm1File);
     const same = readTable(again);
     const diff = readTable(other);
@@ -439,7 +439,7 @@ describe('sluice run', () => {
     const out = path('empty-out.parquet');
     const r = await sluice(['run', '--plan', mixPlanFile, '--input', empty, '--output', out]);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/wrote 0 rows x 5 features \+ label to /);
+    expect(r.stdout).toMatch(/wrote 0 rows x 5 features \+ label to /);
     const t = readTable(out);
     expect(t.numRows).toBe(0);
     expect(typesOf(t)).toEqual({ id: 'Float32', I1: 'Float32', cat: 'List<Float32>', C1: 'List<Int64>', C1raw: 'List<Int64>', label: 'Float32' });
@@ -460,7 +460,7 @@ describe('sluice run', () => {
     const out = path('mix-out.parquet');
     const r = await sluice(['run', '--plan', mixPlanFile, '--input', mixFile, '--output', out]);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/wrote 50 rows x 5 features \+ label to /);
+    expect(r.stdout).toMatch(/wrote 50 rows x 5 features \+ label to /);
     const t = readTable(out);
     expect(t.numRows).toBe(N);
     const types = typesOf(t);
@@ -584,7 +584,7 @@ describe('sluice fit and run --state', () => {
     const state = path('vocab-state.json');
     const fit = await sluice(['fit', '--plan', vocabPlanFile, '--input', vocabFile, '--out', state, '--quiet']);
     expect(fit.status, fit.stderr).toBe(0);
-    expect(fit.stderr).toMatch(/fitted 2 stateful op\(s\) over 8 rows/);
+    expect(fit.stdout).toMatch(/fitted 2 stateful op\(s\) over 8 rows/);
     expect(JSON.parse(readFileSync(state, 'utf8'))).toMatchObject({ version: 1 });
     expect(readdirSync(dir).filter((f) => f.startsWith('vocab-state.json'))).toEqual(['vocab-state.json']);
 

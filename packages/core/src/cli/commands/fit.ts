@@ -34,7 +34,7 @@ export async function cmdFit(values: Values): Promise<number> {
     throw e;
   }
   const sizes = Object.entries(json.ops).map(([k, v]) => `${k}: ${(v as { state: { keys?: unknown[] } }).state.keys?.length ?? '?'} ids`);
-  process.stderr.write(
+  process.stdout.write(
     `fitted ${Object.keys(json.ops).length} stateful op(s) over ${rows} rows -> ${output}${sizes.length ? '\n  ' + sizes.join('\n  ') : ''}\n`,
   );
   return 0;

@@ -35,6 +35,6 @@ export async function cmdGen(values: Values): Promise<number> {
     throw e;
   }
   progress.done();
-  process.stderr.write(`wrote ${r.rows} rows to ${output} (${(r.bytes / 1e6).toFixed(1)} MB) in ${r.seconds.toFixed(1)} s\n`);
+  process.stdout.write(`wrote ${r.rows} rows to ${output} (${(r.bytes / 1e6).toFixed(1)} MB) in ${r.seconds.toFixed(1)} s\n`);
   return 0;
 }

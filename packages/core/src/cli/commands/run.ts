@@ -48,7 +48,7 @@ export async function cmdRun(values: Values): Promise<number> {
     throw e;
   }
   progress.done();
-  process.stderr.write(
+  process.stdout.write(
     `wrote ${rows} rows x ${info.plan.features.length} features${plan.label ? ' + label' : ''} to ${output} (${(statSync(output).size / 1e6).toFixed(1)} MB) on backend ${info.backend}\n`,
   );
   return 0;
