@@ -1278,6 +1278,11 @@ describe('a careless command line is one line naming the option, before any work
       [gen('--seed', '-1'), '--seed must be an integer of at least 0, got "-1"'],
       [gen('--seed', '0x2a'), '--seed must be an integer of at least 0, got "0x2a"'],
       [['serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '70000'], '--port must be at most 65535, got "70000"'],
+      // Seconds past Node's longest timer (2^31 - 1 ms) made every response be cut off after 1 ms.
+      [
+        ['serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '0', '--send-timeout', '3000000'],
+        '--send-timeout must be at most 2147483, got "3000000"',
+      ],
     ];
     const results = await Promise.all(cases.map(([args]) => sluice(args)));
     results.forEach((r, k) => expectUsageLine(r, cases[k]![0][0]!, cases[k]![1]));

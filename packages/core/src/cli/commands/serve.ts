@@ -1,6 +1,7 @@
 /** `sluice serve`: serve a plan's batches over HTTP until SIGINT or SIGTERM. */
 import { loadPlan } from '@sluice/ops';
 import { createBatchServer, type ServeOptions } from '../../serve/server.js';
+import { MAX_TIMEOUT_MS } from '../../serve/guard.js';
 import { untilStopped } from '../stop.js';
 import { checkBackendArg } from '../backend.js';
 import { int, parseSize, pipelineOptions, planArg, UsageError, type Values } from '../args.js';
@@ -46,6 +47,6 @@ function serveLimits(values: Values): ServeOptions {
     o.spillBytes = Math.floor(bytes);
   }
   if (values['max-connections'] !== undefined) o.maxConnections = int(values, 'max-connections');
-  if (values['send-timeout'] !== undefined) o.sendTimeoutMs = int(values, 'send-timeout') * 1000;
+  if (values['send-timeout'] !== undefined) o.sendTimeoutMs = int(values, 'send-timeout', undefined, { max: Math.floor(MAX_TIMEOUT_MS / 1000) }) * 1000;
   return o;
 }
