@@ -163,6 +163,10 @@ export function redisArg(values: Values): string {
   // The value is echoed with any password hidden, as connect.ts's messages do.
   const shown = url.replace(/\/\/[^@/]*@/, '//***@');
   if (!ok) throw new UsageError(`${source} must be a redis:// or rediss:// URL (redis://[:password@]host:port), got "${shown}"`);
+  // The path is the database number; ioredis would send anything else to SELECT and crash on the reply.
+  const path = new URL(url).pathname;
+  if (path !== '' && path !== '/' && !/^\/\d{1,9}$/.test(path))
+    throw new UsageError(`${source}: the database after the port must be a number (redis://host:port/0), got "${path}" in "${shown}"`);
   return url;
 }
 
