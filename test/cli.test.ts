@@ -1360,4 +1360,14 @@ describe('a careless command line is one line naming the option, before any work
     expect(overview.stdout).toMatch(/^ {2}serve .*\[--workers N\]/m);
     expect(run.stdout).toMatch(/^\s+-i, --input F\.\.\.\s+Parquet input: .*s3:\/\//m);
   });
+
+  it('an s3:// input without a bucket is one line naming it, not an "unexpected error"', async () => {
+    const env = { AWS_ACCESS_KEY_ID: 'k', AWS_SECRET_ACCESS_KEY: 's', AWS_ENDPOINT_URL: 'http://127.0.0.1:9' };
+    const [bench, serve] = await Promise.all([
+      sluice(['bench', '--plan', mixPlanFile, '--input', 's3://'], env),
+      sluice(['serve', '--plan', mixPlanFile, '--input', 's3:///train/', '--port', '0'], env),
+    ]);
+    expectOneLineError(bench, 'bench', 's3:// names no bucket: expected s3://bucket/key (or s3://bucket/prefix/)');
+    expectOneLineError(serve, 'serve', 's3:///train/ names no bucket: expected s3://bucket/key (or s3://bucket/prefix/)');
+  });
 });
