@@ -410,6 +410,25 @@ describe('sluice serve', () => {
     }
   });
 
+  it('an empty --token or SLUICE_TOKEN is a usage error naming which, for serve and worker alike', async () => {
+    const serve = ['serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '0'];
+    const worker = ['worker', '--redis', 'redis://127.0.0.1:9', '--job', 'j'];
+    const [flag, env, wFlag, wEnv] = await Promise.all([
+      sluice([...serve, '--token', '']),
+      sluice(serve, { SLUICE_TOKEN: '' }),
+      sluice([...worker, '--token', '']),
+      sluice(worker, { SLUICE_TOKEN: '' }),
+    ]);
+    const expectUsageLine = (r: Result, command: string, line: string): void => {
+      expect(r.status, r.stderr).toBe(2);
+      expect(lines(r.stderr)).toEqual([`sluice ${command}: ${line}`, `(see sluice ${command} --help)`]);
+    };
+    expectUsageLine(flag, 'serve', '--token is empty: give a token, or leave --token out to serve without one');
+    expectUsageLine(env, 'serve', 'SLUICE_TOKEN is set but empty: give it a token, or unset it to serve without one');
+    expectUsageLine(wFlag, 'worker', '--token is empty: give a token, or leave --token out to serve without one');
+    expectUsageLine(wEnv, 'worker', 'SLUICE_TOKEN is set but empty: give it a token, or unset it to serve without one');
+  });
+
   it('warns when it serves beyond this machine without a token, and stops cleanly on SIGTERM', async () => {
     const child = spawn(process.execPath, [BIN, 'serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '0', '--host', '0.0.0.0'], {
       cwd: ROOT,
