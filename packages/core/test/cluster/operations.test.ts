@@ -135,6 +135,8 @@ describe.skipIf(missing !== null)(`cluster: operations${missing ? ` (skipped: ${
     }
     await c.close();
     checkExactlyOnce(await oracle(plan(), env.input), got);
+    // Each started without a false alarm: the first heartbeat used to go out before its connection was up.
+    for (const w of [a, b]) expect(w.stderr()).not.toMatch(/heartbeat/);
     const metrics = await (await fetch(`${a.url}/metrics`, { headers: auth })).text();
     for (const name of [
       'sluice_cluster_leases_total',
