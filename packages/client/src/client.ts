@@ -306,6 +306,20 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
     throw new SluiceError(`createClient: ${JSON.stringify(url)} is not an http(s) URL of a sluice serve (e.g. http://127.0.0.1:8080)`);
   }
   const base: URL = parsed;
+  if (options.token !== undefined) {
+    // undici refuses such a header as "invalid authorization header"; the direct reader would send it.
+    const bad = [...options.token].findIndex((ch) => ch < ' ' || (ch >= '\x7f' && ch < '\xa0') || ch > '\xff');
+    if (bad !== -1) {
+      const ch = [...options.token][bad]!;
+      const what =
+        ch === '\n' || ch === '\r'
+          ? 'a line break (read from a file with its newline?)'
+          : ch > '\xff'
+            ? 'a character an HTTP header cannot carry'
+            : 'a control character';
+      throw new SluiceError(`createClient: the token holds ${what} at position ${bad} of ${[...options.token].length}`);
+    }
+  }
   // undici is loaded on the first request that needs it (most batch reads do not): it is the
   // largest module the client would otherwise load into every training script.
   let agentP: Promise<Agent> | null = null;

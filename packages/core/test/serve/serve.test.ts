@@ -293,6 +293,12 @@ describe('sluice serve (HTTP)', () => {
 
   it('the client names a URL it cannot use, and a server it cannot reach after its retries', async () => {
     for (const bad of ['not a url', 'ftp://host/x', '']) expect(() => createClient(bad)).toThrow(/is not an http\(s\) URL of a sluice serve/);
+    // A token read from a file with its newline: undici said "invalid authorization header" (msgpack reads sent it as it was).
+    expect(() => createClient(url, { token: `${TOKEN}\n` })).toThrow(
+      `createClient: the token holds a line break (read from a file with its newline?) at position ${TOKEN.length} of ${TOKEN.length + 1}`,
+    );
+    expect(() => createClient(url, { token: 'a\u0000b' })).toThrow('createClient: the token holds a control character at position 1 of 3');
+    expect(() => createClient(url, { token: '€' })).toThrow('createClient: the token holds a character an HTTP header cannot carry at position 0 of 1');
     const closed = createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const port = (closed.address() as AddressInfo).port;
