@@ -410,6 +410,25 @@ describe('sluice serve', () => {
     }
   });
 
+  it('an empty --token or SLUICE_TOKEN is a usage error naming which, for serve and worker alike', async () => {
+    const serve = ['serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '0'];
+    const worker = ['worker', '--redis', 'redis://127.0.0.1:9', '--job', 'j'];
+    const [flag, env, wFlag, wEnv] = await Promise.all([
+      sluice([...serve, '--token', '']),
+      sluice(serve, { SLUICE_TOKEN: '' }),
+      sluice([...worker, '--token', '']),
+      sluice(worker, { SLUICE_TOKEN: '' }),
+    ]);
+    const expectUsageLine = (r: Result, command: string, line: string): void => {
+      expect(r.status, r.stderr).toBe(2);
+      expect(lines(r.stderr)).toEqual([`sluice ${command}: ${line}`, `(see sluice ${command} --help)`]);
+    };
+    expectUsageLine(flag, 'serve', '--token is empty: give a token, or leave --token out to serve without one');
+    expectUsageLine(env, 'serve', 'SLUICE_TOKEN is set but empty: give it a token, or unset it to serve without one');
+    expectUsageLine(wFlag, 'worker', '--token is empty: give a token, or leave --token out to serve without one');
+    expectUsageLine(wEnv, 'worker', 'SLUICE_TOKEN is set but empty: give it a token, or unset it to serve without one');
+  });
+
   it('warns when it serves beyond this machine without a token, and stops cleanly on SIGTERM', async () => {
     const child = spawn(process.execPath, [BIN, 'serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '0', '--host', '0.0.0.0'], {
       cwd: ROOT,
@@ -1278,6 +1297,11 @@ describe('a careless command line is one line naming the option, before any work
       [gen('--seed', '-1'), '--seed must be an integer of at least 0, got "-1"'],
       [gen('--seed', '0x2a'), '--seed must be an integer of at least 0, got "0x2a"'],
       [['serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '70000'], '--port must be at most 65535, got "70000"'],
+      // Seconds past Node's longest timer (2^31 - 1 ms) made every response be cut off after 1 ms.
+      [
+        ['serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '0', '--send-timeout', '3000000'],
+        '--send-timeout must be at most 2147483, got "3000000"',
+      ],
     ];
     const results = await Promise.all(cases.map(([args]) => sluice(args)));
     results.forEach((r, k) => expectUsageLine(r, cases[k]![0][0]!, cases[k]![1]));
@@ -1354,5 +1378,15 @@ describe('a careless command line is one line naming the option, before any work
     expect(overview.stdout).toContain('--input takes paths, globs, folders, http(s) URLs or s3:// objects, prefixes and globs');
     expect(overview.stdout).toMatch(/^ {2}serve .*\[--workers N\]/m);
     expect(run.stdout).toMatch(/^\s+-i, --input F\.\.\.\s+Parquet input: .*s3:\/\//m);
+  });
+
+  it('an s3:// input without a bucket is one line naming it, not an "unexpected error"', async () => {
+    const env = { AWS_ACCESS_KEY_ID: 'k', AWS_SECRET_ACCESS_KEY: 's', AWS_ENDPOINT_URL: 'http://127.0.0.1:9' };
+    const [bench, serve] = await Promise.all([
+      sluice(['bench', '--plan', mixPlanFile, '--input', 's3://'], env),
+      sluice(['serve', '--plan', mixPlanFile, '--input', 's3:///train/', '--port', '0'], env),
+    ]);
+    expectOneLineError(bench, 'bench', 's3:// names no bucket: expected s3://bucket/key (or s3://bucket/prefix/)');
+    expectOneLineError(serve, 'serve', 's3:///train/ names no bucket: expected s3://bucket/key (or s3://bucket/prefix/)');
   });
 });

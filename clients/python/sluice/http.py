@@ -13,6 +13,7 @@ import http.client
 import json
 import os
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -102,6 +103,21 @@ class Transport:
             raise SluiceError("no server URL given")
         for u in self.urls:
             _origin(u)
+            if urlsplit(u).query or urlsplit(u).fragment:
+                raise SluiceError(f"{u!r} has a query or fragment: give the base URL of a sluice serve (e.g. http://127.0.0.1:8080)")
+        if token is not None:
+            # http.client would raise "Invalid header value b'Bearer ...'", the token in the message.
+            bad = next((i for i, ch in enumerate(token) if ch < " " or "\x7f" <= ch < "\xa0" or ch > "\xff"), None)
+            if bad is not None:
+                ch = token[bad]
+                what = (
+                    "a line break (read from a file with its newline?)"
+                    if ch in "\r\n"
+                    else "a character an HTTP header cannot carry"
+                    if ch > "\xff"
+                    else "a control character"
+                )
+                raise SluiceError(f"the token holds {what} at position {bad} of {len(token)}")
         if not isinstance(retries, int) or retries < 0:
             raise SluiceError(f"retries must be a non-negative integer, got {retries!r}")
         if not retry_delay >= 0 or not timeout > 0:
@@ -250,6 +266,11 @@ class Transport:
 def _why(e: BaseException) -> str:
     if isinstance(e, socket.timeout):
         return "timed out"
+    if isinstance(e, ssl.SSLCertVerificationError):
+        return f"its TLS certificate is not trusted: {e.verify_message}"
+    if isinstance(e, ssl.SSLError):
+        # OpenSSL's words ("[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:992)") mean a plain-HTTP server, most often.
+        return "the TLS handshake failed: is it an http:// server? sluice serve speaks plain HTTP unless a proxy in front adds TLS"
     if isinstance(e, http.client.IncompleteRead):
         return f"body cut off after {len(e.partial)} bytes"
     if isinstance(e, OSError) and e.strerror:

@@ -4,6 +4,7 @@ connections, 5xx, a killed server) end in the right batches or one clear excepti
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 
@@ -124,8 +125,13 @@ def test_bad_arguments_are_one_line_each():
         (dict(urls="http://h", rank=2, world=2), "0 <= rank < world"),
         (dict(urls="http://h", rank=0), "give both rank and world"),
         (dict(urls="http://h", start=-1), "start must be a non-negative integer"),
+        # http.client said "Invalid header value b'Bearer s3cret\\n'" (a ValueError, the token in it).
+        (dict(urls="http://h", token="s3cret\n"), "the token holds a line break (read from a file with its newline?) at position 6 of 7"),
+        (dict(urls="http://h", token="a\x00b"), "the token holds a control character at position 1 of 3"),
+        # The query ended up in the middle of every request URL: "http://h?x=1/v1/info".
+        (dict(urls="http://h?x=1"), "has a query or fragment: give the base URL of a sluice serve"),
     ]:
-        with pytest.raises(SluiceError, match=msg.replace("(", r"\(").replace(")", r"\)")):
+        with pytest.raises(SluiceError, match=re.escape(msg)):
             SluiceBatches(**bad)
 
 
@@ -175,6 +181,16 @@ def test_retries_end_in_one_clear_error(server):
             Client(dead, TOKEN, retries=2, retry_delay=0.01).batch(0)
     finally:
         s.close()
+
+
+def test_https_to_a_plain_http_server_says_so_not_in_openssl_words(server):
+    url = server.url.replace("http://", "https://")
+    with pytest.raises(UnreachableError) as e:
+        Client(url, TOKEN, retries=0).info()
+    assert str(e.value) == (
+        f"{url}/v1/info: cannot reach the server (the TLS handshake failed: is it an http:// server? "
+        "sluice serve speaks plain HTTP unless a proxy in front adds TLS) after 1 attempts"
+    )
 
 
 def test_a_killed_server_fails_over_to_another(job, start_server):

@@ -106,7 +106,7 @@ export interface BatchesOptions {
   start?: number;
   /** Seq stride: rank r of world w uses start r, step w (default 1). */
   step?: number;
-  /** Requests in flight ahead of the loop (default 2). */
+  /** Requests in flight ahead of the loop (default 2; 0 and 1 both fetch one batch at a time). */
   prefetch?: number;
   signal?: AbortSignal;
 }
@@ -306,6 +306,20 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
     throw new SluiceError(`createClient: ${JSON.stringify(url)} is not an http(s) URL of a sluice serve (e.g. http://127.0.0.1:8080)`);
   }
   const base: URL = parsed;
+  if (options.token !== undefined) {
+    // undici refuses such a header as "invalid authorization header"; the direct reader would send it.
+    const bad = [...options.token].findIndex((ch) => ch < ' ' || (ch >= '\x7f' && ch < '\xa0') || ch > '\xff');
+    if (bad !== -1) {
+      const ch = [...options.token][bad]!;
+      const what =
+        ch === '\n' || ch === '\r'
+          ? 'a line break (read from a file with its newline?)'
+          : ch > '\xff'
+            ? 'a character an HTTP header cannot carry'
+            : 'a control character';
+      throw new SluiceError(`createClient: the token holds ${what} at position ${bad} of ${[...options.token].length}`);
+    }
+  }
   // undici is loaded on the first request that needs it (most batch reads do not): it is the
   // largest module the client would otherwise load into every training script.
   let agentP: Promise<Agent> | null = null;
@@ -391,8 +405,13 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
   };
 
   /** The body of batch `seq` in a format, or null past the end. */
+  /** A 200 body that is not what a sluice serve sends (another server at the URL): one line naming it, not the decoder's own text. */
+  const notSluice = (path: string, what: string, e: unknown): SluiceError =>
+    new SluiceError(`${base.origin}${path}: the answer is not ${what} (is ${base.origin} a sluice serve?)`, {}, { cause: e });
+
   async function batchBody(seq: number, accept: string, signal?: AbortSignal): Promise<Uint8Array | null> {
-    if (!Number.isSafeInteger(seq) || seq < 0) throw new RangeError(`seq must be a non-negative integer, got ${seq}`);
+    if (!Number.isInteger(seq) || seq < 0) throw new RangeError(`seq must be a non-negative integer, got ${seq}`);
+    if (!Number.isSafeInteger(seq)) throw new RangeError(`seq must be at most ${Number.MAX_SAFE_INTEGER}, got ${seq}`);
     const path = `/v1/batches/${seq}`;
     const r = await get(path, accept, signal, true);
     if (r.status === 404) {
@@ -410,11 +429,22 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
     async info() {
       const r = await get('/v1/info', 'application/json');
       if (r.status !== 200) fail('/v1/info', r);
-      return JSON.parse(new TextDecoder().decode(r.body)) as ServerInfo;
+      try {
+        return JSON.parse(new TextDecoder().decode(r.body)) as ServerInfo;
+      } catch (e) {
+        throw notSluice('/v1/info', 'JSON', e);
+      }
     },
     async batch(seq, signal) {
       const body = await batchBody(seq, 'application/msgpack', signal);
-      return body === null ? null : defineRelease(decodeMsgpackBatch(body), () => bodies.give(body.buffer));
+      if (body === null) return null;
+      let b: ClientBatch;
+      try {
+        b = decodeMsgpackBatch(body);
+      } catch (e) {
+        throw notSluice(`/v1/batches/${seq}`, 'a msgpack batch', e);
+      }
+      return defineRelease(b, () => bodies.give(body.buffer));
     },
     async arrow(seq, signal) {
       // Arrow IPC aligns its buffers to 8 bytes and the body is a buffer of its own: columns are views.
@@ -423,20 +453,35 @@ export function createClient(url: string, options: ClientOptions = {}): BatchCli
       const body = await batchBody(seq, 'application/vnd.apache.arrow.stream', signal);
       if (body === null) return null;
       const { tableFromArrowStream } = await ipc;
-      return defineRelease(tableFromArrowStream(body) as ClientTable, () => bodies.give(body.buffer));
+      let t: ClientTable;
+      try {
+        t = tableFromArrowStream(body) as ClientTable;
+      } catch (e) {
+        throw notSluice(`/v1/batches/${seq}`, 'an Arrow stream', e);
+      }
+      return defineRelease(t, () => bodies.give(body.buffer));
     },
     batches(o = {}) {
       const step = o.step ?? 1;
       const depth = o.prefetch ?? 2;
       if (!Number.isInteger(step) || step < 1) throw new RangeError(`step must be a positive integer, got ${step}`);
-      const state = { cursor: o.start ?? 0 };
+      if (!Number.isInteger(depth) || depth < 0) throw new RangeError(`prefetch must be a non-negative integer, got ${depth}`);
+      const start = o.start ?? 0;
+      if (!Number.isSafeInteger(start) || start < 0) throw new RangeError(`start must be a non-negative integer, got ${start}`);
+      const state = { cursor: start };
       const it = async function* (): AsyncGenerator<ClientBatch> {
         const ahead: Array<Promise<ClientBatch | null>> = [];
         let next = state.cursor;
         try {
           for (;;) {
-            while (ahead.length < depth) {
-              ahead.push(client.batch(next, o.signal));
+            // prefetch 0: nothing ahead, the one request the loop waits for.
+            while (ahead.length < Math.max(1, depth)) {
+              const p = client.batch(next, o.signal);
+              // A request ahead may fail before the loop awaits it (the server gone, a body not a
+              // batch): handled here, it is thrown where it is awaited, not as an unhandled
+              // rejection that ends the process.
+              p.catch(() => undefined);
+              ahead.push(p);
               next += step;
             }
             const b = await ahead.shift()!;

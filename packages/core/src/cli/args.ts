@@ -20,6 +20,25 @@ export function need(values: Values, name: string): string {
   return v;
 }
 
+/**
+ * --token, else $SLUICE_TOKEN, else undefined (no token). An empty one is a usage error naming
+ * where it came from: `SLUICE_TOKEN=` left empty by a deployment must not read as "no token".
+ *
+ * @example
+ * tokenArg({ token: 's3cret' }); // 's3cret'
+ */
+export function tokenArg(values: Values): string | undefined {
+  const given = values.token as string | undefined;
+  const token = given ?? process.env.SLUICE_TOKEN;
+  if (token === '')
+    throw new UsageError(
+      given === undefined
+        ? 'SLUICE_TOKEN is set but empty: give it a token, or unset it to serve without one'
+        : '--token is empty: give a token, or leave --token out to serve without one',
+    );
+  return token;
+}
+
 /** Bounds of an integer option: at least `min` (default 0), at most `max` (default the largest safe integer). */
 export interface IntBounds {
   readonly min?: number;
@@ -163,6 +182,10 @@ export function redisArg(values: Values): string {
   // The value is echoed with any password hidden, as connect.ts's messages do.
   const shown = url.replace(/\/\/[^@/]*@/, '//***@');
   if (!ok) throw new UsageError(`${source} must be a redis:// or rediss:// URL (redis://[:password@]host:port), got "${shown}"`);
+  // The path is the database number; ioredis would send anything else to SELECT and crash on the reply.
+  const path = new URL(url).pathname;
+  if (path !== '' && path !== '/' && !/^\/\d{1,9}$/.test(path))
+    throw new UsageError(`${source}: the database after the port must be a number (redis://host:port/0), got "${path}" in "${shown}"`);
   return url;
 }
 

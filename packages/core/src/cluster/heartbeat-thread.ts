@@ -38,7 +38,9 @@ async function beat(): Promise<void> {
     const ids = (await redis.eval(RENEW, 3, d.stream, d.aliveKey, d.workersKey, d.group, d.consumer, String(d.leaseMs), json)) as string[];
     parentPort!.postMessage({ kind: 'held', ids, at } satisfies HeartbeatOut);
   } catch (e) {
-    parentPort!.postMessage({ kind: 'error', message: (e as Error).message } satisfies HeartbeatOut);
+    // Without a connection ioredis says "Stream isn't writeable and enableOfflineQueue options is false".
+    const message = redis.status === 'ready' ? (e as Error).message : 'no connection to Redis';
+    parentPort!.postMessage({ kind: 'error', message } satisfies HeartbeatOut);
   }
 }
 
@@ -55,4 +57,8 @@ parentPort!.on('message', (m: HeartbeatIn) => {
   redis.disconnect();
   parentPort!.close();
 });
-void beat();
+// The first beat once connected: sent before, with no offline queue, it failed at every start
+// and the worker warned of a heartbeat failure (and its recovery) that never was.
+redis.once('ready', () => {
+  if (!stopping) void beat();
+});

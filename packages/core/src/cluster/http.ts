@@ -7,14 +7,14 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SluiceError, type Plan } from '@sluice/ops';
+import type { Plan } from '@sluice/ops';
 import type { Redis } from 'ioredis';
 import type { PipelineInfo } from '../pipeline/pipeline.js';
 import { ARROW_STREAM, MSGPACK, batchFromMsgpack, batchToArrowStream } from '../serve/encode.js';
 import { tokenCheck, type TokenCheck } from '../serve/auth.js';
 import type { Dashboard } from '../serve/dashboard.js';
 import { ConnectionGuard, guardServerOptions, type GuardOptions } from '../serve/guard.js';
-import { acceptGet, bodyFormat, deny, json, routeOf } from '../serve/reply.js';
+import { acceptGet, bodyFormat, deny, json, listenError, routeOf } from '../serve/reply.js';
 import { describeSplit, splitOf, type JobSpec, type Split } from './job.js';
 import type { JobKeys } from './keys.js';
 import type { WorkerMetrics } from './metrics.js';
@@ -82,9 +82,7 @@ export class WorkerHttp {
   /** Listens on `host:port`; resolves with the address it got. */
   async listen(host: string, port: number): Promise<AddressInfo> {
     await new Promise<void>((resolve, reject) => {
-      this.server.once('error', (e: NodeJS.ErrnoException) =>
-        reject(new SluiceError(`cannot listen on ${host}:${port}: ${e.code === 'EADDRINUSE' ? 'the port is in use' : e.message}`)),
-      );
+      this.server.once('error', (e: NodeJS.ErrnoException) => reject(listenError(host, port, e)));
       this.server.listen(port, host, () => resolve());
     });
     return this.server.address() as AddressInfo;

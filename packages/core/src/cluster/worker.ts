@@ -12,7 +12,7 @@ import { pipeline, type Pipeline, type PipelineInfo, type PipelineOptions } from
 import { fingerprint, type IteratorState } from '../pipeline/resume.js';
 import { batchToMsgpack } from '../serve/encode.js';
 import { createDashboard } from '../serve/dashboard.js';
-import type { GuardOptions } from '../serve/guard.js';
+import { MAX_TIMEOUT_MS, type GuardOptions } from '../serve/guard.js';
 import { Heartbeat } from './heartbeat.js';
 import type { HeartbeatData } from './heartbeat-thread.js';
 import { WorkerHttp, type JobFailure } from './http.js';
@@ -95,9 +95,9 @@ interface Mine {
  * console.log(w.url);
  */
 export async function startWorker(o: WorkerOptions): Promise<ClusterWorker> {
-  const leaseMs = positive('leaseMs', o.leaseMs, 10_000);
+  const leaseMs = positive('leaseMs', o.leaseMs, 10_000, MAX_TIMEOUT_MS);
   const maxHeld = positive('maxHeld', o.maxHeld, 64);
-  const waitMs = positive('waitMs', o.waitMs, 30_000);
+  const waitMs = positive('waitMs', o.waitMs, 30_000, MAX_TIMEOUT_MS);
   const maxAttempts = positive('maxAttempts', o.maxAttempts, 3);
   const leaseSplits = positive('leaseSplits', o.leaseSplits, 4);
   if (o.token === '') throw new SluiceError('the token must not be empty');
@@ -107,22 +107,30 @@ export async function startWorker(o: WorkerOptions): Promise<ClusterWorker> {
     redis.disconnect();
     throw e;
   });
-  const job = await loadJob(redis, o.job);
-  const k = jobKeys(job.name);
-  const plan = loadPlan(job.plan);
-  const runOptions: PipelineOptions = {
-    input: job.input,
-    windowBatches: true,
-    ...(job.fitState ? { fitState: job.fitState } : {}),
-    ...(o.backend ? { backend: o.backend } : {}),
-    ...(o.decoders ? { decoders: o.decoders } : {}),
-  };
-  const info = await pipeline(plan, runOptions).info();
-  if (fingerprint(plan, info.dataset) !== job.fingerprint) {
-    throw new SluiceError(`the input files this worker sees differ from job ${job.name}'s (row groups or paths): every worker must read the same files`);
+  try {
+    const job = await loadJob(redis, o.job);
+    const k = jobKeys(job.name);
+    const plan = loadPlan(job.plan);
+    const runOptions: PipelineOptions = {
+      input: job.input,
+      windowBatches: true,
+      ...(job.fitState ? { fitState: job.fitState } : {}),
+      ...(o.backend ? { backend: o.backend } : {}),
+      ...(o.decoders ? { decoders: o.decoders } : {}),
+    };
+    const info = await pipeline(plan, runOptions).info();
+    if (fingerprint(plan, info.dataset) !== job.fingerprint) {
+      throw new SluiceError(`the input files this worker sees differ from job ${job.name}'s (row groups or paths): every worker must read the same files`);
+    }
+    const id = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 6)}`;
+    return await new WorkerNode(o, { leaseMs, maxHeld, waitMs, maxAttempts, leaseSplits }, redis, blocking, job, k, plan, info, runOptions, id).start();
+  } catch (e) {
+    // A worker that does not start (no such job, other files, the port in use) leaves nothing
+    // open: two live Redis connections would keep the process from ever exiting.
+    blocking.disconnect();
+    redis.disconnect();
+    throw e;
   }
-  const id = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 6)}`;
-  return new WorkerNode(o, { leaseMs, maxHeld, waitMs, maxAttempts, leaseSplits }, redis, blocking, job, k, plan, info, runOptions, id).start();
 }
 
 interface Limits {
@@ -211,9 +219,14 @@ class WorkerNode implements ClusterWorker {
       replay: (s) => this.replay(s),
     });
     const a = await this.http.listen(this.o.host ?? '127.0.0.1', this.o.port ?? 0);
-    this.url = (this.o.advertise ?? `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`).replace(/\/+$/, '');
-    await this.redis.hset(this.k.workers, this.id, this.record());
-    this.startHeartbeat();
+    try {
+      this.url = (this.o.advertise ?? `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`).replace(/\/+$/, '');
+      await this.redis.hset(this.k.workers, this.id, this.record());
+      this.startHeartbeat();
+    } catch (e) {
+      await this.http.close();
+      throw e;
+    }
     this.loop = this.leaseLoop();
     return this;
   }
@@ -549,9 +562,10 @@ class WorkerNode implements ClusterWorker {
   }
 }
 
-function positive(name: string, v: number | undefined, dflt: number): number {
+function positive(name: string, v: number | undefined, dflt: number, max = Number.MAX_SAFE_INTEGER): number {
   if (v === undefined) return dflt;
   if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`${name} must be a positive integer, got ${v}`);
+  if (v > max) throw new RangeError(`${name} must be at most ${max}, got ${v}`);
   return v;
 }
 

@@ -43,14 +43,14 @@ const CHECK_INTERVAL_MS = 1000;
  */
 export function guardServerOptions(o: GuardOptions): ServerOptions {
   nonNegative('maxConnections', o.maxConnections, 0);
-  nonNegative('sendTimeoutMs', o.sendTimeoutMs, 0);
-  const headers = nonNegative('headersTimeoutMs', o.headersTimeoutMs, 10_000);
+  nonNegative('sendTimeoutMs', o.sendTimeoutMs, 0, MAX_TIMEOUT_MS);
+  const headers = nonNegative('headersTimeoutMs', o.headersTimeoutMs, 10_000, MAX_TIMEOUT_MS);
   return {
     connectionsCheckingInterval: CHECK_INTERVAL_MS,
     headersTimeout: headers,
     // A GET has no body: the request is whole with its headers. Node wants this at least headersTimeout; 0 turns both off.
     requestTimeout: headers === 0 ? 0 : headers * 2,
-    keepAliveTimeout: nonNegative('keepAliveTimeoutMs', o.keepAliveTimeoutMs, 5_000),
+    keepAliveTimeout: nonNegative('keepAliveTimeoutMs', o.keepAliveTimeoutMs, 5_000, MAX_TIMEOUT_MS),
   };
 }
 
@@ -76,7 +76,7 @@ export class ConnectionGuard {
 
   constructor(server: Server, o: GuardOptions) {
     this.max = nonNegative('maxConnections', o.maxConnections, 256);
-    this.sendMs = nonNegative('sendTimeoutMs', o.sendTimeoutMs, 60_000);
+    this.sendMs = nonNegative('sendTimeoutMs', o.sendTimeoutMs, 60_000, MAX_TIMEOUT_MS);
     server.on('connection', (socket: Socket) => {
       this.conns.set(socket, { active: 0, idleSince: performance.now() });
       socket.once('close', () => this.conns.delete(socket));
@@ -130,8 +130,12 @@ export class ConnectionGuard {
   }
 }
 
-function nonNegative(name: string, v: number | undefined, dflt: number): number {
+/** The longest time a Node timer takes (about 24.8 days): past it setTimeout fires after 1 ms, which would cut off every response. */
+export const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+function nonNegative(name: string, v: number | undefined, dflt: number, max = Number.MAX_SAFE_INTEGER): number {
   if (v === undefined) return dflt;
   if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`${name} must be a non-negative integer (0 turns it off), got ${v}`);
+  if (v > max) throw new RangeError(`${name} must be at most ${max} (about 24.8 days; 0 turns it off), got ${v}`);
   return v;
 }

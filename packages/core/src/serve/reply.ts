@@ -4,6 +4,7 @@
  * read and the 406 for an Accept that neither body format meets. Shared so a client sees one protocol whichever of the two it talks to.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SluiceError } from '@sluice/ops';
 import { ARROW_STREAM, MSGPACK, negotiate, type BodyFormat } from './encode.js';
 import { TargetError, parseTarget, type Route } from './target.js';
 
@@ -44,4 +45,20 @@ export function bodyFormat(req: IncomingMessage, res: ServerResponse): BodyForma
   const format = negotiate(req.headers.accept);
   if (format === null) json(res, 406, { error: `can send ${ARROW_STREAM} or ${MSGPACK}` });
   return format;
+}
+
+/**
+ * The one line for a server that cannot listen (`sluice serve`, a cluster worker): the port in use,
+ * a privileged port, an address this machine does not have, in words rather than Node's error codes.
+ */
+export function listenError(host: string, port: number, e: NodeJS.ErrnoException): SluiceError {
+  const why =
+    e.code === 'EADDRINUSE'
+      ? 'the port is in use'
+      : e.code === 'EACCES'
+        ? 'permission denied (ports below 1024 need privileges)'
+        : e.code === 'EADDRNOTAVAIL' || e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN'
+          ? 'this machine has no such address'
+          : e.message;
+  return new SluiceError(`cannot listen on ${host}:${port}: ${why}`, {}, { cause: e });
 }

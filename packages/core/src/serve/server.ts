@@ -5,7 +5,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pipeline as pipeStreams } from 'node:stream/promises';
-import { PlanError, SluiceError, loadPlan, type Plan, type PlanSpec } from '@sluice/ops';
+import { PlanError, loadPlan, type Plan, type PlanSpec } from '@sluice/ops';
 import { pipeline, type PipelineInfo, type PipelineOptions } from '../pipeline/pipeline.js';
 import { ARROW_STREAM, MSGPACK } from './encode.js';
 import { tokenCheck } from './auth.js';
@@ -15,7 +15,7 @@ import { ConnectionGuard, guardServerOptions, type GuardOptions } from './guard.
 import { serveMetrics } from './metrics.js';
 import type { Body } from './shelf.js';
 import { BatchStore, type BatchStoreOptions } from './store.js';
-import { acceptGet, bodyFormat, deny, json, routeOf } from './reply.js';
+import { acceptGet, bodyFormat, deny, json, listenError, routeOf } from './reply.js';
 
 /**
  * Options of `createBatchServer`: the token, who may read `/metrics`, the store's bounds and the
@@ -218,17 +218,7 @@ async function serveStore(plan: Plan, info: PipelineInfo, store: BatchStore, opt
     guard,
     listen: (port, host = '127.0.0.1') =>
       new Promise((resolve, reject) => {
-        server.once('error', (e: NodeJS.ErrnoException) => {
-          const why =
-            e.code === 'EADDRINUSE'
-              ? 'the port is in use'
-              : e.code === 'EACCES'
-                ? 'permission denied (ports below 1024 need privileges)'
-                : e.code === 'EADDRNOTAVAIL' || e.code === 'ENOTFOUND'
-                  ? 'this machine has no such address'
-                  : e.message;
-          reject(new SluiceError(`cannot listen on ${host}:${port}: ${why}`, {}, { cause: e }));
-        });
+        server.once('error', (e: NodeJS.ErrnoException) => reject(listenError(host, port, e)));
         server.listen(port, host, () => {
           server.removeAllListeners('error');
           const a = server.address() as AddressInfo;

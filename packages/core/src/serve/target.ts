@@ -61,7 +61,8 @@ function decodeSegment(segment: string): string {
 /** A batch seq: decimal digits, no sign, no leading zero, at most MAX_SEQ. */
 function parseSeq(text: string): number {
   const seq = Number(text);
-  if (!/^(0|[1-9][0-9]*)$/.test(text) || seq > MAX_SEQ) throw new TargetError(`batch seq must be a non-negative integer, got ${quote(text)}`);
+  if (!/^(0|[1-9][0-9]*)$/.test(text)) throw new TargetError(`batch seq must be a non-negative integer, got ${quote(text)}`);
+  if (seq > MAX_SEQ) throw new TargetError(`batch seq must be a non-negative integer of at most ${MAX_SEQ}, got ${quote(text)}`);
   return seq;
 }
 

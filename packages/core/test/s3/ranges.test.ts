@@ -1,6 +1,7 @@
 /** Coalescing ranged reads, the reader over fetched pieces, the in-flight limit, and s3:// parsing. */
 import { describe, expect, it } from 'vitest';
 import { coalesce, inFlight, piecesReader } from '../../src/reader/s3/ranges.js';
+import { InputError } from '@sluice/ops';
 import { parseS3Url } from '../../src/reader/s3/url.js';
 import { xmlAll, xmlText } from '../../src/reader/s3/errors.js';
 
@@ -67,7 +68,10 @@ describe('s3:// locations and S3 XML', () => {
   it('splits bucket and key and refuses a missing bucket', () => {
     expect(parseS3Url('s3://b/a/b c%2B.parquet')).toEqual({ bucket: 'b', key: 'a/b c%2B.parquet' });
     expect(parseS3Url('s3://b')).toEqual({ bucket: 'b', key: '' });
-    expect(() => parseS3Url('s3:///k')).toThrow('s3:///k is not an s3:// location: expected s3://bucket/key');
+    for (const bad of ['s3:///k', 's3://', 's3:']) {
+      expect(() => parseS3Url(bad)).toThrow(InputError);
+      expect(() => parseS3Url(bad)).toThrow(`${bad} names no bucket: expected s3://bucket/key (or s3://bucket/prefix/)`);
+    }
   });
   it('reads escaped element text', () => {
     expect(xmlAll('<Contents><Key>a&amp;b&#x20;&lt;c&gt;&#33;</Key></Contents><Contents><Key>d</Key></Contents>', 'Key')).toEqual(['a&b <c>!', 'd']);

@@ -224,6 +224,13 @@ describe('connections', () => {
       /maxConnections must be a non-negative integer \(0 turns it off\), got -1/,
     );
     await expect(createBatchServer(plan128, { input: small }, { maxRuns: 0 })).rejects.toThrow(/maxRuns must be a positive integer, got 0/);
+    // Past 2^31 - 1 ms Node fires a timer after 1 ms: every response would be cut off at once.
+    for (const o of [{ sendTimeoutMs: 3e9 }, { headersTimeoutMs: 2 ** 31 }, { keepAliveTimeoutMs: 2 ** 40 }]) {
+      const [name, v] = Object.entries(o)[0]!;
+      await expect(createBatchServer(plan128, { input: small }, o)).rejects.toThrow(
+        `${name} must be at most 2147483647 (about 24.8 days; 0 turns it off), got ${v}`,
+      );
+    }
     await expect(createBatchServer(plan128, { input: small }, { spillDir: join(dir, 'no', 'such') })).rejects.toThrow(
       new RegExp(`^cannot write the spill in ${join(dir, 'no', 'such').replace(/[/\\.]/g, '\\$&')} \\(ENOENT\\): choose another folder`),
     );

@@ -113,6 +113,9 @@ describe('sluice serve (HTTP)', () => {
       expect(r.status, bad).toBe(400);
       expect(((await r.json()) as { error: string }).error).toMatch(/non-negative integer/);
     }
+    // A seq past any run's possible end says what is wrong with it: it is a non-negative integer.
+    const huge = await get('/v1/batches/99999999999999999999');
+    expect(await huge.json()).toEqual({ error: 'batch seq must be a non-negative integer of at most 9007199254740990, got "99999999999999999999"' });
     const end = await get('/v1/batches/8');
     expect(end.status).toBe(404);
     expect(await end.json()).toEqual({ end: true, batches: 8 });
@@ -290,6 +293,12 @@ describe('sluice serve (HTTP)', () => {
 
   it('the client names a URL it cannot use, and a server it cannot reach after its retries', async () => {
     for (const bad of ['not a url', 'ftp://host/x', '']) expect(() => createClient(bad)).toThrow(/is not an http\(s\) URL of a sluice serve/);
+    // A token read from a file with its newline: undici said "invalid authorization header" (msgpack reads sent it as it was).
+    expect(() => createClient(url, { token: `${TOKEN}\n` })).toThrow(
+      `createClient: the token holds a line break (read from a file with its newline?) at position ${TOKEN.length} of ${TOKEN.length + 1}`,
+    );
+    expect(() => createClient(url, { token: 'a\u0000b' })).toThrow('createClient: the token holds a control character at position 1 of 3');
+    expect(() => createClient(url, { token: '€' })).toThrow('createClient: the token holds a character an HTTP header cannot carry at position 0 of 1');
     const closed = createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const port = (closed.address() as AddressInfo).port;
@@ -297,6 +306,55 @@ describe('sluice serve (HTTP)', () => {
     const c = createClient(`http://127.0.0.1:${port}`, { retries: 1, retryDelayMs: 5 });
     try {
       await expect(c.batch(0)).rejects.toThrow(new RegExp(`/v1/batches/0: cannot reach http://127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\) after 2 attempts`));
+    } finally {
+      await c.close();
+    }
+  });
+
+  it("a server that is not a sluice serve is named in one line, never in the JSON, msgpack or Arrow decoder's words, and batches() throws it where it is awaited", async () => {
+    // A web server that answers every path 200 with an HTML page.
+    const page = Buffer.from('<html><body>hello</body></html>');
+    const web: Server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html', 'content-length': page.length }).end(page));
+    await new Promise<void>((r) => web.listen(0, '127.0.0.1', r));
+    const origin = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown): void => void unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    const c = createClient(origin, { retries: 0 });
+    try {
+      const named = (path: string, what: string): RegExp =>
+        new RegExp(`^${origin.replace(/[.]/g, '\\.')}${path}: the answer is not ${what} \\(is ${origin.replace(/[.]/g, '\\.')} a sluice serve\\?\\)$`);
+      await expect(c.info()).rejects.toThrow(named('/v1/info', 'JSON'));
+      await expect(c.batch(0)).rejects.toThrow(named('/v1/batches/0', 'a msgpack batch'));
+      await expect(c.arrow(0)).rejects.toThrow(named('/v1/batches/0', 'an Arrow stream'));
+      // Every request ahead fails too: each must be handled, not end the process as an unhandled rejection.
+      for (const prefetch of [0, 2, 4]) {
+        const loop = async (): Promise<number> => {
+          let n = 0;
+          for await (const b of c.batches({ prefetch })) n += b.rows;
+          return n;
+        };
+        await expect(loop()).rejects.toThrow(named('/v1/batches/0', 'a msgpack batch'));
+      }
+      await new Promise((r) => setTimeout(r, 50));
+      expect(unhandled).toEqual([]);
+      await expect(c.batch(2 ** 60)).rejects.toThrow(`seq must be at most ${Number.MAX_SAFE_INTEGER}, got ${2 ** 60}`);
+      expect(() => c.batches({ prefetch: -1 })).toThrow('prefetch must be a non-negative integer, got -1');
+      expect(() => c.batches({ start: -1 })).toThrow('start must be a non-negative integer, got -1');
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      await c.close();
+      web.closeAllConnections();
+      await new Promise((r) => web.close(r));
+    }
+  });
+
+  it('prefetch 0 reads one batch at a time', async () => {
+    const c = createClient(url, { token: TOKEN });
+    try {
+      const seqs: number[] = [];
+      for await (const b of c.batches({ prefetch: 0, start: 5 })) seqs.push(b.seq);
+      expect(seqs).toEqual([5, 6, 7]);
     } finally {
       await c.close();
     }

@@ -1,15 +1,16 @@
 /** `sluice serve`: serve a plan's batches over HTTP until SIGINT or SIGTERM. */
 import { loadPlan } from '@sluice/ops';
 import { createBatchServer, type ServeOptions } from '../../serve/server.js';
+import { MAX_TIMEOUT_MS } from '../../serve/guard.js';
 import { untilStopped } from '../stop.js';
 import { checkBackendArg } from '../backend.js';
-import { int, parseSize, pipelineOptions, planArg, UsageError, type Values } from '../args.js';
+import { int, parseSize, pipelineOptions, planArg, UsageError, tokenArg, type Values } from '../args.js';
 
 export async function cmdServe(values: Values): Promise<number> {
   const plan = loadPlan(planArg(values));
   checkBackendArg(values);
   const port = int(values, 'port', undefined, { max: 65535 });
-  const token = (values.token as string | undefined) ?? process.env.SLUICE_TOKEN;
+  const token = tokenArg(values);
   const s = await createBatchServer(plan, pipelineOptions(values, plan), { ...(token === undefined ? {} : { token }), ...serveLimits(values) });
   const host = (values.host as string | undefined) ?? '127.0.0.1';
   // Listening for the stop signals before saying "serving", which a supervisor may answer at once.
@@ -46,6 +47,6 @@ function serveLimits(values: Values): ServeOptions {
     o.spillBytes = Math.floor(bytes);
   }
   if (values['max-connections'] !== undefined) o.maxConnections = int(values, 'max-connections');
-  if (values['send-timeout'] !== undefined) o.sendTimeoutMs = int(values, 'send-timeout') * 1000;
+  if (values['send-timeout'] !== undefined) o.sendTimeoutMs = int(values, 'send-timeout', undefined, { max: Math.floor(MAX_TIMEOUT_MS / 1000) }) * 1000;
   return o;
 }

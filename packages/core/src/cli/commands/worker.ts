@@ -1,13 +1,14 @@
 /** `sluice worker`: join a cluster job, make its splits and serve their batches until SIGINT or SIGTERM. */
 import { startWorker, type WorkerOptions } from '../../cluster/worker.js';
+import { MAX_TIMEOUT_MS } from '../../serve/guard.js';
 import { untilStopped } from '../stop.js';
 import { checkBackendArg } from '../backend.js';
-import { int, need, redisArg, UsageError, type Values } from '../args.js';
+import { int, need, redisArg, UsageError, tokenArg, type Values } from '../args.js';
 
 export async function cmdWorker(values: Values): Promise<number> {
   const port = int(values, 'port', 0, { max: 65535 });
   checkBackendArg(values);
-  const token = (values.token as string | undefined) ?? process.env.SLUICE_TOKEN;
+  const token = tokenArg(values);
   const host = (values.host as string | undefined) ?? '127.0.0.1';
   const auth = values['metrics-auth'];
   if (auth !== undefined && auth !== 'token' && auth !== 'open') throw new UsageError(`--metrics-auth must be "token" or "open", got "${String(auth)}"`);
@@ -20,12 +21,12 @@ export async function cmdWorker(values: Values): Promise<number> {
     ...(typeof values.backend === 'string' ? { backend: values.backend } : {}),
     ...(token === undefined ? {} : { token }),
     ...(auth === undefined ? {} : { metricsAuth: auth }),
-    ...(values['lease-ms'] !== undefined ? { leaseMs: int(values, 'lease-ms') } : {}),
-    ...(values['max-held'] !== undefined ? { maxHeld: int(values, 'max-held') } : {}),
-    ...(values['wait-ms'] !== undefined ? { waitMs: int(values, 'wait-ms') } : {}),
-    ...(values['max-attempts'] !== undefined ? { maxAttempts: int(values, 'max-attempts') } : {}),
-    ...(values['lease-splits'] !== undefined ? { leaseSplits: int(values, 'lease-splits') } : {}),
-    ...(values.decoders !== undefined ? { decoders: int(values, 'decoders') } : {}),
+    ...(values['lease-ms'] !== undefined ? { leaseMs: int(values, 'lease-ms', undefined, { min: 1, max: MAX_TIMEOUT_MS }) } : {}),
+    ...(values['max-held'] !== undefined ? { maxHeld: int(values, 'max-held', undefined, { min: 1 }) } : {}),
+    ...(values['wait-ms'] !== undefined ? { waitMs: int(values, 'wait-ms', undefined, { min: 1, max: MAX_TIMEOUT_MS }) } : {}),
+    ...(values['max-attempts'] !== undefined ? { maxAttempts: int(values, 'max-attempts', undefined, { min: 1 }) } : {}),
+    ...(values['lease-splits'] !== undefined ? { leaseSplits: int(values, 'lease-splits', undefined, { min: 1 }) } : {}),
+    ...(values.decoders !== undefined ? { decoders: int(values, 'decoders', undefined, { min: 1 }) } : {}),
     onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
   };
   // Listening for the stop signals before saying "serving", which a supervisor may answer at once.

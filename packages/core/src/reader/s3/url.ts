@@ -1,3 +1,5 @@
+import { InputError } from '@sluice/ops';
+
 /** An object (or a prefix, or a glob over keys) in a bucket, from an `s3://bucket/key` input. */
 export interface S3Location {
   readonly bucket: string;
@@ -9,7 +11,7 @@ export interface S3Location {
 export { isS3Url } from '../../util/url.js';
 
 /**
- * Splits `s3://bucket/key` into bucket and key; throws a RangeError naming the input when it has
+ * Splits `s3://bucket/key` into bucket and key; throws an InputError naming the input when it has
  * no bucket. The key is kept as written (not URL-decoded): S3 keys may hold "%" and "+".
  *
  * @example
@@ -17,7 +19,8 @@ export { isS3Url } from '../../util/url.js';
  */
 export function parseS3Url(s: string): S3Location {
   const m = /^s3:\/\/([^/]*)\/?(.*)$/is.exec(s);
-  if (m === null || m[1] === '') throw new RangeError(`${s} is not an s3:// location: expected s3://bucket/key`);
+  // An InputError, as for a local path that is not there: the CLI prints it as one line (a RangeError was an "unexpected error").
+  if (m === null || m[1] === '') throw new InputError(`${s} names no bucket: expected s3://bucket/key (or s3://bucket/prefix/)`);
   return { bucket: m[1]!, key: m[2]! };
 }
 
