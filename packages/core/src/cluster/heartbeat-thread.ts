@@ -55,4 +55,12 @@ parentPort!.on('message', (m: HeartbeatIn) => {
   redis.disconnect();
   parentPort!.close();
 });
-void beat();
+// The first beat waits for the connection: with no offline queue, a command sent while it is
+// still connecting fails at once, and every worker started with a "heartbeat failed" warning.
+if (redis.status === 'ready') {
+  void beat();
+} else {
+  redis.once('ready', () => {
+    if (!stopping) void beat();
+  });
+}
