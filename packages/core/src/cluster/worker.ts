@@ -107,22 +107,30 @@ export async function startWorker(o: WorkerOptions): Promise<ClusterWorker> {
     redis.disconnect();
     throw e;
   });
-  const job = await loadJob(redis, o.job);
-  const k = jobKeys(job.name);
-  const plan = loadPlan(job.plan);
-  const runOptions: PipelineOptions = {
-    input: job.input,
-    windowBatches: true,
-    ...(job.fitState ? { fitState: job.fitState } : {}),
-    ...(o.backend ? { backend: o.backend } : {}),
-    ...(o.decoders ? { decoders: o.decoders } : {}),
-  };
-  const info = await pipeline(plan, runOptions).info();
-  if (fingerprint(plan, info.dataset) !== job.fingerprint) {
-    throw new SluiceError(`the input files this worker sees differ from job ${job.name}'s (row groups or paths): every worker must read the same files`);
+  // A worker that cannot start closes its connections, which would otherwise keep the process
+  // alive after the error (`sluice worker` printed it and hung).
+  try {
+    const job = await loadJob(redis, o.job);
+    const k = jobKeys(job.name);
+    const plan = loadPlan(job.plan);
+    const runOptions: PipelineOptions = {
+      input: job.input,
+      windowBatches: true,
+      ...(job.fitState ? { fitState: job.fitState } : {}),
+      ...(o.backend ? { backend: o.backend } : {}),
+      ...(o.decoders ? { decoders: o.decoders } : {}),
+    };
+    const info = await pipeline(plan, runOptions).info();
+    if (fingerprint(plan, info.dataset) !== job.fingerprint) {
+      throw new SluiceError(`the input files this worker sees differ from job ${job.name}'s (row groups or paths): every worker must read the same files`);
+    }
+    const id = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 6)}`;
+    return await new WorkerNode(o, { leaseMs, maxHeld, waitMs, maxAttempts, leaseSplits }, redis, blocking, job, k, plan, info, runOptions, id).start();
+  } catch (e) {
+    redis.disconnect();
+    blocking.disconnect();
+    throw e;
   }
-  const id = `${hostname()}-${process.pid}-${Math.random().toString(36).slice(2, 6)}`;
-  return new WorkerNode(o, { leaseMs, maxHeld, waitMs, maxAttempts, leaseSplits }, redis, blocking, job, k, plan, info, runOptions, id).start();
 }
 
 interface Limits {
