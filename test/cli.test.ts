@@ -410,6 +410,15 @@ describe('sluice serve', () => {
     }
   });
 
+  it('an empty --token (an unset shell variable: --token "$SLUICE_TOKEN") is a usage error naming it', async () => {
+    const r = await sluice(['serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '0', '--token', '']);
+    expectUsageError(r, 'sluice serve: --token is empty');
+    const env = await sluice(['serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '0'], { SLUICE_TOKEN: '' });
+    expectUsageError(env, 'sluice serve: SLUICE_TOKEN is empty');
+    const w = await sluice(['worker', '--redis', 'redis://127.0.0.1:1', '--job', 'j', '--token', '']);
+    expectUsageError(w, 'sluice worker: --token is empty');
+  });
+
   it('warns when it serves beyond this machine without a token, and stops cleanly on SIGTERM', async () => {
     const child = spawn(process.execPath, [BIN, 'serve', '--plan', mixPlanFile, '--input', mixFile, '--port', '0', '--host', '0.0.0.0'], {
       cwd: ROOT,

@@ -140,6 +140,23 @@ export function pipelineOptions(values: Values, plan: Plan): PipelineOptions {
 }
 
 /**
+ * --token (else $SLUICE_TOKEN), or undefined for none. An empty one is refused naming where it
+ * came from: `--token "$SLUICE_TOKEN"` with the variable unset gives `--token ''`.
+ *
+ * @example
+ * tokenArg({ token: 's3cret' }); // 's3cret'; '' throws a UsageError
+ */
+export function tokenArg(values: Values): string | undefined {
+  const given = values.token;
+  const token = typeof given === 'string' ? given : process.env.SLUICE_TOKEN;
+  if (token === '') {
+    const source = typeof given === 'string' ? '--token' : 'SLUICE_TOKEN';
+    throw new UsageError(`${source} is empty (an unset shell variable?): give a token, or leave it out to serve without one`);
+  }
+  return token;
+}
+
+/**
  * --redis (else $SLUICE_REDIS): a redis:// or rediss:// URL with a host, checked for its form
  * before connecting. Otherwise ioredis takes any word as a host name and the error is the
  * resolver's (`getaddrinfo ENOTFOUND notaurl`); a well-formed URL that cannot be reached still

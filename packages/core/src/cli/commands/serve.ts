@@ -3,13 +3,13 @@ import { loadPlan } from '@sluice/ops';
 import { createBatchServer, type ServeOptions } from '../../serve/server.js';
 import { untilStopped } from '../stop.js';
 import { checkBackendArg } from '../backend.js';
-import { int, parseSize, pipelineOptions, planArg, UsageError, type Values } from '../args.js';
+import { int, parseSize, pipelineOptions, planArg, tokenArg, UsageError, type Values } from '../args.js';
 
 export async function cmdServe(values: Values): Promise<number> {
   const plan = loadPlan(planArg(values));
   checkBackendArg(values);
   const port = int(values, 'port', undefined, { max: 65535 });
-  const token = (values.token as string | undefined) ?? process.env.SLUICE_TOKEN;
+  const token = tokenArg(values);
   const s = await createBatchServer(plan, pipelineOptions(values, plan), { ...(token === undefined ? {} : { token }), ...serveLimits(values) });
   const host = (values.host as string | undefined) ?? '127.0.0.1';
   // Listening for the stop signals before saying "serving", which a supervisor may answer at once.

@@ -2,12 +2,12 @@
 import { startWorker, type WorkerOptions } from '../../cluster/worker.js';
 import { untilStopped } from '../stop.js';
 import { checkBackendArg } from '../backend.js';
-import { int, need, redisArg, UsageError, type Values } from '../args.js';
+import { int, need, redisArg, tokenArg, UsageError, type Values } from '../args.js';
 
 export async function cmdWorker(values: Values): Promise<number> {
   const port = int(values, 'port', 0, { max: 65535 });
   checkBackendArg(values);
-  const token = (values.token as string | undefined) ?? process.env.SLUICE_TOKEN;
+  const token = tokenArg(values);
   const host = (values.host as string | undefined) ?? '127.0.0.1';
   const auth = values['metrics-auth'];
   if (auth !== undefined && auth !== 'token' && auth !== 'open') throw new UsageError(`--metrics-auth must be "token" or "open", got "${String(auth)}"`);
