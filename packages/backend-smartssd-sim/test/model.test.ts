@@ -6,6 +6,7 @@ import {
   deviceSplit,
   parseSmartSsdOptions,
   PRESTO,
+  prestoCommand,
   provision,
   reproducePresto,
   smartSsdSimBackend,
@@ -78,5 +79,10 @@ describe('sluice reproduce presto', () => {
     // The production-scale models need many more cores than RM1, and fewer SmartSSDs than cores.
     expect(rm5!.coresExact).toBeGreaterThan(rm1!.coresExact * 5);
     for (const x of r.rows.slice(1)) expect(x.devices).toBeLessThan(x.cores);
+  });
+
+  it('says how it measured the CPU as it does: kernels best of 5 (as docs/smartssd-sim.md says), decode best of 2', async () => {
+    const text = await prestoCommand({ rows: 64 });
+    expect(text).toContain("core's reference kernels (best of 5 per feature) + Parquet decode (best of 2)");
   });
 });

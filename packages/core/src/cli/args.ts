@@ -34,7 +34,7 @@ export function tokenArg(values: Values): string | undefined {
     throw new UsageError(
       given === undefined
         ? 'SLUICE_TOKEN is set but empty: give it a token, or unset it to serve without one'
-        : '--token is empty: give a token, or leave --token out to serve without one',
+        : '--token is empty (an unset shell variable in --token "$SLUICE_TOKEN"?): give a token, or leave --token out to serve without one',
     );
   return token;
 }

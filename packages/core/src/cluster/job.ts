@@ -2,12 +2,13 @@
  * A cluster job: its spec (plan, inputs, seed, epochs, batch size), its split table, and the
  * idempotent submit that puts the spec and one stream entry per split into Redis.
  */
-import { basename } from 'node:path';
+import { basename, resolve } from 'node:path';
 import { PlanError, SluiceError, loadPlan, readJsonFile, type PlanSpec } from '@sluice/ops';
 import type { Redis } from 'ioredis';
 import { pipeline, type PipelineInfo } from '../pipeline/pipeline.js';
 import { fingerprint } from '../pipeline/resume.js';
 import { epochWindows } from '../stream/source.js';
+import { isUrl } from '../util/url.js';
 import { checkJobName, jobKeys } from './keys.js';
 
 /**
@@ -160,12 +161,16 @@ export async function buildJob(req: JobRequest): Promise<JobSpec> {
   const splits = planSplits(info, splitBatches);
   const batches = splits.reduce((a, s) => a + s.batches, 0);
   if (batches === 0) throw new PlanError(`job ${name}: the input makes no batch of ${info.plan.batchSize} rows`);
+  // Local files by absolute path: globs and relative paths list them relative to this process's
+  // folder, which a worker started in another folder would not find. The fingerprint is over the
+  // names the workers open, as theirs is.
+  const files = info.dataset.files.map((f) => (isUrl(f.source) ? f : { ...f, source: resolve(f.source) }));
   return {
     name,
     plan,
-    input: info.dataset.files.map((f) => f.source),
+    input: files.map((f) => f.source),
     ...(fitState ? { fitState } : {}),
-    fingerprint: fingerprint(loadPlan(plan), info.dataset),
+    fingerprint: fingerprint(loadPlan(plan), { ...info.dataset, files }),
     batches,
     splits,
   };
