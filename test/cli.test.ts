@@ -423,9 +423,17 @@ describe('sluice serve', () => {
       expect(r.status, r.stderr).toBe(2);
       expect(lines(r.stderr)).toEqual([`sluice ${command}: ${line}`, `(see sluice ${command} --help)`]);
     };
-    expectUsageLine(flag, 'serve', '--token is empty (an unset shell variable in --token "$SLUICE_TOKEN"?): give a token, or leave --token out to serve without one');
+    expectUsageLine(
+      flag,
+      'serve',
+      '--token is empty (an unset shell variable in --token "$SLUICE_TOKEN"?): give a token, or leave --token out to serve without one',
+    );
     expectUsageLine(env, 'serve', 'SLUICE_TOKEN is set but empty: give it a token, or unset it to serve without one');
-    expectUsageLine(wFlag, 'worker', '--token is empty (an unset shell variable in --token "$SLUICE_TOKEN"?): give a token, or leave --token out to serve without one');
+    expectUsageLine(
+      wFlag,
+      'worker',
+      '--token is empty (an unset shell variable in --token "$SLUICE_TOKEN"?): give a token, or leave --token out to serve without one',
+    );
     expectUsageLine(wEnv, 'worker', 'SLUICE_TOKEN is set but empty: give it a token, or unset it to serve without one');
   });
 
