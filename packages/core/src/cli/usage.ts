@@ -70,7 +70,7 @@ export const COMMAND_HELP = {
   demo: {
     args: '',
     pageArgs: '[--rows N] [--seed S] [--backend B]',
-    summary: 'generate a small RM1 data set (cached) and stream it through the CPU pipeline',
+    summary: 'generate a small RM1 data set (cached) and stream it through the pipeline (cpu backend unless --backend)',
     // The default row count is gen/demo.ts's DEMO_ROWS (test/cli.test.ts checks that they agree).
     options: [['--rows N', 'rows of the demo data set (default 200,000)'], ['--seed S', 'generator seed (default 42)'], BACKEND, QUIET],
   },

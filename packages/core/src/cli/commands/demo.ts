@@ -76,7 +76,7 @@ export async function cmdDemo(values: Values): Promise<number> {
         ],
       ),
       '',
-      'Next: `sluice plan --preset rm1 > plan.json`, then `sluice run --plan plan.json --input ' + file + ' --output out.parquet`.',
+      'Next: `npx sluice plan --preset rm1 > plan.json`, then `npx sluice run --plan plan.json --input ' + file + ' --output out.parquet`.',
       '',
     ].join('\n'),
   );
