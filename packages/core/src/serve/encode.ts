@@ -268,7 +268,8 @@ function view<T>(bin: Uint8Array, C: Typed<T>): T {
 
 /**
  * Picks the body format from an Accept header: Arrow unless msgpack is preferred (by order or
- * q-value); null when the header accepts neither.
+ * q-value); null when the header accepts neither. Media types and the `q` parameter are matched
+ * without regard to case, as HTTP has them (RFC 9110 §8.3.1, §12.4.2).
  */
 export function negotiate(accept: string | undefined): BodyFormat | null {
   if (accept === undefined || accept.trim() === '') return ARROW_STREAM;
@@ -277,6 +278,7 @@ export function negotiate(accept: string | undefined): BodyFormat | null {
   for (const part of accept.split(',')) {
     const [type, ...params] = part
       .trim()
+      .toLowerCase()
       .split(';')
       .map((s) => s.trim());
     const q = Number(params.find((p) => p.startsWith('q='))?.slice(2) ?? 1);

@@ -180,6 +180,14 @@ describe('sluice serve (HTTP)', () => {
   });
 
   it('msgpack arrays start 8-aligned in the body, so the typed client views them in place; it reads Arrow too', async () => {
+    // Media types and q are case-insensitive (RFC 9110): this one prefers msgpack too.
+    const mixed = await get('/v1/batches/3', {
+      authorization: `Bearer ${TOKEN}`,
+      accept: 'Application/MsgPack;Q=0.9, application/vnd.apache.arrow.stream;q=0.5',
+    });
+    expect(mixed.status).toBe(200);
+    expect(mixed.headers.get('content-type')).toBe('application/msgpack');
+    await mixed.arrayBuffer();
     const r = await get('/v1/batches/3', { authorization: `Bearer ${TOKEN}`, accept: 'application/msgpack' });
     const body = new Uint8Array(await r.arrayBuffer());
     expect(Number(r.headers.get('content-length'))).toBe(body.byteLength);
